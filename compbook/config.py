@@ -1,0 +1,37 @@
+"""Run mode: CPU (default, minutes on a laptop) or full (GPU / Colab, the papers' scale).
+
+One environment variable switches every chapter: ``COMPBOOK_MODE=full``. Chapters read sizes through
+:func:`by_mode`, so a CPU run and a full run differ only in those numbers, which each chapter prints.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+MODE_VARIABLE = "COMPBOOK_MODE"
+MODES = ("cpu", "full")
+
+
+def mode() -> str:
+    """The current run mode, ``"cpu"`` or ``"full"``, read from ``$COMPBOOK_MODE`` (default ``"cpu"``)."""
+    value = os.environ.get(MODE_VARIABLE, "cpu").strip().lower() or "cpu"
+    if value not in MODES:
+        raise ValueError(f"${MODE_VARIABLE}={value!r}: expected one of {MODES}")
+    return value
+
+
+def is_full() -> bool:
+    """True in full mode (``COMPBOOK_MODE=full``)."""
+    return mode() == "full"
+
+
+def by_mode(cpu, full):
+    """Return ``cpu`` in CPU mode and ``full`` in full mode (a chapter's size knob)."""
+    return full if is_full() else cpu
+
+
+def device() -> torch.device:
+    """``cuda`` in full mode when a GPU is present, else ``cpu`` (CPU mode never uses a GPU: same numbers)."""
+    return torch.device("cuda" if is_full() and torch.cuda.is_available() else "cpu")

@@ -1,0 +1,339 @@
+"""CPPNs: coordinate MLPs that draw an image, neuron by neuron (chapter 1).
+
+A CPPN maps each pixel's coordinates (x, y, d, bias) through hidden layers *without bias terms*, each neuron with
+its own activation, to (h, s, v) (or a grey brightness) shown through HSV->RGB, as in Picbreeder and in FER's code.
+Layer ``l`` holds a weight matrix ``W_l (out, in)`` and a connectivity mask of the same shape (a buffer): the
+network computes with ``W_l * mask_l``, so a masked weight is exactly zero and gets exactly zero gradient.
+
+Every function here accepts weights with leading batch dimensions ``(..., out, in)``: the same code renders one
+network or trains many of one shape at once (:mod:`compbook.train`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Mapping, Sequence
+
+import torch
+from torch import nn
+
+INPUT_NAMES = ("x", "y", "d", "bias")
+COLOR_MODES = {"hsv": 3, "gray": 1}
+
+
+def _gaussian(z):
+    return 2.0 * torch.exp(-z * z) - 1.0
+
+
+def _sigmoid(z):
+    return 2.0 * torch.sigmoid(z) - 1.0
+
+
+#: Picbreeder's activations (FER's definitions): gaussian and sigmoid are rescaled to (-1, 1].
+#: "cache" is an identity neuron that only carries a value forward (layerized skip links).
+ACTIVATIONS = {
+    "identity": lambda z: z,
+    "cache": lambda z: z,
+    "gaussian": _gaussian,
+    "sigmoid": _sigmoid,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+}
+
+
+def check_activation(name: str, where: str = "activation") -> str:
+    """Return ``name`` if it is a known activation, else raise ``ValueError`` naming ``where``."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"{where}: unknown activation {name!r}; known: {sorted(ACTIVATIONS)}")
+    return name
+
+
+def layout_from_counts(counts: Mapping[str, int]) -> list[str]:
+    """One layer's activation layout from counts, e.g. ``{"cache": 15, "gaussian": 4, "sin": 1}`` (FER's arch)."""
+    layer = []
+    for name, n in counts.items():
+        check_activation(name, "layout_from_counts")
+        if n < 0:
+            raise ValueError(f"layout_from_counts: negative count {n} for {name!r}")
+        layer += [name] * n
+    return layer
+
+
+def coordinate_grid(res: int, dtype=torch.float32, device=None) -> torch.Tensor:
+    """The CPPN's inputs on a ``res x res`` grid: a tensor ``(res*res, 4)`` of (x, y, d, bias), row-major.
+
+    x and y are ``linspace(-1, 1, res)``; x varies along columns, y along rows; d = 1.4 * sqrt(x^2 + y^2); bias = 1.
+    """
+    if int(res) != res or res < 1:
+        raise ValueError(f"res must be a positive integer, got {res!r}")
+    res = int(res)
+    t = torch.linspace(-1.0, 1.0, res, dtype=dtype, device=device)
+    y, x = torch.meshgrid(t, t, indexing="ij")
+    d = 1.4 * torch.sqrt(x * x + y * y)
+    return torch.stack([x, y, d, torch.ones_like(x)], dim=-1).reshape(res * res, 4)
+
+
+def hsv_to_rgb(hsv: torch.Tensor) -> torch.Tensor:
+    """HSV in [0, 1] to RGB in [0, 1]; ``hsv`` is ``(..., 3)``.
+
+    The closed form of the hexcone model: channel n in (r, g, b) is v - v s clamp(min(k, 4 - k), 0, 1) with
+    k = (n' + 6 h) mod 6 and n' = 5, 3, 1.
+    """
+    h, s, v = hsv[..., :1], hsv[..., 1:2], hsv[..., 2:3]
+    k = torch.remainder(torch.tensor([5.0, 3.0, 1.0], dtype=hsv.dtype, device=hsv.device) + 6.0 * h, 6.0)
+    return v - v * s * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
+
+
+def outputs_to_rgb(out: torch.Tensor, color: str) -> torch.Tensor:
+    """Map raw CPPN outputs ``(..., 3)`` (h, s, v) or ``(..., 1)`` (grey) to RGB ``(..., 3)`` in [0, 1].
+
+    Picbreeder's convention: hsv2rgb((h + 1) mod 1, clip(s, 0, 1), clip(|v|, 0, 1)); grey is clip(|v|, 0, 1).
+    """
+    if color == "hsv":
+        h, s, v = out.unbind(-1)
+        return hsv_to_rgb(torch.stack([torch.remainder(h + 1.0, 1.0), s.clamp(0, 1), v.abs().clamp(0, 1)], -1))
+    if color == "gray":
+        return out[..., :1].abs().clamp(0, 1).expand(*out.shape[:-1], 3)
+    raise ValueError(f"color must be one of {sorted(COLOR_MODES)}, got {color!r}")
+
+
+# d act / dz, written with the input z and the output a = act(z) (cheaper than autograd through each run)
+_DERIVATIVES = {
+    "identity": lambda z, a: None,
+    "gaussian": lambda z, a: -2.0 * z * (a + 1.0),          # a = 2 exp(-z^2) - 1
+    "sigmoid": lambda z, a: 0.5 * (1.0 - a * a),            # a = 2 logistic(z) - 1 = tanh(z / 2)
+    "sin": lambda z, a: torch.cos(z),
+    "cos": lambda z, a: -torch.sin(z),
+    "tanh": lambda z, a: 1.0 - a * a,
+    "relu": lambda z, a: (z > 0).to(z.dtype),
+}
+
+
+class _RunActivation(torch.autograd.Function):
+    """Per-neuron activations over runs of the last dim, as one autograd node (forward and backward by slices)."""
+
+    @staticmethod
+    def forward(ctx, z, runs):
+        out = torch.empty_like(z)
+        for name, a, b in runs:
+            out[..., a:b] = ACTIVATIONS[name](z[..., a:b])
+        ctx.runs = runs
+        ctx.save_for_backward(z, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        z, out = ctx.saved_tensors
+        grad_z = torch.empty_like(grad)
+        for name, a, b in ctx.runs:
+            d = _DERIVATIVES[name](z[..., a:b], out[..., a:b])
+            grad_z[..., a:b] = grad[..., a:b] if d is None else grad[..., a:b] * d
+        return grad_z, None
+
+
+class ActivationLayer(nn.Module):
+    """Applies a per-neuron activation layout to the last dimension of its input.
+
+    Neurons are visited in runs of equal activations (slices); when the layout has many short runs (layerized
+    Picbreeder layers), it is permuted once so that each activation is one run, then permuted back.
+    """
+
+    max_runs = 4
+
+    def __init__(self, names: Sequence[str]):
+        super().__init__()
+        self.names = [check_activation(n, "activation layout") for n in names]
+        kind = ["identity" if n == "cache" else n for n in self.names]
+        self.permuted = len(_runs(kind)) > self.max_runs
+        if self.permuted:
+            order = sorted(range(len(kind)), key=lambda i: (kind[i], i))
+            self.register_buffer("order", torch.tensor(order), persistent=False)
+            self.register_buffer("inverse", torch.argsort(torch.tensor(order)), persistent=False)
+            kind = [kind[i] for i in order]
+        self.runs = tuple(_runs(kind))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        if len(self.runs) == 1:
+            return ACTIVATIONS[self.runs[0][0]](z)
+        if self.permuted:
+            z = z.index_select(-1, self.order)
+        out = _RunActivation.apply(z, self.runs)
+        return out.index_select(-1, self.inverse) if self.permuted else out
+
+
+def _runs(names: Sequence[str]) -> list[tuple[str, int, int]]:
+    """Maximal runs of equal names: ``[(name, start, stop), ...]``."""
+    runs = []
+    for i, n in enumerate(names):
+        if runs and runs[-1][0] == n:
+            runs[-1] = (n, runs[-1][1], i + 1)
+        else:
+            runs.append((n, i, i + 1))
+    return runs
+
+
+def init_weights(shapes: Sequence[tuple[int, int]], init_scale: float = 1.0,
+                 generator: torch.Generator | None = None, batch: tuple[int, ...] = ()) -> list[torch.Tensor]:
+    """Random weights ``N(0, init_scale^2 / fan_in)`` for layers of the given ``(out, in)`` shapes (our choice)."""
+    return [torch.randn(*batch, o, i, generator=generator) * (init_scale / math.sqrt(i)) for o, i in shapes]
+
+
+class CPPN(nn.Module):
+    """A CPPN: inputs (x, y, d, bias) -> hidden layers (no biases, per-neuron activations) -> linear -> (h, s, v).
+
+    Args:
+        activations: one list of activation names per hidden layer; its length is that layer's width.
+        color: ``"hsv"`` (3 outputs) or ``"gray"`` (1 output).
+        weights: optional list of ``(out, in)`` tensors, one per layer including the output layer.
+        masks: optional list of 0/1 tensors of the same shapes (default all ones: dense).
+        init_scale, seed: random initialisation when ``weights`` is not given.
+
+    Layers are numbered ``0 .. depth``: ``0..depth-1`` hidden, ``depth`` the output layer. A weight is named
+    ``(layer, out, in)``.
+    """
+
+    def __init__(self, activations: Sequence[Sequence[str]], color: str = "hsv",
+                 weights: Sequence[torch.Tensor] | None = None,
+                 masks: Sequence[torch.Tensor] | None = None, init_scale: float = 1.0, seed: int = 0):
+        super().__init__()
+        if len(activations) < 1:
+            raise ValueError("a CPPN needs at least one hidden layer (depth >= 1)")
+        if color not in COLOR_MODES:
+            raise ValueError(f"color must be one of {sorted(COLOR_MODES)}, got {color!r}")
+        if any(len(layer) < 1 for layer in activations):
+            raise ValueError("every hidden layer needs at least one neuron (width >= 1)")
+        self.color = color
+        self.activations = [list(layer) for layer in activations]
+        n_out = COLOR_MODES[color]
+        widths = [len(layer) for layer in self.activations]
+        self.shapes = list(zip(widths + [n_out], [len(INPUT_NAMES)] + widths))
+        if weights is None:
+            weights = init_weights(self.shapes, init_scale, torch.Generator().manual_seed(seed))
+        if len(weights) != len(self.shapes):
+            raise ValueError(f"weights: expected {len(self.shapes)} matrices, got {len(weights)}")
+        masks = masks if masks is not None else [torch.ones(s) for s in self.shapes]
+        if len(masks) != len(self.shapes):
+            raise ValueError(f"masks: expected {len(self.shapes)} matrices, got {len(masks)}")
+        self.weights = nn.ParameterList()
+        for l, (w, m, s) in enumerate(zip(weights, masks, self.shapes)):
+            w = torch.as_tensor(w)
+            w = w if w.is_floating_point() else w.float()
+            m = torch.as_tensor(m, dtype=w.dtype)
+            if tuple(w.shape) != s or tuple(m.shape) != s:
+                raise ValueError(f"layer {l}: weight {tuple(w.shape)} and mask {tuple(m.shape)} must be {s}")
+            if not torch.isfinite(w).all():
+                raise ValueError(f"layer {l}: weights contain NaN or inf")
+            self.register_buffer(f"mask{l}", (m != 0).to(w.dtype))
+            self.weights.append(nn.Parameter(w * getattr(self, f"mask{l}")))
+        self.hidden = nn.ModuleList(ActivationLayer(a) for a in self.activations)
+
+    # -- structure -------------------------------------------------------------------------------------------
+    @property
+    def depth(self) -> int:
+        """Number of hidden layers."""
+        return len(self.activations)
+
+    @property
+    def widths(self) -> list[int]:
+        """Width of each hidden layer."""
+        return [len(a) for a in self.activations]
+
+    @property
+    def masks(self) -> list[torch.Tensor]:
+        """The connectivity masks, one ``(out, in)`` 0/1 tensor per layer (buffers)."""
+        return [getattr(self, f"mask{l}") for l in range(len(self.shapes))]
+
+    def effective_weights(self) -> list[torch.Tensor]:
+        """``W_l * mask_l`` for every layer: what the network computes with."""
+        return [w * m for w, m in zip(self.weights, self.masks)]
+
+    def set_masks(self, masks: Sequence[torch.Tensor]) -> None:
+        """Replace the masks (0/1 tensors of the layer shapes) and zero the weights they remove."""
+        for l, m in enumerate(masks):
+            m = torch.as_tensor(m, dtype=torch.float32)
+            if tuple(m.shape) != self.shapes[l]:
+                raise ValueError(f"mask {l}: shape {tuple(m.shape)} must be {self.shapes[l]}")
+            getattr(self, f"mask{l}").copy_(m != 0)
+        self.apply_masks_()
+
+    @torch.no_grad()
+    def apply_masks_(self) -> None:
+        """Zero every stored weight that its mask removes (keeps the parameters exactly sparse)."""
+        for w, m in zip(self.weights, self.masks):
+            w.mul_(m)
+
+    def n_weights(self) -> int:
+        """Number of non-zero effective weights."""
+        return int(sum((w != 0).sum() for w in self.effective_weights()))
+
+    def arch(self) -> str:
+        """A short description, e.g. ``"12 x 22, 97.1% zero, hsv"``."""
+        total = sum(o * i for o, i in self.shapes)
+        width = max(self.widths)
+        return f"{self.depth} x {width}, {100 * (1 - self.n_weights() / total):.1f}% zero, {self.color}"
+
+    # -- computation -----------------------------------------------------------------------------------------
+    def forward(self, coords: torch.Tensor, weights: Sequence[torch.Tensor] | None = None,
+                masks: Sequence[torch.Tensor] | None = None, return_features: bool = False):
+        """Raw outputs ``(..., N, n_out)`` for coordinates ``(N, 4)``.
+
+        ``weights`` and ``masks`` (optional) replace the parameters and buffers, with optional leading batch
+        dims ``(..., out, in)`` (many networks of this architecture at once). With ``return_features`` also
+        returns each hidden layer's post-activation ``(..., N, width_l)``.
+        """
+        ws = self.weights if weights is None else weights
+        ms = self.masks if masks is None else masks
+        h, feats = coords, []
+        for l, (w, m) in enumerate(zip(ws, ms)):
+            z = torch.matmul(h, (w * m).transpose(-1, -2))
+            h = self.hidden[l](z) if l < self.depth else z
+            if return_features and l < self.depth:
+                feats.append(h)
+        return (h, feats) if return_features else h
+
+    def render(self, res: int = 256, weights: Sequence[torch.Tensor] | None = None,
+               masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+        """The image ``(..., res, res, 3)`` in [0, 1] (a batch of images when ``weights`` carry a batch dim)."""
+        coords = coordinate_grid(res, dtype=self.mask0.dtype, device=self.mask0.device)
+        out = self.forward(coords, weights, masks)
+        return outputs_to_rgb(out, self.color).reshape(*out.shape[:-2], res, res, 3)
+
+    def feature_maps(self, res: int = 64) -> list[torch.Tensor]:
+        """Every hidden neuron's activation map: one tensor ``(width_l, res, res)`` per hidden layer."""
+        with torch.no_grad():
+            coords = coordinate_grid(res, dtype=self.mask0.dtype, device=self.mask0.device)
+            _, feats = self.forward(coords, return_features=True)
+        return [f.T.reshape(-1, res, res) for f in feats]
+
+    def clone_with(self, weights: Sequence[torch.Tensor] | None = None,
+                   masks: Sequence[torch.Tensor] | None = None) -> "CPPN":
+        """A new CPPN of the same architecture with other weights and/or masks (detached copies)."""
+        ws = [w.detach().clone() for w in (weights if weights is not None else self.weights)]
+        ms = [m.detach().clone() for m in (masks if masks is not None else self.masks)]
+        return CPPN(self.activations, self.color, ws, ms)
+
+
+def uniform_cppn(depth: int, width: int, activation: str | Mapping[str, int] = "tanh", color: str = "hsv",
+                 seed: int = 0, init_scale: float = 1.0) -> CPPN:
+    """A dense CPPN with ``depth`` hidden layers of ``width`` neurons, each layer with the same activations.
+
+    ``activation`` is one name, or counts per name whose sum must equal ``width`` (FER's
+    ``"12;cache:15,gaussian:4,identity:2,sin:1"`` is ``uniform_cppn(12, 22, {"cache": 15, ...})``).
+    """
+    if int(depth) != depth or depth < 1:
+        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+    if int(width) != width or width < 1:
+        raise ValueError(f"width must be an integer >= 1, got {width!r}")
+    layer = [check_activation(activation, "uniform_cppn")] * width if isinstance(activation, str) \
+        else layout_from_counts(activation)
+    if len(layer) != width:
+        raise ValueError(f"activation counts sum to {len(layer)}, but width is {width}")
+    return CPPN([layer] * int(depth), color=color, seed=seed, init_scale=init_scale)
+
+
+def layer_activation_counts(model: CPPN) -> list[Counter]:
+    """How many neurons of each activation every hidden layer has (for describing an architecture)."""
+    return [Counter(layer) for layer in model.activations]

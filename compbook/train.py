@@ -1,0 +1,174 @@
+"""Fit CPPNs to a target image by gradient descent (chapter 1), one at a time or many at once.
+
+FER's recipe: mean squared error between the render and the target, Adam on the gradient normalised to unit L2
+norm, lr 3e-3 (3e-4 for the apple), 100k steps at 256x256. Masks are respected: a masked weight gets zero
+gradient and is re-zeroed after every step, whatever the optimizer does.
+
+:func:`fit_many` trains B networks of one architecture together: weights are stacked ``(B, out, in)`` and every
+layer is one batched matmul, which is far faster than B separate loops for these tiny networks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .cppn import CPPN, coordinate_grid, outputs_to_rgb
+
+OptimizerFactory = Callable[[list[torch.Tensor], float], torch.optim.Optimizer]
+
+
+def adam(params, lr):
+    """FER's optimizer: plain Adam (the gradient it sees is already unit-normalised); fused: one kernel a step."""
+    return torch.optim.Adam(params, lr=lr, fused=True)
+
+
+OPTIMIZERS: dict[str, OptimizerFactory] = {"adam": adam}
+
+
+def as_target(target, name: str = "target") -> torch.Tensor:
+    """Check and convert a target image: ``(H, W, 3)`` (or ``(B, H, W, 3)``) floats in [0, 1] -> float32 tensor.
+
+    Raises ``ValueError`` naming ``name`` for a wrong shape, a non-float dtype, NaNs or values outside [0, 1]
+    (an 8-bit image must be divided by 255 first: we refuse to guess).
+    """
+    t = torch.as_tensor(np.asarray(target) if not isinstance(target, torch.Tensor) else target)
+    if not t.is_floating_point():
+        raise ValueError(f"{name}: dtype {t.dtype} is not floating point; pass floats in [0, 1] "
+                         f"(e.g. uint8 / 255)")
+    if t.ndim not in (3, 4) or t.shape[-1] != 3 or t.shape[-2] != t.shape[-3]:
+        raise ValueError(f"{name}: shape {tuple(t.shape)} is not a square RGB image (H, W, 3) or (B, H, W, 3)")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+    if t.min() < 0 or t.max() > 1:
+        raise ValueError(f"{name}: values span [{float(t.min()):.3g}, {float(t.max()):.3g}], expected [0, 1]")
+    return t.float()
+
+
+@dataclass
+class FitResult:
+    """What a fit returns: the trained model(s), the loss history and the wall time."""
+    models: list[CPPN]
+    losses: np.ndarray            # (steps,) for one model, (steps, B) for a batch: MSE before each step
+    seconds: float
+    config: dict = field(default_factory=dict)
+
+    @property
+    def model(self) -> CPPN:
+        return self.models[0]
+
+    @property
+    def final_loss(self):
+        """MSE of the trained model(s) on the target (after the last step)."""
+        return self.config["final_loss"]
+
+
+def _normalise_grads_(grads: Sequence[torch.Tensor], batched: bool) -> None:
+    """Scale gradients to unit L2 norm, over all layers (per model when ``batched``)."""
+    dims = tuple(range(1, grads[0].ndim)) if batched else None
+    sq = sum((g * g).sum(dim=dims) if dims else (g * g).sum() for g in grads)
+    scale = 1.0 / (sq.sqrt() + 1e-12)
+    for g in grads:
+        g.mul_(scale.reshape(-1, *[1] * (g.ndim - 1)) if batched else scale)
+
+
+def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor], target: torch.Tensor,
+           steps: int, lr: float, optimizer: str | OptimizerFactory, normalize_grad: bool, progress: bool,
+           batched: bool, desc: str):
+    res = target.shape[-2]
+    coords = coordinate_grid(res)
+    params = [torch.nn.Parameter(w.detach().clone() * m) for w, m in zip(weights, masks)]
+    make = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
+    opt = make(params, lr)
+    flat_target = target.reshape(*target.shape[:-3], res * res, 3)
+    reduce_dims = (-2, -1)
+    losses = []
+
+    def loss_fn():
+        out = template.forward(coords, params, masks)
+        per_model = ((outputs_to_rgb(out, template.color) - flat_target) ** 2).mean(dim=reduce_dims)
+        return per_model
+
+    for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+        per_model = loss_fn()
+        opt.zero_grad(set_to_none=True)
+        per_model.sum().backward()
+        losses.append(per_model.detach().clone())
+        with torch.no_grad():
+            if normalize_grad:  # the grads of masked weights are exact zeros already (we compute with w * m)
+                _normalise_grads_([p.grad for p in params], batched)
+        opt.step()
+        with torch.no_grad():
+            for p, m in zip(params, masks):
+                p.mul_(m)
+    with torch.no_grad():
+        final = loss_fn()
+    return params, torch.stack(losses).numpy() if losses else np.zeros((0,)), final
+
+
+def _check_steps(steps, lr):
+    if int(steps) != steps or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
+
+
+def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str | OptimizerFactory = "adam",
+        normalize_grad: bool = True, progress: bool = True) -> FitResult:
+    """Fit ``model`` (a copy; the argument is left unchanged) to ``target`` ``(H, W, 3)`` in [0, 1].
+
+    Returns a :class:`FitResult` whose ``losses`` is ``(steps,)``. Deterministic: the same model, target and
+    settings give the same losses (initial weights come from the model's own seed).
+    """
+    _check_steps(steps, lr)
+    target = as_target(target)
+    if target.ndim != 3:
+        raise ValueError(f"target: fit takes one image (H, W, 3), got {tuple(target.shape)}; use fit_many")
+    t0 = time.perf_counter()
+    params, losses, final = _train(model, list(model.weights), model.masks, target, steps, lr, optimizer,
+                                   normalize_grad, progress, batched=False, desc="fit")
+    trained = model.clone_with(weights=params)
+    cfg = dict(steps=steps, lr=lr, res=target.shape[0], final_loss=float(final))
+    return FitResult([trained], losses, time.perf_counter() - t0, cfg)
+
+
+def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3,
+             optimizer: str | OptimizerFactory = "adam", normalize_grad: bool = True,
+             progress: bool = True) -> FitResult:
+    """Fit B models of one architecture at once (stacked weights, batched matmuls); masks may differ per model.
+
+    ``target`` is one image ``(H, W, 3)`` shared by all, or one per model ``(B, H, W, 3)``. Each model's
+    gradient is normalised on its own, so every model follows exactly the path :func:`fit` would give it
+    (up to float rounding). ``losses`` is ``(steps, B)``.
+    """
+    _check_steps(steps, lr)
+    if len(models) < 1:
+        raise ValueError("fit_many needs at least one model")
+    template = models[0]
+    for i, m in enumerate(models):
+        if m.activations != template.activations or m.color != template.color:
+            raise ValueError(f"models[{i}] has another architecture than models[0]; fit_many needs one shape")
+    target = as_target(target)
+    if target.ndim == 4 and target.shape[0] != len(models):
+        raise ValueError(f"target: {target.shape[0]} images for {len(models)} models")
+    weights = [torch.stack([m.weights[l].detach() for m in models]) for l in range(len(template.shapes))]
+    masks = [torch.stack([m.masks[l] for m in models]) for l in range(len(template.shapes))]
+    t0 = time.perf_counter()
+    params, losses, final = _train(template, weights, masks, target, steps, lr, optimizer, normalize_grad,
+                                   progress, batched=True, desc=f"fit x{len(models)}")
+    trained = [template.clone_with(weights=[p[b] for p in params], masks=[m[b] for m in masks])
+               for b in range(len(models))]
+    cfg = dict(steps=steps, lr=lr, res=target.shape[-2], final_loss=final.numpy())
+    return FitResult(trained, losses, time.perf_counter() - t0, cfg)
+
+
+def mse(model: CPPN, target) -> float:
+    """Mean squared error between ``model.render`` at the target's resolution and ``target`` ``(H, W, 3)``."""
+    target = as_target(target)
+    with torch.no_grad():
+        return float(((model.render(target.shape[0]) - target) ** 2).mean())
