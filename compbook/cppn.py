@@ -87,16 +87,25 @@ def hsv_to_rgb(hsv: torch.Tensor) -> torch.Tensor:
     return v - v * s * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
 
 
-def outputs_to_rgb(out: torch.Tensor, color: str) -> torch.Tensor:
+def _clip(t: torch.Tensor, straight_through: bool) -> torch.Tensor:
+    """clamp(t, 0, 1); with ``straight_through`` its gradient is 1 everywhere (the value is unchanged)."""
+    c = t.clamp(0.0, 1.0)
+    return t + (c - t).detach() if straight_through else c
+
+
+def outputs_to_rgb(out: torch.Tensor, color: str, straight_through: bool = False) -> torch.Tensor:
     """Map raw CPPN outputs ``(..., 3)`` (h, s, v) or ``(..., 1)`` (grey) to RGB ``(..., 3)`` in [0, 1].
 
     Picbreeder's convention: hsv2rgb((h + 1) mod 1, clip(s, 0, 1), clip(|v|, 0, 1)); grey is clip(|v|, 0, 1).
+    ``straight_through`` lets gradients pass the clips as if they were identities (the image is the same):
+    training uses it so that a saturated output (white, or negative saturation) is not a dead end.
     """
     if color == "hsv":
         h, s, v = out.unbind(-1)
-        return hsv_to_rgb(torch.stack([torch.remainder(h + 1.0, 1.0), s.clamp(0, 1), v.abs().clamp(0, 1)], -1))
+        hsv = [torch.remainder(h + 1.0, 1.0), _clip(s, straight_through), _clip(v.abs(), straight_through)]
+        return hsv_to_rgb(torch.stack(hsv, -1))
     if color == "gray":
-        return out[..., :1].abs().clamp(0, 1).expand(*out.shape[:-1], 3)
+        return _clip(out[..., :1].abs(), straight_through).expand(*out.shape[:-1], 3)
     raise ValueError(f"color must be one of {sorted(COLOR_MODES)}, got {color!r}")
 
 

@@ -121,6 +121,12 @@ def find_genome(name: str, download: bool = True) -> Path:
     return target
 
 
+def reference_render(name: str) -> np.ndarray:
+    """The reference implementation's 256x256 render of a named genome, RGB floats ``(256, 256, 3)`` in [0, 1]."""
+    from .images import load_image
+    return load_image(find_genome(name).with_suffix(".png"))
+
+
 def _read_xml_bytes(path: Path) -> bytes:
     if not path.is_file():
         raise FileNotFoundError(f"genome file {path} does not exist")

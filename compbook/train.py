@@ -4,6 +4,10 @@ FER's recipe: mean squared error between the render and the target, Adam on the 
 norm, lr 3e-3 (3e-4 for the apple), 100k steps at 256x256. Masks are respected: a masked weight gets zero
 gradient and is re-zeroed after every step, whatever the optimizer does.
 
+Our choice (``straight_through=True``): the gradient passes Picbreeder's output clips (saturation and brightness
+clipped to [0, 1]) as if they were identities. The loss value is the true MSE; without this, a network whose
+initial brightness exceeds 1 (a white image) gets exactly zero gradient and never trains.
+
 :func:`fit_many` trains B networks of one architecture together: weights are stacked ``(B, out, in)`` and every
 layer is one batched matmul, which is far faster than B separate loops for these tiny networks.
 """
@@ -19,6 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .cppn import CPPN, coordinate_grid, outputs_to_rgb
+from .optim import muon
 
 OptimizerFactory = Callable[[list[torch.Tensor], float], torch.optim.Optimizer]
 
@@ -28,7 +33,7 @@ def adam(params, lr):
     return torch.optim.Adam(params, lr=lr, fused=True)
 
 
-OPTIMIZERS: dict[str, OptimizerFactory] = {"adam": adam}
+OPTIMIZERS: dict[str, OptimizerFactory] = {"adam": adam, "muon": muon}
 
 
 def as_target(target, name: str = "target") -> torch.Tensor:
@@ -79,7 +84,7 @@ def _normalise_grads_(grads: Sequence[torch.Tensor], batched: bool) -> None:
 
 def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor], target: torch.Tensor,
            steps: int, lr: float, optimizer: str | OptimizerFactory, normalize_grad: bool, progress: bool,
-           batched: bool, desc: str):
+           batched: bool, desc: str, straight_through: bool = True):
     res = target.shape[-2]
     coords = coordinate_grid(res)
     params = [torch.nn.Parameter(w.detach().clone() * m) for w, m in zip(weights, masks)]
@@ -91,7 +96,8 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
 
     def loss_fn():
         out = template.forward(coords, params, masks)
-        per_model = ((outputs_to_rgb(out, template.color) - flat_target) ** 2).mean(dim=reduce_dims)
+        rgb = outputs_to_rgb(out, template.color, straight_through=straight_through)
+        per_model = ((rgb - flat_target) ** 2).mean(dim=reduce_dims)
         return per_model
 
     for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
@@ -119,7 +125,7 @@ def _check_steps(steps, lr):
 
 
 def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str | OptimizerFactory = "adam",
-        normalize_grad: bool = True, progress: bool = True) -> FitResult:
+        normalize_grad: bool = True, progress: bool = True, straight_through: bool = True) -> FitResult:
     """Fit ``model`` (a copy; the argument is left unchanged) to ``target`` ``(H, W, 3)`` in [0, 1].
 
     Returns a :class:`FitResult` whose ``losses`` is ``(steps,)``. Deterministic: the same model, target and
@@ -131,7 +137,8 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
         raise ValueError(f"target: fit takes one image (H, W, 3), got {tuple(target.shape)}; use fit_many")
     t0 = time.perf_counter()
     params, losses, final = _train(model, list(model.weights), model.masks, target, steps, lr, optimizer,
-                                   normalize_grad, progress, batched=False, desc="fit")
+                                   normalize_grad, progress, batched=False, desc="fit",
+                                   straight_through=straight_through)
     trained = model.clone_with(weights=params)
     cfg = dict(steps=steps, lr=lr, res=target.shape[0], final_loss=float(final))
     return FitResult([trained], losses, time.perf_counter() - t0, cfg)
@@ -139,7 +146,7 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
 
 def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3,
              optimizer: str | OptimizerFactory = "adam", normalize_grad: bool = True,
-             progress: bool = True) -> FitResult:
+             progress: bool = True, straight_through: bool = True) -> FitResult:
     """Fit B models of one architecture at once (stacked weights, batched matmuls); masks may differ per model.
 
     ``target`` is one image ``(H, W, 3)`` shared by all, or one per model ``(B, H, W, 3)``. Each model's
@@ -160,7 +167,8 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     masks = [torch.stack([m.masks[l] for m in models]) for l in range(len(template.shapes))]
     t0 = time.perf_counter()
     params, losses, final = _train(template, weights, masks, target, steps, lr, optimizer, normalize_grad,
-                                   progress, batched=True, desc=f"fit x{len(models)}")
+                                   progress, batched=True, desc=f"fit x{len(models)}",
+                                   straight_through=straight_through)
     trained = [template.clone_with(weights=[p[b] for p in params], masks=[m[b] for m in masks])
                for b in range(len(models))]
     cfg = dict(steps=steps, lr=lr, res=target.shape[-2], final_loss=final.numpy())

@@ -1,0 +1,21 @@
+# compbook: `make book` sets up and builds the book; `make test` runs the tests (unit tests + every chapter).
+PYTHON ?= python3
+# torch first, pinned for these CPU machines (a CPU wheel is on disk); pyproject.toml itself accepts a range.
+TORCH_SPEC ?= torch==2.13.0
+NBMAKE_TIMEOUT ?= 900
+
+.PHONY: setup book test clean
+
+setup:
+	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
+	$(PYTHON) -m pip install -q -e ".[book,test]"
+
+book: setup
+	jupyter-book build --all .
+	@echo "The book is at _build/html/index.html"
+
+test: setup
+	$(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) tests chapters
+
+clean:
+	rm -rf _build

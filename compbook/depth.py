@@ -1,0 +1,283 @@
+"""Depth: where compositionality peaks, and how a PNG file predicts it (chapter 7, ``07_depth``).
+
+Paper A (fact): the compositional score of a trained CPPN is non-monotone in depth, with a target-specific peak,
+and the PNG compression ratio of the target (a proxy for its complexity) depends linearly on that optimal depth.
+
+* :func:`png_compression_ratio`: raw 8-bit RGB bytes / PNG bytes (our definition, below);
+* :func:`depth_sweep`: train several seeds at each depth with the batched trainer (optionally similarity-prune
+  them, :func:`compbook.prune.similarity_prune_many`), score each with EMC2 (:func:`compbook.emc2.compositional_score`);
+* :func:`fit_depth_line` / :func:`predict_depth`: the least-squares line ``depth = slope * ratio + intercept``.
+
+Our choices, all parameters: the ratio is measured at :data:`RATIO_RES` = 256 px (the FER resolution; at 32 px the
+PNG's fixed overhead and the lack of smooth areas change even the order of the three targets), pixels are rounded
+to 8 bits, and PIL writes the PNG with zlib ``compress_level=9`` and no other options.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .cppn import CPPN, uniform_cppn
+from .train import OptimizerFactory, as_target, fit_many, mse
+
+RATIO_RES = 256
+PNG_LEVEL = 9
+
+
+# -- the PNG proxy -----------------------------------------------------------------------------------------------
+def _as_image(image, name: str = "image") -> np.ndarray:
+    """Check an ``(H, W, 3)`` float image in [0, 1] (numpy or torch) and return it as float64 numpy."""
+    a = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+    if a.ndim != 3 or a.shape[-1] != 3 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"{name}: shape {a.shape} is not an RGB image (H, W, 3)")
+    if not np.issubdtype(a.dtype, np.floating):
+        raise ValueError(f"{name}: dtype {a.dtype} is not floating point; pass floats in [0, 1] (e.g. uint8 / 255)")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+    if a.min() < 0 or a.max() > 1:
+        raise ValueError(f"{name}: values span [{a.min():.3g}, {a.max():.3g}], expected [0, 1]")
+    return a.astype(np.float64)
+
+
+def to_uint8(image) -> np.ndarray:
+    """``(H, W, 3)`` floats in [0, 1] -> ``(H, W, 3)`` uint8, rounding to the nearest of 256 levels."""
+    return np.round(_as_image(image) * 255.0).astype(np.uint8)
+
+
+def resize(image, res: int) -> np.ndarray:
+    """``image`` ``(H, W, 3)`` in [0, 1] resized to ``(res, res, 3)`` (PIL bicubic on 8 bits; no crop: a
+    non-square image is squashed, so crop first if that matters). Returns floats in [0, 1]."""
+    if isinstance(res, bool) or int(res) != res or res < 1:
+        raise ValueError(f"res must be a positive integer, got {res!r}")
+    out = Image.fromarray(to_uint8(image)).resize((int(res), int(res)), Image.BICUBIC)
+    return np.asarray(out, dtype=np.float64) / 255.0
+
+
+def png_bytes(image, level: int = PNG_LEVEL) -> int:
+    """Size in bytes of ``image`` ``(H, W, 3)`` in [0, 1] written as an 8-bit RGB PNG by PIL at zlib ``level``."""
+    if isinstance(level, bool) or level not in range(10):
+        raise ValueError(f"level must be a zlib level 0..9, got {level!r}")
+    buf = io.BytesIO()
+    Image.fromarray(to_uint8(image)).save(buf, format="PNG", compress_level=level)
+    return buf.tell()
+
+
+def png_compression_ratio(image, level: int = PNG_LEVEL) -> float:
+    """Raw 8-bit RGB bytes (``H * W * 3``) divided by the PNG's bytes (:func:`png_bytes`): higher = simpler.
+
+    ``image`` is ``(H, W, 3)`` floats in [0, 1], measured at its own size: compare images at one size
+    (:data:`RATIO_RES`; :func:`predict_depth` resizes for you). A constant 256 px image gives ~350, uniform noise
+    slightly under 1 (PNG cannot shrink noise and adds its headers).
+    """
+    a = _as_image(image)
+    return a.shape[0] * a.shape[1] * 3 / png_bytes(a, level)
+
+
+# -- the depth line ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DepthLine:
+    """``depth = slope * ratio + intercept``, fitted by least squares on ``(ratios, depths)``.
+
+    ``res`` is the size the ratios were measured at; ``residuals[k] = depths[k] - fitted[k]``; ``source`` says
+    what the depths were (e.g. "layerized Picbreeder depths" or "empirical optimal depths of a sweep").
+    """
+    slope: float
+    intercept: float
+    ratios: tuple[float, ...]
+    depths: tuple[float, ...]
+    residuals: tuple[float, ...]
+    res: int = RATIO_RES
+    source: str = ""
+    labels: tuple[str, ...] = ()
+
+    def __call__(self, ratio) -> np.ndarray | float:
+        """The line's depth at ``ratio`` (a float or an array of them)."""
+        return self.slope * np.asarray(ratio, dtype=np.float64) + self.intercept
+
+    @property
+    def rmse(self) -> float:
+        return float(np.sqrt(np.mean(np.square(self.residuals))))
+
+
+def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = RATIO_RES, source: str = "",
+                   labels: Sequence[str] = ()) -> DepthLine:
+    """Least-squares line through ``(ratio_k, depth_k)``: needs >= 2 points with at least two distinct ratios."""
+    r, d = np.asarray(ratios, dtype=np.float64), np.asarray(depths, dtype=np.float64)
+    if r.ndim != 1 or d.shape != r.shape:
+        raise ValueError(f"ratios and depths must be 1-D of one length, got {r.shape} and {d.shape}")
+    if len(r) < 2 or np.ptp(r) == 0:
+        raise ValueError(f"ratios: need at least two distinct values to fit a line, got {r.tolist()}")
+    if not (np.isfinite(r).all() and np.isfinite(d).all()):
+        raise ValueError("ratios and depths must be finite")
+    slope, intercept = np.polyfit(r, d, 1)
+    residuals = d - (slope * r + intercept)
+    return DepthLine(float(slope), float(intercept), tuple(r.tolist()), tuple(d.tolist()),
+                     tuple(residuals.tolist()), int(res), source, tuple(labels))
+
+
+#: The book's default line: our ratios (this module's definition, 256 px renders by :func:`compbook.picbreeder.render`)
+#: of the three FER targets against their *layerized Picbreeder depths* (skull 12, butterfly 16, apple 33), i.e.
+#: the depth evolution found, not an optimal depth measured by a sweep (FER's numbers; our own
+#: :func:`compbook.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
+#: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The spec's hint 5.49 / 5.23 / 4.57 is another
+#: definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
+DEFAULT_LINE = fit_depth_line((5.236736, 4.601601, 4.127212), (12, 16, 33), RATIO_RES,
+                              "layerized Picbreeder depths as FER reports them (skull 12, butterfly 16, apple 33)",
+                              ("skull", "butterfly", "apple"))
+
+#: Layerized depths of the FER targets as FER reports them (our layerizer: skull 11).
+PICBREEDER_DEPTHS = {"skull": 12, "butterfly": 16, "apple": 33}
+
+
+def picbreeder_line(genomes: dict | None = None, depths: dict | None = None, res: int = RATIO_RES,
+                    level: int = PNG_LEVEL) -> DepthLine:
+    """Refit :data:`DEFAULT_LINE`: each genome's render at ``res`` px, its ratio, against ``depths[name]``
+    (default :data:`PICBREEDER_DEPTHS`; pass ``{n: layerize(g).depth}`` for our layerizer's depths)."""
+    from . import picbreeder
+    depths = PICBREEDER_DEPTHS if depths is None else depths
+    genomes = genomes or {n: picbreeder.load_genome(n) for n in depths}
+    names = list(genomes)
+    ratios = [png_compression_ratio(picbreeder.render(genomes[n], res), level) for n in names]
+    return fit_depth_line(ratios, [depths[n] for n in names], res, "layerized Picbreeder depths", names)
+
+
+def predict_depth(image, line: DepthLine | None = None, rounded: bool = True) -> int | float:
+    """The depth ``line`` (default :data:`DEFAULT_LINE`) predicts for ``image`` ``(H, W, 3)`` in [0, 1].
+
+    The image is resized to ``line.res`` first when its size differs (ratios depend on size). With ``rounded``
+    the prediction is rounded to an integer depth of at least 1; else the line's raw value.
+    """
+    line = DEFAULT_LINE if line is None else line
+    a = _as_image(image)
+    if a.shape[:2] != (line.res, line.res):
+        a = resize(a, line.res)
+    value = float(line(png_compression_ratio(a)))
+    return max(1, int(round(value))) if rounded else value
+
+
+# -- the depth sweep ---------------------------------------------------------------------------------------------
+DEFAULT_ACTIVATIONS = ("gaussian", "sin", "tanh", "identity")
+
+
+def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict[str, int]:
+    """Activation counts for one layer of ``width`` neurons, dealt round-robin over ``names`` (our choice)."""
+    if isinstance(width, bool) or int(width) != width or width < 1:
+        raise ValueError(f"width must be a positive integer, got {width!r}")
+    counts = dict.fromkeys(names, 0)
+    for k in range(int(width)):
+        counts[names[k % len(names)]] += 1
+    return {n: c for n, c in counts.items() if c}
+
+
+@dataclass
+class DepthSweep:
+    """A depth sweep's results. ``rows`` is tidy: one dict per (depth, seed) with ``depth, seed, loss, score,
+    n_weights`` (``score`` is NaN when no judge was given); ``models[(depth, seed)]`` the trained networks;
+    ``scores[(depth, seed)]`` the :class:`compbook.emc2.ScoreResult` objects."""
+    rows: list[dict]
+    models: dict[tuple[int, int], CPPN]
+    scores: dict[tuple[int, int], object] = field(default_factory=dict)
+    seconds: float = 0.0
+    config: dict = field(default_factory=dict)
+
+    @property
+    def depths(self) -> list[int]:
+        return sorted({r["depth"] for r in self.rows})
+
+    def column(self, key: str) -> np.ndarray:
+        """``(n_depths, n_seeds)`` array of ``key`` ("loss", "score", "n_weights"), depths in order."""
+        return np.array([[r[key] for r in self.rows if r["depth"] == d] for d in self.depths], dtype=np.float64)
+
+    def mean(self, key: str = "score") -> np.ndarray:
+        """Mean of ``key`` over seeds, one value per depth."""
+        return self.column(key).mean(axis=1)
+
+    def peak(self, key: str = "score") -> int:
+        """The depth with the highest mean ``key`` over seeds; ties go to the lower mean loss, then the smaller
+        depth. (With all scores equal, e.g. all 0, the "peak" only reflects the loss: check :meth:`mean`.)"""
+        means, losses = self.mean(key), self.mean("loss")
+        best = max(range(len(means)), key=lambda k: (means[k], -losses[k], -self.depths[k]))
+        return self.depths[best]
+
+    def best(self, depth: int) -> tuple[int, CPPN]:
+        """``(seed, model)`` of the best run at ``depth``: highest score, then lowest loss."""
+        rows = [r for r in self.rows if r["depth"] == depth]
+        if not rows:
+            raise ValueError(f"depth {depth!r} is not in this sweep ({self.depths})")
+        r = max(rows, key=lambda r: (np.nan_to_num(r["score"], nan=-1.0), -r["loss"]))
+        return r["seed"], self.models[(depth, r["seed"])]
+
+
+def _check_depths(depths) -> list[int]:
+    depths = list(depths)
+    if not depths or any(isinstance(d, bool) or int(d) != d or d < 1 for d in depths):
+        raise ValueError(f"depths must be a non-empty list of integers >= 1, got {depths!r}")
+    if len(set(depths)) != len(depths):
+        raise ValueError(f"depths: duplicates in {depths!r}")
+    return [int(d) for d in depths]
+
+
+def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[int] = (0, 1, 2), *,
+                activation=None, color: str = "hsv", steps: int = 1000, lr: float = 3e-3,
+                optimizer: str | OptimizerFactory = "adam", sp: dict | None = None, judge=None,
+                concept: str | None = None, score_kwargs: dict | None = None, progress: bool = True) -> DepthSweep:
+    """Train ``len(seeds)`` CPPNs of ``depth`` hidden layers x ``width`` at every depth and score them.
+
+    Per depth: ``uniform_cppn(depth, width, activation, color, seed)`` for each seed (``activation`` default
+    :func:`mixed_layout`), all seeds trained together by :func:`compbook.train.fit_many` on ``target``
+    ``(H, W, 3)`` for ``steps`` steps; then, when ``sp`` is a dict, similarity-pruned by
+    :func:`compbook.prune.similarity_prune_many` with those keyword arguments (its random stream for the b-th seed
+    is ``seeds[0] + b``, unless ``sp`` sets ``seed``); then, when ``judge`` is given, scored by
+    ``compositional_score(model, judge, concept, seed=seed, progress=False, **score_kwargs)``.
+    ``loss`` in the rows is the final MSE on ``target``.
+    """
+    depths = _check_depths(depths)
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
+    target = as_target(target)
+    if target.ndim != 3:
+        raise ValueError(f"target: one image (H, W, 3), got {tuple(target.shape)}")
+    if judge is not None and not concept:
+        raise ValueError("concept: a judge needs the concept it checks (e.g. 'skull')")
+    layout = activation if activation is not None else mixed_layout(width)
+    t0 = time.perf_counter()
+    rows, models, scores = [], {}, {}
+    for depth in depths:
+        nets = [uniform_cppn(depth, width, layout, color, seed=s) for s in seeds]
+        nets = fit_many(nets, target, steps, lr, optimizer, progress=progress).models
+        if sp is not None:
+            from .prune import similarity_prune_many
+            kw = dict(lr=lr, optimizer=optimizer, seed=seeds[0]) | dict(sp)
+            nets = [p.model for p in similarity_prune_many(nets, target, **kw)]
+        for s, net in zip(seeds, nets):
+            models[(depth, s)] = net
+            row = dict(depth=depth, seed=s, loss=mse(net, target), score=math.nan, n_weights=net.n_weights())
+            if judge is not None:
+                from .emc2 import compositional_score
+                scores[(depth, s)] = compositional_score(net, judge, concept, seed=s, progress=False,
+                                                         **(score_kwargs or {}))
+                row["score"] = scores[(depth, s)].score
+            rows.append(row)
+    cfg = dict(depths=depths, width=width, seeds=seeds, activation=layout, color=color, steps=steps, lr=lr,
+               optimizer=optimizer if isinstance(optimizer, str) else getattr(optimizer, "__name__", "custom"),
+               sp=dict(sp) if sp is not None else None, concept=concept,
+               judge=getattr(judge, "identity", None), score_kwargs=dict(score_kwargs or {}))
+    return DepthSweep(rows, models, scores, time.perf_counter() - t0, cfg)
+
+
+def sweep_line(sweeps: dict[str, DepthSweep], ratios: dict[str, float], res: int = RATIO_RES) -> DepthLine:
+    """Fit the depth line on the sweeps' empirical optimal depths (:meth:`DepthSweep.peak`) vs ``ratios``."""
+    names = [n for n in sweeps if n in ratios]
+    if len(names) < 2:
+        raise ValueError(f"sweeps/ratios: need at least two targets in both, got {sorted(sweeps)} / {sorted(ratios)}")
+    return fit_depth_line([ratios[n] for n in names], [sweeps[n].peak() for n in names], res,
+                          "empirical optimal depths of depth sweeps", names)

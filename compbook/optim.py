@@ -1,0 +1,127 @@
+"""Muon: momentum whose update is orthogonalised by a Newton-Schulz iteration (chapter 8).
+
+Muon (Keller Jordan, 2024) keeps a momentum buffer per weight matrix like SGD, but before stepping it replaces the
+update ``M = U S V^T`` by (approximately) ``U V^T``: every singular direction moves by the same amount, so a few
+large directions can no longer dominate the step. ``U V^T`` is computed without an SVD by iterating an odd
+polynomial on the matrix: :func:`newton_schulz`.
+
+Ours follows ``torch.optim.Muon`` (itself Keller Jordan's reference) with two differences, both parameters:
+
+* it works on stacked weights ``(B, out, in)`` (every matrix orthogonalised on its own), so
+  :func:`compbook.train.fit_many` can train B networks with it; ``torch.optim.Muon`` refuses non-2-D tensors;
+* it computes in the parameter's dtype (float32) by default; torch casts to bfloat16 (``dtype=torch.bfloat16``
+  reproduces that). Our default ``weight_decay`` is 0 (a CPPN has no overfitting to fight; torch's is 0.1).
+
+Masks: the orthogonalised update is dense, so it has entries where a mask removed a weight. The trainer re-zeroes
+masked weights after every step (see :mod:`compbook.train`), so they stay exactly zero; the update it keeps is
+the masked part of an orthogonal matrix (no longer exactly orthogonal: an approximation we accept, stated here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+#: The quintic's coefficients (a, b, c) from the Muon reference: phi(s) = a s + b s^3 + c s^5 on singular values.
+NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
+
+
+def newton_schulz(G: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS, eps: float = 1e-7,
+                  dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Approximately orthogonalise ``G`` ``(..., m, n)``: returns ``X`` of the same shape with ``X ~ U V^T``.
+
+    ``X`` is first divided by its Frobenius norm (per matrix), which bounds every singular value by 1; then
+    ``steps`` times ``X <- a X + (b A + c A^2) X`` with ``A = X X^T``, which maps each singular value s to
+    ``phi(s) = a s + b s^3 + c s^5`` and leaves the singular vectors alone. With the reference's coefficients
+    phi is steep at 0 and oscillates around 1, so after 5 steps the singular values lie roughly in [0.7, 1.2]
+    (not exactly 1: the reference's trade of accuracy for speed). When ``m > n`` the iteration runs on the
+    transpose (its Gram matrix is the smaller one). Computed in ``dtype`` (default: ``G``'s own); the input is
+    never modified. A zero matrix maps to zero.
+    """
+    if G.ndim < 2:
+        raise ValueError(f"G: shape {tuple(G.shape)} is not a matrix or a stack of matrices (..., m, n)")
+    if int(steps) != steps or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    if len(coefficients) != 3:
+        raise ValueError(f"coefficients must be three numbers (a, b, c), got {coefficients!r}")
+    a, b, c = coefficients
+    X = G.to(dtype or G.dtype)
+    tall = X.shape[-2] > X.shape[-1]
+    if tall:
+        X = X.mT
+    X = X / X.norm(dim=(-2, -1), keepdim=True).clamp(min=eps)
+    lead = X.shape[:-2]
+    X = X.reshape(-1, *X.shape[-2:])  # (N, m, n): baddbmm fuses "beta M + alpha P Q" like the reference's addmm
+    for _ in range(int(steps)):
+        A = X @ X.mT                                       # (N, m, m) Gram matrix
+        B = torch.baddbmm(A, A, A, beta=b, alpha=c)        # b A + c A^2
+        X = torch.baddbmm(X, B, X, beta=a)                 # a X + B X
+    X = X.reshape(*lead, *X.shape[-2:])
+    return (X.mT if tall else X).to(G.dtype)
+
+
+def shape_scale(shape) -> float:
+    """The reference's step scale for an ``(out, in)`` matrix: ``sqrt(max(1, out / in))`` (torch's "original")."""
+    out, inp = shape[-2], shape[-1]
+    return math.sqrt(max(1.0, out / inp))
+
+
+class Muon(torch.optim.Optimizer):
+    """Muon for matrices ``(out, in)`` or stacks of them ``(B, out, in)`` (one network per leading index).
+
+    Per step, for each parameter ``W`` with gradient ``g`` (``mu`` = momentum):
+    ``buf <- mu buf + (1 - mu) g``; ``u = (1 - mu) g + mu buf`` with Nesterov, else ``buf``;
+    ``W <- W (1 - lr wd) - lr shape_scale(W) newton_schulz(u)``. This is ``torch.optim.Muon``'s update
+    (same momentum form, coefficients, normalisation and scale); see the module docstring for the differences.
+    """
+
+    def __init__(self, params, lr: float = 0.02, momentum: float = 0.95, nesterov: bool = True,
+                 weight_decay: float = 0.0, ns_steps: int = 5, coefficients=NS_COEFFICIENTS, eps: float = 1e-7,
+                 dtype: torch.dtype | None = None):
+        if not lr > 0:
+            raise ValueError(f"lr must be positive, got {lr!r}")
+        if not 0 <= momentum < 1:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+        if weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
+                        ns_steps=ns_steps, coefficients=tuple(coefficients), eps=eps, dtype=dtype)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.ndim not in (2, 3):
+                    raise ValueError(f"params: Muon takes matrices (out, in) or stacks (B, out, in), "
+                                     f"got a tensor of shape {tuple(p.shape)}")
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            mu, lr = group["momentum"], group["lr"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p.grad)
+                buf = state["momentum_buffer"]
+                buf.lerp_(p.grad, 1 - mu)
+                update = p.grad.lerp(buf, mu) if group["nesterov"] else buf
+                update = newton_schulz(update, group["ns_steps"], group["coefficients"], group["eps"],
+                                       group["dtype"])
+                p.mul_(1 - lr * group["weight_decay"])
+                p.add_(update, alpha=-lr * shape_scale(p.shape))
+        return loss
+
+
+def muon(params, lr):
+    """Factory for :data:`compbook.train.OPTIMIZERS` (``optimizer="muon"``): :class:`Muon` with our defaults.
+
+    Every layer of the CPPN, the 4-input first layer and the output layer included, is a Muon matrix (our choice;
+    the reference hands embeddings and output heads to Adam instead). ``lr`` is Muon's: about 10x Adam's.
+    """
+    return Muon(params, lr=lr)

@@ -1,0 +1,84 @@
+"""Small matplotlib helpers the chapters share: image rows, feature-map grids, loss curves, slider twins."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+
+def _np(img) -> np.ndarray:
+    return img.detach().cpu().numpy() if isinstance(img, torch.Tensor) else np.asarray(img)
+
+
+def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: int | None = None,
+                size: float = 2.2, suptitle: str | None = None):
+    """Show images ``(H, W, 3)`` in [0, 1] (or ``(H, W)`` maps, shown with a diverging colour map) in a grid."""
+    n = len(images)
+    ncols = ncols or n
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + (0.4 if suptitle else 0)),
+                             squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if k < n:
+            img = _np(images[k])
+            if img.ndim == 2:
+                ax.imshow(img, cmap="RdBu_r", vmin=-1, vmax=1)
+            else:
+                ax.imshow(np.clip(img, 0, 1))
+            if titles is not None:
+                ax.set_title(titles[k], fontsize=9)
+    if suptitle:
+        fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = None, size: float = 0.8,
+                     title: str | None = None):
+    """All hidden neurons' activation maps: one row per layer (``maps`` from ``CPPN.feature_maps``).
+
+    Neurons whose map is constant over the grid (idle padding, unused copies) are drawn blank.
+    """
+    width = max(m.shape[0] for m in maps) if max_per_layer is None else max_per_layer
+    fig, axes = plt.subplots(len(maps), width, figsize=(size * width, size * len(maps) + 0.3), squeeze=False)
+    for l, layer in enumerate(maps):
+        for i, ax in enumerate(axes[l]):
+            ax.set_xticks([]), ax.set_yticks([])
+            for s in ax.spines.values():
+                s.set_visible(False)
+            if i < layer.shape[0] and float(layer[i].max() - layer[i].min()) > 1e-6:
+                ax.imshow(_np(layer[i]), cmap="RdBu_r", vmin=-1, vmax=1)
+        axes[l][0].set_ylabel(f"{l}", rotation=0, fontsize=7, labelpad=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.subplots_adjust(wspace=0.05, hspace=0.05)
+    return fig
+
+
+def loss_curves(curves: dict, title: str = "training loss", ax=None):
+    """Plot ``{label: losses (steps,)}`` on a log y axis."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3))
+    for label, losses in curves.items():
+        ax.plot(np.asarray(losses), label=label)
+    ax.set_yscale("log"), ax.set_xlabel("step"), ax.set_ylabel("MSE"), ax.set_title(title)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def slider_twin(draw: Callable, values: Sequence, label: str, ncols: int | None = None, size: float = 2.0):
+    """The static twin of a slider: ``draw(value, ax)`` for each value the slider can take, in one figure."""
+    ncols = ncols or len(values)
+    nrows = -(-len(values) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.3), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, v in zip(axes.flat, values):
+        draw(v, ax)
+        ax.set_title(f"{label} = {v:g}" if isinstance(v, (int, float)) else f"{label} = {v}", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,51 @@
+"""The book's own rules: table of contents, cleared notebooks, the Colab setup cell, one repository URL."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compbook import config, paths
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+TOC_FILES = [c["file"] for part in TOC["parts"] for c in part["chapters"]]
+NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def test_toc_lists_every_chapter_and_only_existing_ones():
+    assert (ROOT / f"{TOC['root']}.md").is_file()
+    listed = {ROOT / f"{f}.ipynb" for f in TOC_FILES}
+    assert set(NOTEBOOKS) == listed, "chapters/ and _toc.yml disagree"
+
+
+def test_repository_url_is_one_setting():
+    assert CONFIG["repository"]["url"] == paths.REPOSITORY_URL
+    assert CONFIG["repository"]["branch"] == paths.BRANCH == "main"
+
+
+def test_build_fails_on_errors():
+    assert CONFIG["execute"]["raise_on_error"] is True
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_cleared_with_kernelspec_and_setup_cell(nb_path):
+    nb = json.loads(nb_path.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), "commit without outputs"
+    first = "".join(nb["cells"][0]["source"])
+    assert '"google.colab" in sys.modules' in first
+    assert f"git+{paths.REPOSITORY_URL}" in first
+
+
+def test_mode_switch(monkeypatch):
+    monkeypatch.delenv(config.MODE_VARIABLE, raising=False)
+    assert config.mode() == "cpu" and config.by_mode(1, 2) == 1
+    monkeypatch.setenv(config.MODE_VARIABLE, "full")
+    assert config.is_full() and config.by_mode(1, 2) == 2
+    monkeypatch.setenv(config.MODE_VARIABLE, "turbo")
+    with pytest.raises(ValueError, match="COMPBOOK_MODE='turbo'"):
+        config.mode()
