@@ -207,6 +207,16 @@ class DepthSweep:
         best = max(range(len(means)), key=lambda k: (means[k], -losses[k], -self.depths[k]))
         return self.depths[best]
 
+    def peak_frequencies(self, n_boot: int = 2000, seed: int = 0, key: str = "score") -> dict[int, float]:
+        """How sure is the peak? Resample the seeds of every depth with replacement (``n_boot`` bootstrap draws,
+        independently per depth) and return how often each depth has the highest mean ``key``."""
+        col = self.column(key)                                        # (depths, seeds)
+        n_d, n_s = col.shape
+        idx = np.random.default_rng(seed).integers(0, n_s, size=(n_boot, n_d, n_s))
+        means = col[np.arange(n_d)[None, :, None], idx].mean(axis=-1)  # (n_boot, depths)
+        counts = np.bincount(means.argmax(axis=1), minlength=n_d) / n_boot
+        return {d: float(c) for d, c in zip(self.depths, counts)}
+
     def best(self, depth: int) -> tuple[int, CPPN]:
         """``(seed, model)`` of the best run at ``depth``: highest score, then lowest loss."""
         rows = [r for r in self.rows if r["depth"] == depth]

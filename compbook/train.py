@@ -14,6 +14,7 @@ layer is one batched matmul, which is far faster than B separate loops for these
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from . import config
 from .cppn import CPPN, coordinate_grid, outputs_to_rgb
 from .optim import muon
 
@@ -85,12 +87,15 @@ def _normalise_grads_(grads: Sequence[torch.Tensor], batched: bool) -> None:
 def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor], target: torch.Tensor,
            steps: int, lr: float, optimizer: str | OptimizerFactory, normalize_grad: bool, progress: bool,
            batched: bool, desc: str, straight_through: bool = True):
-    res = target.shape[-2]
-    coords = coordinate_grid(res)
-    params = [torch.nn.Parameter(w.detach().clone() * m) for w, m in zip(weights, masks)]
+    res, dev = target.shape[-2], config.device()       # a GPU in full mode when there is one, else the CPU
+    if dev.type != "cpu":
+        template = copy.deepcopy(template).to(dev)
+    coords = coordinate_grid(res, device=dev)
+    masks = [m.to(dev) for m in masks]
+    params = [torch.nn.Parameter(w.detach().to(dev) * m) for w, m in zip(weights, masks)]
     make = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     opt = make(params, lr)
-    flat_target = target.reshape(*target.shape[:-3], res * res, 3)
+    flat_target = target.to(dev).reshape(*target.shape[:-3], res * res, 3)
     reduce_dims = (-2, -1)
     losses = []
 
@@ -113,8 +118,9 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
             for p, m in zip(params, masks):
                 p.mul_(m)
     with torch.no_grad():
-        final = loss_fn()
-    return params, torch.stack(losses).numpy() if losses else np.zeros((0,)), final
+        final = loss_fn().cpu()
+    params = [p.detach().cpu() for p in params]
+    return params, torch.stack(losses).cpu().numpy() if losses else np.zeros((0,)), final
 
 
 def _check_steps(steps, lr):

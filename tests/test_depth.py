@@ -156,3 +156,15 @@ def test_peak_breaks_ties_by_loss():
     assert DepthSweep(rows, {}).peak() == 4
     rows[2]["score"] = 0.9
     assert DepthSweep(rows, {}).peak() == 6
+
+
+def test_peak_frequencies():
+    rows = [dict(depth=d, seed=k, loss=0.1, score=s, n_weights=1)
+            for d, scores in [(2, (0.1, 0.2, 0.15)), (4, (0.9, 0.8, 0.85)), (8, (0.5, 0.6, 0.4))]
+            for k, s in enumerate(scores)]
+    freq = DepthSweep(rows, {}).peak_frequencies(n_boot=500)
+    assert freq == {2: 0.0, 4: 1.0, 8: 0.0}                      # depth 4 beats every resample of the others
+    rows[4]["score"] = 0.3                                         # depth 4: (0.9, 0.3, 0.85): now uncertain
+    freq = DepthSweep(rows, {}).peak_frequencies(n_boot=2000)
+    assert sum(freq.values()) == pytest.approx(1.0)
+    assert 0.5 < freq[4] < 1.0 and freq[8] > 0.0

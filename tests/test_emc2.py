@@ -8,7 +8,7 @@ import torch
 
 from compbook import emc2
 from compbook.checkpoints import content_hash
-from compbook.cppn import ACTIVATIONS, CPPN, uniform_cppn
+from compbook.cppn import ACTIVATIONS, CPPN
 from compbook.picbreeder import layerize
 
 POLICIES = ("plus", "both", "noise")
@@ -234,6 +234,26 @@ def test_policy_determinism(skull):
     assert torch.equal(a.verdicts, b.verdicts) and torch.equal(a.deltas, d1)
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+def test_sample_is_a_seeded_subset_of_the_full_plan(policy, skull):
+    fw, fd = emc2.perturbation_plan(skull, 0.5, policy, seed=3)
+    sw, sd = emc2.perturbation_plan(skull, 0.5, policy, seed=3, sample=20)
+    assert len(set(sw)) == 20 and len(sw) == (40 if policy == "both" else 20)
+    pairs = list(zip(fw, fd.tolist()))
+    assert all(p in pairs for p in zip(sw, sd.tolist()))              # same weights with the same deltas
+    assert sw == sorted(sw, key=fw.index)                               # in the full plan's order
+    again = emc2.perturbation_plan(skull, 0.5, policy, seed=3, sample=20)
+    assert again[0] == sw and torch.equal(again[1], sd)
+    assert emc2.perturbation_plan(skull, 0.5, policy, seed=4, sample=20)[0] != sw
+    assert emc2.perturbation_plan(skull, 0.5, policy, seed=3, sample=10_000)[0] == fw
+    r = emc2.compositional_score(skull, MADJudge(0.05), "skull", res=8, policy=policy, seed=3, sample=20,
+                                 progress=False)
+    assert r.weights == sw and r.n_nonzero == 144 and "of 144 weights" in repr(r)
+    assert 0 <= r.stderr <= 0.5 / math.sqrt(len(sw)) + 1e-12
+    with pytest.raises(ValueError, match="sample"):
+        emc2.perturbation_plan(skull, 0.5, policy, sample=0)
+
+
 def test_works_with_the_ssim_and_cached_judges(skull, tmp_path):
     from compbook.judges import CachedJudge, SSIMJudge
     ssim = SSIMJudge()
@@ -265,8 +285,8 @@ def test_weight_sweep(skull):
     values = [value - 2, value, value + 1.5]
     strip = emc2.weight_sweep(skull, w[0], values, res=16)
     assert strip.shape == (3, 16, 16, 3)
-    assert float((strip[1] - skull.render(16)).abs().max()) < 1e-6  # the weight's own value: the reference
-    naive = torch.stack([emc2.perturbed(skull, w[0], v - value).render(16) for v in values])
+    assert float((strip[1] - skull.render(16).detach()).abs().max()) < 1e-6  # the weight's own value: the reference
+    naive = torch.stack([emc2.perturbed(skull, w[0], v - value).render(16).detach() for v in values])
     assert float((strip - naive).abs().max()) < 1e-4
     assert (strip[0] - strip[1]).abs().mean() > 1e-3  # the most important weight does change the picture
 
