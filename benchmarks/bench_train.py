@@ -34,7 +34,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.steps} steps per timing")
     print(f"{'res':>5} {'single s/step':>14} {'FER JAX':>8} {'vs JAX':>7} {'batched s/step/model':>21} {'throughput x':>13}")
     for res in (64, 256):
