@@ -26,6 +26,7 @@ import torch
 from PIL import Image
 
 from .cppn import CPPN, uniform_cppn
+from .images import check_image as _as_image, resize, to_uint8  # noqa: F401  (resize, to_uint8: public here too)
 from .train import OptimizerFactory, as_target, fit_many, mse
 
 RATIO_RES = 256
@@ -33,34 +34,6 @@ PNG_LEVEL = 9
 
 
 # -- the PNG proxy -----------------------------------------------------------------------------------------------
-def _as_image(image, name: str = "image") -> np.ndarray:
-    """Check an ``(H, W, 3)`` float image in [0, 1] (numpy or torch) and return it as float64 numpy."""
-    a = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
-    if a.ndim != 3 or a.shape[-1] != 3 or a.shape[0] < 1 or a.shape[1] < 1:
-        raise ValueError(f"{name}: shape {a.shape} is not an RGB image (H, W, 3)")
-    if not np.issubdtype(a.dtype, np.floating):
-        raise ValueError(f"{name}: dtype {a.dtype} is not floating point; pass floats in [0, 1] (e.g. uint8 / 255)")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name}: contains NaN or inf")
-    if a.min() < 0 or a.max() > 1:
-        raise ValueError(f"{name}: values span [{a.min():.3g}, {a.max():.3g}], expected [0, 1]")
-    return a.astype(np.float64)
-
-
-def to_uint8(image) -> np.ndarray:
-    """``(H, W, 3)`` floats in [0, 1] -> ``(H, W, 3)`` uint8, rounding to the nearest of 256 levels."""
-    return np.round(_as_image(image) * 255.0).astype(np.uint8)
-
-
-def resize(image, res: int) -> np.ndarray:
-    """``image`` ``(H, W, 3)`` in [0, 1] resized to ``(res, res, 3)`` (PIL bicubic on 8 bits; no crop: a
-    non-square image is squashed, so crop first if that matters). Returns floats in [0, 1]."""
-    if isinstance(res, bool) or int(res) != res or res < 1:
-        raise ValueError(f"res must be a positive integer, got {res!r}")
-    out = Image.fromarray(to_uint8(image)).resize((int(res), int(res)), Image.BICUBIC)
-    return np.asarray(out, dtype=np.float64) / 255.0
-
-
 def png_bytes(image, level: int = PNG_LEVEL) -> int:
     """Size in bytes of ``image`` ``(H, W, 3)`` in [0, 1] written as an 8-bit RGB PNG by PIL at zlib ``level``."""
     if isinstance(level, bool) or level not in range(10):

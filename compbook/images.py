@@ -1,8 +1,10 @@
-"""Image utilities shared by the chapters: PSNR, loading and resizing targets (arrays ``(H, W, 3)`` in [0, 1])."""
+"""Image utilities shared by the chapters and modules: checking, 8-bit rounding, PSNR, loading, cropping and
+resizing (images are arrays ``(H, W, 3)`` of floats in [0, 1])."""
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from PIL import Image
 
 
@@ -33,5 +35,33 @@ def to_square(image, res: int) -> np.ndarray:
     h, w, _ = img.shape
     s = min(h, w)
     img = img[(h - s) // 2:(h - s) // 2 + s, (w - s) // 2:(w - s) // 2 + s]
-    pil = Image.fromarray(np.round(img * 255).astype(np.uint8)).resize((res, res), Image.LANCZOS)
+    pil = Image.fromarray(to_uint8(img)).resize((res, res), Image.LANCZOS)
     return np.asarray(pil, dtype=np.float64) / 255.0
+
+
+def check_image(image, name: str = "image") -> np.ndarray:
+    """Check an ``(H, W, 3)`` float image in [0, 1] (numpy or torch) and return it as float64 numpy."""
+    a = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+    if a.ndim != 3 or a.shape[-1] != 3 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"{name}: shape {a.shape} is not an RGB image (H, W, 3)")
+    if not np.issubdtype(a.dtype, np.floating):
+        raise ValueError(f"{name}: dtype {a.dtype} is not floating point; pass floats in [0, 1] (e.g. uint8 / 255)")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+    if a.min() < 0 or a.max() > 1:
+        raise ValueError(f"{name}: values span [{a.min():.3g}, {a.max():.3g}], expected [0, 1]")
+    return a.astype(np.float64)
+
+
+def to_uint8(image) -> np.ndarray:
+    """``(H, W, 3)`` floats in [0, 1] -> ``(H, W, 3)`` uint8, rounding to the nearest of 256 levels."""
+    return np.round(check_image(image) * 255.0).astype(np.uint8)
+
+
+def resize(image, res: int) -> np.ndarray:
+    """``image`` ``(H, W, 3)`` in [0, 1] resized to ``(res, res, 3)`` (PIL bicubic on 8 bits; no crop: a
+    non-square image is squashed, so crop first if that matters). Returns floats in [0, 1]."""
+    if isinstance(res, bool) or int(res) != res or res < 1:
+        raise ValueError(f"res must be a positive integer, got {res!r}")
+    out = Image.fromarray(to_uint8(image)).resize((int(res), int(res)), Image.BICUBIC)
+    return np.asarray(out, dtype=np.float64) / 255.0
