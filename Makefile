@@ -2,7 +2,7 @@
 PYTHON ?= python3
 # torch first, pinned for these CPU machines (a CPU wheel is on disk); pyproject.toml itself accepts a range.
 TORCH_SPEC ?= torch==2.13.0
-NBMAKE_TIMEOUT ?= 900
+NBMAKE_TIMEOUT ?= 600
 
 .PHONY: setup book test clean
 

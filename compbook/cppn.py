@@ -109,40 +109,6 @@ def outputs_to_rgb(out: torch.Tensor, color: str, straight_through: bool = False
     raise ValueError(f"color must be one of {sorted(COLOR_MODES)}, got {color!r}")
 
 
-# d act / dz, written with the input z and the output a = act(z) (cheaper than autograd through each run)
-_DERIVATIVES = {
-    "identity": lambda z, a: None,
-    "gaussian": lambda z, a: -2.0 * z * (a + 1.0),          # a = 2 exp(-z^2) - 1
-    "sigmoid": lambda z, a: 0.5 * (1.0 - a * a),            # a = 2 logistic(z) - 1 = tanh(z / 2)
-    "sin": lambda z, a: torch.cos(z),
-    "cos": lambda z, a: -torch.sin(z),
-    "tanh": lambda z, a: 1.0 - a * a,
-    "relu": lambda z, a: (z > 0).to(z.dtype),
-}
-
-
-class _RunActivation(torch.autograd.Function):
-    """Per-neuron activations over runs of the last dim, as one autograd node (forward and backward by slices)."""
-
-    @staticmethod
-    def forward(ctx, z, runs):
-        out = torch.empty_like(z)
-        for name, a, b in runs:
-            out[..., a:b] = ACTIVATIONS[name](z[..., a:b])
-        ctx.runs = runs
-        ctx.save_for_backward(z, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        z, out = ctx.saved_tensors
-        grad_z = torch.empty_like(grad)
-        for name, a, b in ctx.runs:
-            d = _DERIVATIVES[name](z[..., a:b], out[..., a:b])
-            grad_z[..., a:b] = grad[..., a:b] if d is None else grad[..., a:b] * d
-        return grad_z, None
-
-
 class ActivationLayer(nn.Module):
     """Applies a per-neuron activation layout to the last dimension of its input.
 
@@ -158,19 +124,30 @@ class ActivationLayer(nn.Module):
         kind = ["identity" if n == "cache" else n for n in self.names]
         self.permuted = len(_runs(kind)) > self.max_runs
         if self.permuted:
-            order = sorted(range(len(kind)), key=lambda i: (kind[i], i))
+            order, self.runs = grouped_layout(self.names)
             self.register_buffer("order", torch.tensor(order), persistent=False)
             self.register_buffer("inverse", torch.argsort(torch.tensor(order)), persistent=False)
-            kind = [kind[i] for i in order]
-        self.runs = tuple(_runs(kind))
+        else:
+            self.runs = tuple(_runs(kind))
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         if len(self.runs) == 1:
             return ACTIVATIONS[self.runs[0][0]](z)
         if self.permuted:
             z = z.index_select(-1, self.order)
-        out = _RunActivation.apply(z, self.runs)
+        out = torch.empty_like(z)
+        for name, a, b in self.runs:
+            out[..., a:b] = ACTIVATIONS[name](z[..., a:b])
         return out.index_select(-1, self.inverse) if self.permuted else out
+
+
+def grouped_layout(names: Sequence[str]) -> tuple[list[int], tuple[tuple[str, int, int], ...]]:
+    """A neuron order that makes each activation one contiguous run (identities first; cache counts as
+    identity), and the runs ``((name, start, stop), ...)`` in that order. Permuting a layer's neurons (its
+    weight rows, and the next layer's columns) gives the same network."""
+    kind = ["identity" if n == "cache" else n for n in names]
+    order = sorted(range(len(kind)), key=lambda i: (kind[i] != "identity", kind[i], i))
+    return order, tuple(_runs([kind[i] for i in order]))
 
 
 def _runs(names: Sequence[str]) -> list[tuple[str, int, int]]:

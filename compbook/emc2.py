@@ -41,7 +41,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .checkpoints import content_hash
-from .cppn import ACTIVATIONS, CPPN, coordinate_grid, outputs_to_rgb
+from .cppn import ACTIVATIONS, CPPN, coordinate_grid, grouped_layout, outputs_to_rgb
 
 #: Sign policies (our choice; "plus" is the paper's definition):
 #: - "plus":  one render per weight with w + delta;
@@ -195,15 +195,8 @@ def _ordered_rows(model: CPPN, k: int, mask: np.ndarray, device):
     idx = mask.nonzero()[0].tolist()
     if k == model.depth:
         return torch.tensor(idx, device=device), []
-    kind = {j: "identity" if model.activations[k][j] == "cache" else model.activations[k][j] for j in idx}
-    idx.sort(key=lambda j: (kind[j], j))
-    runs = []
-    for n, j in enumerate(idx):
-        if runs and runs[-1][0] == kind[j]:
-            runs[-1] = (kind[j], runs[-1][1], n + 1)
-        else:
-            runs.append((kind[j], n, n + 1))
-    return torch.tensor(idx, device=device), [r for r in runs if r[0] != "identity"]
+    order, runs = grouped_layout([model.activations[k][j] for j in idx])
+    return torch.tensor([idx[o] for o in order], device=device), [r for r in runs if r[0] != "identity"]
 
 
 def _make_group(model: CPPN, base: _Base, layer: int, sources: tuple[int, ...]) -> _Group:

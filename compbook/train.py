@@ -9,13 +9,15 @@ clipped to [0, 1]) as if they were identities. The loss value is the true MSE; w
 initial brightness exceeds 1 (a white image) gets exactly zero gradient and never trains.
 
 :func:`fit_many` trains B networks of one architecture together: weights are stacked ``(B, out, in)`` and every
-layer is one batched matmul. On a 2-core CPU this gains 1.2-2.7x over B separate loops at 32-64 px and loses at
-256 px (memory-bound); ``benchmarks/bench_train.py`` measures it.
+layer is one batched matmul.
+
+Gradients come from :class:`compbook.backprop.Backprop`, the forward and backward pass written out by hand (about
+2x faster than autograd for these narrow networks on a CPU); ``benchmarks/bench_train.py`` measures both, and
+single against batched.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -25,7 +27,8 @@ import torch
 from tqdm.auto import tqdm
 
 from . import config
-from .cppn import CPPN, coordinate_grid, outputs_to_rgb
+from .backprop import Backprop
+from .cppn import CPPN
 from .optim import muon
 
 OptimizerFactory = Callable[[list[torch.Tensor], float], torch.optim.Optimizer]
@@ -37,6 +40,7 @@ def adam(params, lr):
 
 
 OPTIMIZERS: dict[str, OptimizerFactory] = {"adam": adam, "muon": muon}
+GRADIENTS = ("backprop", "autograd")   # how a step's gradient is computed: by hand (default) or by autograd
 
 
 def as_target(target, name: str = "target") -> torch.Tensor:
@@ -87,41 +91,37 @@ def _normalise_grads_(grads: Sequence[torch.Tensor], batched: bool) -> None:
 
 def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor], target: torch.Tensor,
            steps: int, lr: float, optimizer: str | OptimizerFactory, normalize_grad: bool, progress: bool,
-           batched: bool, desc: str, straight_through: bool = True):
-    res, dev = target.shape[-2], config.device()       # a GPU in full mode when there is one, else the CPU
-    if dev.type != "cpu":
-        template = copy.deepcopy(template).to(dev)
-    coords = coordinate_grid(res, device=dev)
-    masks = [m.to(dev) for m in masks]
-    params = [torch.nn.Parameter(w.detach().to(dev) * m) for w, m in zip(weights, masks)]
+           desc: str, straight_through: bool = True, gradients: str = "backprop"):
+    """Train ``weights`` (``(out, in)`` each, or stacks ``(B, out, in)``) with ``masks``; gradients by
+    :class:`~compbook.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any."""
+    if gradients not in GRADIENTS:
+        raise ValueError(f"gradients must be one of {GRADIENTS}, got {gradients!r}")
+    engine = Backprop(template, target, straight_through, device=config.device())
+    loss_and_grads = engine.loss_and_grads if gradients == "backprop" else engine.autograd_loss_and_grads
+    masks = engine.to_engine_order(masks)
+    dense = all(bool(m.all()) for m in masks)
+    params = [torch.nn.Parameter(w.detach() * m) for w, m in zip(engine.to_engine_order(weights), masks)]
     make = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     opt = make(params, lr)
-    flat_target = target.to(dev).reshape(*target.shape[:-3], res * res, 3)
-    reduce_dims = (-2, -1)
     losses = []
-
-    def loss_fn():
-        out = template.forward(coords, params, masks)
-        rgb = outputs_to_rgb(out, template.color, straight_through=straight_through)
-        per_model = ((rgb - flat_target) ** 2).mean(dim=reduce_dims)
-        return per_model
-
     for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
-        per_model = loss_fn()
-        opt.zero_grad(set_to_none=True)
-        per_model.sum().backward()
-        losses.append(per_model.detach().clone())
-        with torch.no_grad():
-            if normalize_grad:  # the grads of masked weights are exact zeros already (we compute with w * m)
-                _normalise_grads_([p.grad for p in params], batched)
+        loss, grads = loss_and_grads(params)
+        losses.append(loss)
+        if not dense:
+            for g, m in zip(grads, masks):
+                g.mul_(m)
+        if normalize_grad:
+            _normalise_grads_(grads, batched=params[0].ndim == 3)
+        for p, g in zip(params, grads):
+            p.grad = g
         opt.step()
-        with torch.no_grad():
-            for p, m in zip(params, masks):
-                p.mul_(m)
-    with torch.no_grad():
-        final = loss_fn().cpu()
-    params = [p.detach().cpu() for p in params]
-    return params, torch.stack(losses).cpu().numpy() if losses else np.zeros((0,)), final
+        if not dense:
+            with torch.no_grad():
+                for p, m in zip(params, masks):
+                    p.mul_(m)
+    final, _ = engine.loss_and_grads(params, grads=False)
+    params = [p.detach().cpu() for p in engine.to_model_order(params)]
+    return params, torch.stack(losses).cpu().numpy() if losses else np.zeros((0,)), final.cpu()
 
 
 def _check_steps(steps, lr):
@@ -132,11 +132,15 @@ def _check_steps(steps, lr):
 
 
 def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str | OptimizerFactory = "adam",
-        normalize_grad: bool = True, progress: bool = True, straight_through: bool = True) -> FitResult:
+        normalize_grad: bool = True, progress: bool = True, straight_through: bool = True,
+        gradients: str = "backprop") -> FitResult:
     """Fit ``model`` (a copy; the argument is left unchanged) to ``target`` ``(H, W, 3)`` in [0, 1].
 
     Returns a :class:`FitResult` whose ``losses`` is ``(steps,)``. Deterministic: the same model, target and
-    settings give the same losses (initial weights come from the model's own seed).
+    settings give the same losses (initial weights come from the model's own seed). ``gradients="autograd"``
+    computes the same gradient by autograd (to float rounding; slower): the reference. The optimizer sees each
+    layer's neurons grouped by activation (an exact re-ordering, undone on return): Adam, SGD and Muon do not
+    depend on the order.
     """
     _check_steps(steps, lr)
     target = as_target(target)
@@ -144,8 +148,8 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
         raise ValueError(f"target: fit takes one image (H, W, 3), got {tuple(target.shape)}; use fit_many")
     t0 = time.perf_counter()
     params, losses, final = _train(model, list(model.weights), model.masks, target, steps, lr, optimizer,
-                                   normalize_grad, progress, batched=False, desc="fit",
-                                   straight_through=straight_through)
+                                   normalize_grad, progress, desc="fit", straight_through=straight_through,
+                                   gradients=gradients)
     trained = model.clone_with(weights=params)
     cfg = dict(steps=steps, lr=lr, res=target.shape[0], final_loss=float(final))
     return FitResult([trained], losses, time.perf_counter() - t0, cfg)
@@ -153,7 +157,7 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
 
 def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3,
              optimizer: str | OptimizerFactory = "adam", normalize_grad: bool = True,
-             progress: bool = True, straight_through: bool = True) -> FitResult:
+             progress: bool = True, straight_through: bool = True, gradients: str = "backprop") -> FitResult:
     """Fit B models of one architecture at once (stacked weights, batched matmuls); masks may differ per model.
 
     ``target`` is one image ``(H, W, 3)`` shared by all, or one per model ``(B, H, W, 3)``. Each model's
@@ -174,8 +178,8 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     masks = [torch.stack([m.masks[l] for m in models]) for l in range(len(template.shapes))]
     t0 = time.perf_counter()
     params, losses, final = _train(template, weights, masks, target, steps, lr, optimizer, normalize_grad,
-                                   progress, batched=True, desc=f"fit x{len(models)}",
-                                   straight_through=straight_through)
+                                   progress, desc=f"fit x{len(models)}", straight_through=straight_through,
+                                   gradients=gradients)
     trained = [template.clone_with(weights=[p[b] for p in params], masks=[m[b] for m in masks])
                for b in range(len(models))]
     cfg = dict(steps=steps, lr=lr, res=target.shape[-2], final_loss=final.numpy())

@@ -111,3 +111,16 @@ def test_straight_through_clip_unsticks_a_saturated_network(target):
     moving = train.fit(m, target, steps=60, lr=1e-2, progress=False)
     assert stuck.final_loss == pytest.approx(stuck.losses[0])
     assert moving.final_loss < 0.9 * moving.losses[0]
+
+
+def test_autograd_gradients_give_the_same_fit(target):
+    m = uniform_cppn(3, 8, LAYOUT, seed=3)
+    m.set_masks(sparse_masks(m, seed=3))
+    by_hand = train.fit(m, target, steps=8, progress=False)
+    by_autograd = train.fit(m, target, steps=8, progress=False, gradients="autograd")
+    np.testing.assert_allclose(by_hand.losses, by_autograd.losses, rtol=1e-4)
+    for a, b, mask in zip(by_hand.model.weights, by_autograd.model.weights, m.masks):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
+        assert torch.all(b[mask == 0] == 0)
+    with pytest.raises(ValueError, match="gradients must be one of"):
+        train.fit(m, target, steps=1, progress=False, gradients="finite differences")
