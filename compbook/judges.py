@@ -379,6 +379,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int)
     e.add_argument("--engine")
     e.add_argument("--engine-batch-size", type=int, help="compositional_score's batch_size")
+    e.add_argument("--sample", type=int, help="score a seeded sample of this many weights (default: all)")
     sh = sub.add_parser("show", help="summarise cache files")
     sh.add_argument("paths", nargs="*", help="cache files or folders (default: data/judge_cache/)")
     return p
@@ -414,7 +415,7 @@ def fill(args) -> int:
     cached = CachedJudge(args.cache if args.cache else cache_path(judge.identity), judge, mode="fill")
     kwargs = {k: v for k, v in (("delta", args.delta), ("res", args.res), ("policy", args.policy),
                                 ("seed", args.seed), ("engine", args.engine),
-                                ("batch_size", args.engine_batch_size)) if v is not None}
+                                ("batch_size", args.engine_batch_size), ("sample", args.sample)) if v is not None}
     print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries)")
     for name, model, concept in models:
         before = (cached.hits, cached.misses)

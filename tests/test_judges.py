@@ -447,11 +447,8 @@ def test_fill_command_with_ssim_judge(tmp_path, monkeypatch, capsys):
 
 
 def test_fill_command_with_the_real_engine(tmp_path, skull):
-    """With compbook.emc2 present: the cache the command fills serves compositional_score in strict mode."""
-    try:
-        from compbook import emc2
-    except ImportError as e:
-        pytest.skip(f"compbook.emc2 is not there yet ({e})")
+    """The cache the command fills serves compositional_score in strict mode."""
+    from compbook import emc2
     argv = ["fill", "--genome", "skull", "--judge", "ssim", "--res", str(RES), "--cache", str(tmp_path)]
     assert judges.main(argv) == 0
     (path,) = tmp_path.glob("*.json")
@@ -460,3 +457,15 @@ def test_fill_command_with_the_real_engine(tmp_path, skull):
     direct = emc2.compositional_score(skull, SSIMJudge(), "skull", res=RES, progress=False)
     assert strict.misses == 0 and strict.hits == len(result.verdicts) == len(direct.verdicts)
     assert torch.equal(result.verdicts, direct.verdicts) and result.score == direct.score
+
+
+def test_fill_command_sample_matches_compositional_score_sample(tmp_path, skull):
+    from compbook import emc2
+    argv = ["fill", "--genome", "skull", "--judge", "ssim", "--res", str(RES), "--sample", "20",
+            "--cache", str(tmp_path)]
+    assert judges.main(argv) == 0
+    (path,) = tmp_path.glob("*.json")
+    strict = CachedJudge(path)
+    assert len(strict) == 20
+    result = emc2.compositional_score(skull, strict, "skull", res=RES, sample=20, progress=False)
+    assert strict.misses == 0 and strict.hits == 20 == len(result.verdicts)
