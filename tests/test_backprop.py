@@ -100,3 +100,18 @@ def test_gradient_error_is_rounding_for_the_engine_and_large_for_a_wrong_one(mon
     real = backprop._derivative_
     monkeypatch.setattr(backprop, "_derivative_", lambda z, a, name: real(z, a, name).mul_(1.01))
     assert backprop.gradient_error(model, target) > 1e-3
+
+
+def test_grouped_passes_equal_one_pass():
+    """A stack passed in groups (small group_bytes) gives the one-pass result, per-model targets included."""
+    model = CPPN(random_layers(3, 6, seed=9), seed=0).double()
+    target = torch.rand(5, 8, 8, 3, dtype=torch.float64)
+    weights = random_weights(model, batch=(5,), seed=3)
+    whole = Backprop(model, target, group_bytes=None)
+    grouped = Backprop(model, target, group_bytes=2 * 64 * 6 * 8)    # two networks per group: 2, 2, 1
+    a = whole.loss_and_grads(whole.to_engine_order(weights))
+    b = grouped.loss_and_grads(grouped.to_engine_order(weights))
+    torch.testing.assert_close(a[0], b[0], rtol=1e-12, atol=0)
+    for x, y in zip(a[1], b[1]):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-15)
+    assert set(grouped._buffers) == {((2,), torch.float64), ((1,), torch.float64)}
