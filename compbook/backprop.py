@@ -85,7 +85,7 @@ class Backprop:
         dtype = model.mask0.dtype
         self.depth, self.color, self.straight_through = model.depth, model.color, straight_through
         self.group_bytes = group_bytes
-        res = target.shape[-2]
+        self.res = res = target.shape[-2]
         self.coords = coordinate_grid(res, dtype=dtype, device=device).T.contiguous()       # (4, N)
         self.target = target.to(device, dtype).reshape(*target.shape[:-3], res * res, 3)   # (..., N, 3)
         layouts = [grouped_layout(names) for names in model.activations]
@@ -94,7 +94,6 @@ class Backprop:
         self.inverses = [None if o is None else torch.argsort(o) for o in self.orders]
         self.runs = [[r for r in runs if r[0] != "identity"] for _, runs in layouts]   # identities cost nothing
         self.layers = [[names[i] for i in order] for names, (order, _) in zip(model.activations, layouts)]
-        self.image = target.to(device, dtype)
         self._reference: CPPN | None = None
         self._buffers: dict = {}
 
@@ -189,7 +188,8 @@ class Backprop:
         """What :meth:`loss_and_grads` returns, computed by plain autograd instead (the reference; slower)."""
         if self._reference is None:   # the network in the engine's neuron order
             self._reference = CPPN(self.layers, self.color).to(self.coords.device, self.coords.dtype)
-        return autograd_loss_and_grads(self._reference, self.image, weights, self.straight_through)
+        image = self.target.reshape(*self.target.shape[:-2], self.res, self.res, 3)
+        return autograd_loss_and_grads(self._reference, image, weights, self.straight_through)
 
 
 def autograd_loss_and_grads(model: CPPN, target: torch.Tensor, weights: Sequence[torch.Tensor],

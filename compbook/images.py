@@ -41,16 +41,27 @@ def to_square(image, res: int) -> np.ndarray:
 
 def check_image(image, name: str = "image") -> np.ndarray:
     """Check an ``(H, W, 3)`` float image in [0, 1] (numpy or torch) and return it as float64 numpy."""
-    a = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+    a = as_array(image)
     if a.ndim != 3 or a.shape[-1] != 3 or a.shape[0] < 1 or a.shape[1] < 1:
         raise ValueError(f"{name}: shape {a.shape} is not an RGB image (H, W, 3)")
+    check_values(a, name)
+    return a.astype(np.float64)
+
+
+def as_array(image) -> np.ndarray:
+    """A numpy view (or copy) of a numpy array, torch tensor or nested list."""
+    return image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+
+
+def check_values(a: np.ndarray, name: str) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``a`` holds finite floats in [0, 1] (we refuse to guess that
+    8-bit values need dividing by 255)."""
     if not np.issubdtype(a.dtype, np.floating):
         raise ValueError(f"{name}: dtype {a.dtype} is not floating point; pass floats in [0, 1] (e.g. uint8 / 255)")
     if not np.isfinite(a).all():
         raise ValueError(f"{name}: contains NaN or inf")
-    if a.min() < 0 or a.max() > 1:
+    if a.size and (a.min() < 0 or a.max() > 1):
         raise ValueError(f"{name}: values span [{a.min():.3g}, {a.max():.3g}], expected [0, 1]")
-    return a.astype(np.float64)
 
 
 def to_uint8(image) -> np.ndarray:

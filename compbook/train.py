@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import config
+from . import config, images
 from .backprop import Backprop
 from .cppn import CPPN
 from .optim import muon
@@ -46,20 +46,14 @@ GRADIENTS = ("backprop", "autograd")   # how a step's gradient is computed: by h
 def as_target(target, name: str = "target") -> torch.Tensor:
     """Check and convert a target image: ``(H, W, 3)`` (or ``(B, H, W, 3)``) floats in [0, 1] -> float32 tensor.
 
-    Raises ``ValueError`` naming ``name`` for a wrong shape, a non-float dtype, NaNs or values outside [0, 1]
-    (an 8-bit image must be divided by 255 first: we refuse to guess).
+    Raises ``ValueError`` naming ``name`` for a shape that is not square RGB, a non-float dtype, NaNs or values
+    outside [0, 1] (:func:`compbook.images.check_values`).
     """
-    t = torch.as_tensor(np.asarray(target) if not isinstance(target, torch.Tensor) else target)
-    if not t.is_floating_point():
-        raise ValueError(f"{name}: dtype {t.dtype} is not floating point; pass floats in [0, 1] "
-                         f"(e.g. uint8 / 255)")
-    if t.ndim not in (3, 4) or t.shape[-1] != 3 or t.shape[-2] != t.shape[-3]:
-        raise ValueError(f"{name}: shape {tuple(t.shape)} is not a square RGB image (H, W, 3) or (B, H, W, 3)")
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name}: contains NaN or inf")
-    if t.min() < 0 or t.max() > 1:
-        raise ValueError(f"{name}: values span [{float(t.min()):.3g}, {float(t.max()):.3g}], expected [0, 1]")
-    return t.float()
+    a = images.as_array(target)
+    if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3]:
+        raise ValueError(f"{name}: shape {tuple(a.shape)} is not a square RGB image (H, W, 3) or (B, H, W, 3)")
+    images.check_values(a, name)
+    return torch.as_tensor(a).float()
 
 
 @dataclass
