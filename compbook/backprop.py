@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from .cppn import CPPN, coordinate_grid, grouped_layout, outputs_to_rgb
+from .cppn import CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 
 def _activate_(z: torch.Tensor, name: str) -> None:
@@ -92,7 +92,7 @@ class Backprop:
         self.orders = [None if order == sorted(order) else torch.tensor(order, device=device)
                        for order, _ in layouts]
         self.inverses = [None if o is None else torch.argsort(o) for o in self.orders]
-        self.runs = [[r for r in runs if r[0] != "identity"] for _, runs in layouts]   # identities cost nothing
+        self.runs = [active_runs(runs) for _, runs in layouts]                           # identities cost nothing
         self.layers = [[names[i] for i in order] for names, (order, _) in zip(model.activations, layouts)]
         self._reference: CPPN | None = None
         self._buffers: dict = {}

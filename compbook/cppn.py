@@ -121,7 +121,7 @@ class ActivationLayer(nn.Module):
     def __init__(self, names: Sequence[str]):
         super().__init__()
         self.names = [check_activation(n, "activation layout") for n in names]
-        kind = ["identity" if n == "cache" else n for n in self.names]
+        kind = _kinds(self.names)
         self.permuted = len(_runs(kind)) > self.max_runs
         if self.permuted:
             order, self.runs = grouped_layout(self.names)
@@ -145,9 +145,19 @@ def grouped_layout(names: Sequence[str]) -> tuple[list[int], tuple[tuple[str, in
     """A neuron order that makes each activation one contiguous run (identities first; cache counts as
     identity), and the runs ``((name, start, stop), ...)`` in that order. Permuting a layer's neurons (its
     weight rows, and the next layer's columns) gives the same network."""
-    kind = ["identity" if n == "cache" else n for n in names]
+    kind = _kinds(names)
     order = sorted(range(len(kind)), key=lambda i: (kind[i] != "identity", kind[i], i))
     return order, tuple(_runs([kind[i] for i in order]))
+
+
+def _kinds(names: Sequence[str]) -> list[str]:
+    """Activation names with "cache" read as "identity" (a cache neuron is an identity that carries a value)."""
+    return ["identity" if n == "cache" else n for n in names]
+
+
+def active_runs(runs: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The runs of :func:`grouped_layout` that compute something (identity runs pass values through)."""
+    return [r for r in runs if r[0] != "identity"]
 
 
 def _runs(names: Sequence[str]) -> list[tuple[str, int, int]]:

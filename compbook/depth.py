@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-import torch
 from PIL import Image
 
 from .cppn import CPPN, uniform_cppn
-from .images import check_image as _as_image, resize, to_uint8  # noqa: F401  (resize, to_uint8: public here too)
+from .images import check_image as _as_image, resize, to_uint8
 from .train import OptimizerFactory, as_target, fit_many, mse
 
 RATIO_RES = 256
@@ -102,12 +101,12 @@ def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = 
 #: :func:`compbook.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
 #: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The spec's hint 5.49 / 5.23 / 4.57 is another
 #: definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
-DEFAULT_LINE = fit_depth_line((5.236736, 4.601601, 4.127212), (12, 16, 33), RATIO_RES,
-                              "layerized Picbreeder depths as FER reports them (skull 12, butterfly 16, apple 33)",
-                              ("skull", "butterfly", "apple"))
-
 #: Layerized depths of the FER targets as FER reports them (our layerizer: skull 11).
 PICBREEDER_DEPTHS = {"skull": 12, "butterfly": 16, "apple": 33}
+
+DEFAULT_LINE = fit_depth_line((5.236736, 4.601601, 4.127212), tuple(PICBREEDER_DEPTHS.values()), RATIO_RES,
+                              "layerized Picbreeder depths as FER reports them (skull 12, butterfly 16, apple 33)",
+                              tuple(PICBREEDER_DEPTHS))
 
 
 def picbreeder_line(genomes: dict | None = None, depths: dict | None = None, res: int = RATIO_RES,

@@ -41,7 +41,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .checkpoints import content_hash
-from .cppn import ACTIVATIONS, CPPN, coordinate_grid, grouped_layout, outputs_to_rgb
+from .cppn import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 #: Sign policies (our choice; "plus" is the paper's definition):
 #: - "plus":  one render per weight with w + delta;
@@ -127,7 +127,6 @@ class _Base:
     weights: list[torch.Tensor]   # effective weights W_l (out, in)
     inputs: list[torch.Tensor]    # inputs[l] = layer l's input (in_l, N): coordinates, then h_{l-1}
     pre: list[torch.Tensor]       # pre[l] = z_l (out_l, N); pre[depth] is the raw output
-    post: list[torch.Tensor]      # post[l] = h_l = act(z_l) (width_l, N), hidden layers only
     nonzero: list[np.ndarray]     # nonzero[l]: bool (out_l, in_l), W_l != 0
     live: list[np.ndarray]        # live[l]: bool (out_l,), the neurons with a non-zero path to the output
     reach: dict = field(default_factory=dict)    # (l, o) -> reach of one source neuron (see _reach)
@@ -138,19 +137,18 @@ class _Base:
 def _base_pass(model: CPPN, res: int) -> _Base:
     ws = [w.detach() for w in model.effective_weights()]
     h = coordinate_grid(res, dtype=ws[0].dtype, device=ws[0].device).T.contiguous()   # (4, N)
-    inputs, pre, post = [], [], []
+    inputs, pre = [], []
     for l, w in enumerate(ws):
         inputs.append(h)
         z = w @ h
         pre.append(z)
         if l < model.depth:
             h = model.hidden[l](z.T).T.contiguous()   # the model's own activation module (last dim = neurons)
-            post.append(h)
     nonzero = [(w != 0).cpu().numpy() for w in ws]
     live = [np.ones(ws[-1].shape[0], dtype=bool)]
     for nz in reversed(nonzero[1:]):  # a neuron is live when a non-zero weight links it to a live neuron
         live.insert(0, nz[live[0]].any(0))
-    return _Base(res, ws, inputs, pre, post, nonzero, live)
+    return _Base(res, ws, inputs, pre, nonzero, live)
 
 
 def _reach(base: _Base, layer: int, sources: Sequence[int]) -> list[np.ndarray]:
@@ -196,7 +194,7 @@ def _ordered_rows(model: CPPN, k: int, mask: np.ndarray, device):
     if k == model.depth:
         return torch.tensor(idx, device=device), []
     order, runs = grouped_layout([model.activations[k][j] for j in idx])
-    return torch.tensor([idx[o] for o in order], device=device), [r for r in runs if r[0] != "identity"]
+    return torch.tensor([idx[o] for o in order], device=device), active_runs(runs)
 
 
 def _make_group(model: CPPN, base: _Base, layer: int, sources: tuple[int, ...]) -> _Group:
@@ -303,7 +301,7 @@ def _render_step(model: CPPN, base: _Base, group: _Group, weights, new_values: t
         out[o, torch.arange(B, device=z.device)] = z
     elif group.rows:                                                        # (no rows: o is dead, out = base)
         a = _activate_columns(z, [model.activations[l][j] for j in o.tolist()])
-        diff = a - base.post[l][o]                                          # (B, N) change of neuron o
+        diff = a - base.inputs[l + 1][o]                                          # (B, N) change of neuron o
         # layer l+1: a rank-1 change per perturbation, column o of W_{l+1} (reached rows) times diff
         zk = group.pre0[:, None, :] + group.w0[:, o][:, :, None] * diff[None]
         for j in range(1, len(group.rows)):

@@ -13,6 +13,7 @@ import os
 import urllib.request
 import zipfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -73,13 +74,17 @@ class Genome:
     def node(self, key) -> Node:
         return self._by_key[key]
 
-    @property
-    def _by_key(self) -> dict:
+    @cached_property
+    def _by_key(self) -> dict:           # computed once (a frozen genome never changes)
         return {n.key: n for n in self.nodes}
+
+    @cached_property
+    def _order(self) -> tuple:
+        return tuple(_topological_order(self.name, self.nodes, self.links))
 
     def topological_order(self) -> list[tuple[int, int]]:
         """Node keys in an order where every link goes forward (the graph is checked acyclic at load)."""
-        return _topological_order(self.name, self.nodes, self.links)
+        return list(self._order)
 
     def depths(self) -> dict[tuple[int, int], int]:
         """Longest-path depth of every node from the inputs (inputs are at depth 0)."""

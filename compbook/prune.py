@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from .cppn import CPPN, coordinate_grid, outputs_to_rgb
-from .train import OptimizerFactory, as_target, fit, fit_many
+from .train import OptimizerFactory, as_target, fit, fit_many, mse
 
 SCOPES = ("global", "layer", "row")
 TAYLOR_KINDS = ("weight", "group", "activation")
@@ -220,11 +220,6 @@ class PruneResult:
         return self.losses[-1]
 
 
-def _mse(model: CPPN, target: torch.Tensor) -> float:
-    with torch.no_grad():
-        return float(((model.render(target.shape[0]) - target) ** 2).mean())
-
-
 # -- Lottery Ticket ----------------------------------------------------------------------------------------------
 def lottery_ticket(model: CPPN, target, sparsity: float, rounds: int = 3, steps_per_round: int = 500,
                    lr: float = 3e-3, rewind_step: int = 0, scope: str = "global",
@@ -262,7 +257,7 @@ def lottery_ticket(model: CPPN, target, sparsity: float, rounds: int = 3, steps_
         removed.append([])
     ticket = rewind.clone_with(masks=masks)
     hist_s.append(_sparsity(masks))
-    hist_l.append(_mse(ticket, target))
+    hist_l.append(mse(ticket, target))
     cfg = dict(method="lottery_ticket", sparsity=sparsity, rounds=rounds, steps_per_round=steps_per_round,
                lr=lr, rewind_step=rewind_step, scope=scope)
     return PruneResult(ticket, masks, hist_s, hist_l, removed,
@@ -447,7 +442,7 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
     res = target.shape[0] if res is None else _check_count(res, "res", 1)
     gens = [torch.Generator().manual_seed(int(seed) + b) for b in range(len(models))]
     current = list(models)
-    hist = [dict(s=[_sparsity(m.masks)], l=[_mse(m, target)], removed=[], curve=[]) for m in models]
+    hist = [dict(s=[_sparsity(m.masks)], l=[mse(m, target)], removed=[], curve=[]) for m in models]
     active = list(range(len(models)))
     for _ in range(rounds):
         pruned = {}
@@ -468,7 +463,7 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
             current[b] = fitted.models[n] if fitted else batch[n]
             h = hist[b]
             h["s"].append(_sparsity(current[b].masks))
-            h["l"].append(float(fitted.final_loss[n]) if fitted else _mse(current[b], target))
+            h["l"].append(float(fitted.final_loss[n]) if fitted else mse(current[b], target))
             h["removed"].append(pruned[b][1])
             if fitted:
                 h["curve"].append(fitted.losses[:, n])

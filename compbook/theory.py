@@ -145,7 +145,12 @@ def coherence_surrogate(X, p: float) -> tuple[np.ndarray, np.ndarray]:
     it is <= c and tends to c as p grows (dividing by c only keeps the powers in floating-point range; c is held
     constant in the gradient, which then is that of the plain p-norm). Returns ``(loss (B,), grad (B, r, d))``.
     """
-    X = np.asarray(X, dtype=np.float64)
+    loss, dX, _, _ = _surrogate(np.asarray(X, dtype=np.float64), p)
+    return loss, dX
+
+
+def _surrogate(X: np.ndarray, p: float):
+    """:func:`coherence_surrogate`, also returning the unit rows ``U (B, r, d)`` and coherences ``c (B,)``."""
     B, r, _ = X.shape
     norms = np.linalg.norm(X, axis=-1, keepdims=True)
     U = X / norms
@@ -159,7 +164,7 @@ def coherence_surrogate(X, p: float) -> tuple[np.ndarray, np.ndarray]:
     dG = mean ** (1 / p - 1) / n * (A / c) ** (p - 1) * np.sign(G)     # d loss / d G_ij (off-diagonal)
     dU = (dG + dG.transpose(0, 2, 1)) @ U
     dX = (dU - U * (dU * U).sum(-1, keepdims=True)) / norms              # through the row normalisation
-    return loss[:, 0, 0], dX
+    return loss[:, 0, 0], dX, U, c[:, 0, 0]
 
 
 def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restarts: int = 8,
@@ -180,14 +185,11 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
     m, v = np.zeros_like(X), np.zeros_like(X)
     beta1, beta2, eps = 0.9, 0.999, 1e-12
     best, best_c = X[0], math.inf
-    off = ~np.eye(r, dtype=bool)
     for t in range(1, steps + 1):
-        U = X / np.linalg.norm(X, axis=-1, keepdims=True)
-        c = np.abs(U @ U.transpose(0, 2, 1))[:, off].max(axis=1)
+        p = p_start * (p_end / p_start) ** ((t - 1) / max(steps - 1, 1))
+        _, g, U, c = _surrogate(X, p)                                       # U: unit rows, c: their coherences
         if c.min() < best_c:
             best_c, best = float(c.min()), U[int(c.argmin())].copy()
-        p = p_start * (p_end / p_start) ** ((t - 1) / max(steps - 1, 1))
-        _, g = coherence_surrogate(X, p)
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g * g
         X = X - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps)
