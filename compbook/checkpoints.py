@@ -96,7 +96,8 @@ def sgd_twins(name: str, template: CPPN, target: torch.Tensor, seeds: Sequence[i
               regenerate: bool = False) -> tuple[list[CPPN], str]:
     """SGD twins (chapter 5): dense CPPNs with ``template``'s activations, one per seed, fitted to ``target`` ``(res, res, 3)``.
 
-    Returns ``(models, how)``; ``how`` says whether they were loaded (and from where) or trained and saved.
+    Returns ``(models, how)``; ``how`` says whether they were loaded or trained and saved (and where, relative to
+    :func:`compbook.paths.data_dir`).
     ``regenerate`` trains even when checkpoints exist (and overwrites them).
     """
     if not seeds:
@@ -108,10 +109,10 @@ def sgd_twins(name: str, template: CPPN, target: torch.Tensor, seeds: Sequence[i
     stems = [twin_stem(name, res, steps, s) for s in seeds]
     found = [None if regenerate else find_checkpoint(stem) for stem in stems]
     if all(found):
-        return [load_cppn(p) for p in found], f"loaded from {found[0].parent}"
+        return [load_cppn(p) for p in found], f"loaded from data/{Path(stems[0]).parent}/"
     models = [CPPN(template.activations, template.color, seed=s) for s in seeds]
     fit = train.fit_many(models, target, steps=steps, lr=lr)
     for s, stem, model in zip(seeds, stems, fit.models):
         meta = {"target": name, "res": res, "steps": steps, "lr": lr, "seed": s, "recipe": TWIN_RECIPE}
         save_cppn(model, paths.data_dir() / stem, meta)
-    return fit.models, f"trained in {fit.seconds:.0f} s, saved to {paths.data_dir() / 'emc2'}"
+    return fit.models, f"trained in {fit.seconds:.0f} s, saved to data/{Path(stems[0]).parent}/"
