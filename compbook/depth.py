@@ -18,12 +18,14 @@ from __future__ import annotations
 import io
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 from PIL import Image
 
+from . import checks
 from .cppn import CPPN, uniform_cppn
 from .images import check_image as _as_image, resize, to_uint8
 from .train import OptimizerFactory, as_target, fit_many, mse
@@ -121,17 +123,41 @@ def picbreeder_line(genomes: dict | None = None, depths: dict | None = None, res
     return fit_depth_line(ratios, [depths[n] for n in names], res, "layerized Picbreeder depths", names)
 
 
-def predict_depth(image, line: DepthLine | None = None, rounded: bool = True) -> int | float:
+class DepthRangeWarning(UserWarning):
+    """:func:`predict_depth` read its line outside the range of ratios the line was fitted on."""
+
+
+def predict_depth(image, line: DepthLine | None = None, rounded: bool = True,
+                  extrapolate: bool | None = None) -> int | float:
     """The depth ``line`` (default :data:`DEFAULT_LINE`) predicts for ``image`` ``(H, W, 3)`` in [0, 1].
 
     The image is resized to ``line.res`` first when its size differs (ratios depend on size). With ``rounded``
     the prediction is rounded to an integer depth of at least 1; else the line's raw value.
+
+    Outside the fitted range. The line is only evidence between the smallest and largest ratio it was fitted on
+    (:data:`DEFAULT_LINE`: 4.13 to 5.24); a constant image (ratio ~350) would read as depth -6251. We **warn**
+    by default: ``extrapolate=None`` returns the line's value with a :class:`DepthRangeWarning` that gives the
+    ratio, the range and the raw value; ``extrapolate=False`` raises ``ValueError`` instead; ``extrapolate=True``
+    reads the line silently (for a chapter that marks such targets itself).
     """
     line = DEFAULT_LINE if line is None else line
+    if not isinstance(line, DepthLine):
+        raise ValueError(f"line must be a DepthLine (fit_depth_line(...)) or None, got {type(line).__name__}")
+    rounded = checks.boolean(rounded, "rounded")
+    if extrapolate is not None:
+        extrapolate = checks.boolean(extrapolate, "extrapolate")
     a = _as_image(image)
     if a.shape[:2] != (line.res, line.res):
         a = resize(a, line.res)
-    value = float(line(png_compression_ratio(a)))
+    ratio = png_compression_ratio(a)
+    value = float(line(ratio))
+    lo, hi = min(line.ratios), max(line.ratios)
+    if not lo <= ratio <= hi and extrapolate is not True:
+        text = (f"image: PNG compression ratio {ratio:.2f} is outside the range [{lo:.2f}, {hi:.2f}] the depth "
+                f"line was fitted on; the line reads {value:.1f} layers there, an extrapolation")
+        if extrapolate is False:
+            raise ValueError(text)
+        warnings.warn(text + " (extrapolate=True silences this, False refuses)", DepthRangeWarning, stacklevel=2)
     return max(1, int(round(value))) if rounded else value
 
 
@@ -141,10 +167,9 @@ DEFAULT_ACTIVATIONS = ("gaussian", "sin", "tanh", "identity")
 
 def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict[str, int]:
     """Activation counts for one layer of ``width`` neurons, dealt round-robin over ``names`` (our choice)."""
-    if isinstance(width, bool) or int(width) != width or width < 1:
-        raise ValueError(f"width must be a positive integer, got {width!r}")
+    width = checks.integer(width, "width")
     counts = dict.fromkeys(names, 0)
-    for k in range(int(width)):
+    for k in range(width):
         counts[names[k % len(names)]] += 1
     return {n: c for n, c in counts.items() if c}
 
@@ -199,12 +224,12 @@ class DepthSweep:
 
 
 def _check_depths(depths) -> list[int]:
-    depths = list(depths)
-    if not depths or any(isinstance(d, bool) or int(d) != d or d < 1 for d in depths):
+    if isinstance(depths, (str, bytes)) or not isinstance(depths, Sequence) or not depths:
         raise ValueError(f"depths must be a non-empty list of integers >= 1, got {depths!r}")
+    depths = [checks.integer(d, "depths: each depth") for d in depths]
     if len(set(depths)) != len(depths):
         raise ValueError(f"depths: duplicates in {depths!r}")
-    return [int(d) for d in depths]
+    return depths
 
 
 def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[int] = (0, 1, 2), *,

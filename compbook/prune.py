@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import checks
 from .cppn import CPPN, coordinate_grid, outputs_to_rgb
 from .train import OptimizerFactory, as_target, fit, fit_many, mse
 
@@ -43,22 +44,14 @@ Neuron = tuple[int, int]          # (hidden layer, neuron index)
 
 # -- checks ----------------------------------------------------------------------------------------------------
 def _check_fraction(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
-    return float(value)
+    return checks.real(value, name, 0, 1, high_open=True)
 
 
-def _check_count(value, name: str, minimum: int = 0) -> int:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or int(value) != value or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+_check_count = checks.integer
 
 
 def _check_scope(scope: str, allowed: Sequence[str] = SCOPES) -> str:
-    if scope not in allowed:
-        raise ValueError(f"scope must be one of {list(allowed)}, got {scope!r}")
-    return scope
+    return checks.choice(scope, "scope", allowed)
 
 
 def _current_masks(model: CPPN) -> list[torch.Tensor]:
@@ -417,9 +410,11 @@ def choose_removals(pairs: Sequence[tuple[int, int]], generator: torch.Generator
     return removed
 
 
-def _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer):
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
-        raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
+def _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute=True):
+    """SP's settings. With ``absolute`` similarities are ``|cos|`` in [0, 1], so a negative threshold would make
+    every pair redundant: ``threshold`` must be in [0, 1] then, in [-1, 1] otherwise."""
+    absolute = checks.boolean(absolute, "absolute")
+    checks.real(threshold, "threshold" + (" (on |cos|, absolute=True)" if absolute else ""), 0 if absolute else -1, 1)
     _check_count(rounds, "rounds", 0)
     _check_count(retrain_steps, "retrain_steps", 0)
     if pairs_per_layer is not None:
@@ -435,7 +430,7 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
     Model ``b`` uses the random stream ``seed + b``, so ``similarity_prune_many([m], ..., seed=s)[0]`` equals
     ``similarity_prune(m, ..., seed=s)``. A model stops on its own when a round finds no redundant pair.
     """
-    _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer)
+    _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute)
     if len(models) < 1:
         raise ValueError("models: need at least one model")
     target = _target_at(target, None)
