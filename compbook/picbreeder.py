@@ -170,6 +170,8 @@ def load_genome(source: str | os.PathLike, download: bool = True) -> Genome:
     if not isinstance(source, (str, os.PathLike)) or str(source) == "":
         raise GenomeError(f"source must be a genome name {sorted(GENOMES)} or a path, got {source!r}")
     path = Path(source)
+    if str(source) not in GENOMES and not path.exists() and path.suffix == "" and len(path.parts) == 1:
+        raise GenomeError(f"unknown genome name {str(source)!r}: expected a path or one of {sorted(GENOMES)}")
     if str(source) in GENOMES and not path.exists():
         path = find_genome(str(source), download=download)
     name = str(source) if str(source) in GENOMES else path.stem
