@@ -27,8 +27,7 @@ def save_cppn(model: CPPN, path, metadata: dict | None = None) -> Path:
     Everything is checked before anything is written, and each file is written under a temporary name in the
     same folder, then renamed: a failure leaves no half-written checkpoint behind.
     """
-    if not isinstance(model, CPPN):
-        raise ValueError(f"model must be a compbook.cppn.CPPN, got {type(model).__name__}")
+    checks.instance(model, "model", CPPN)
     if metadata is not None and not isinstance(metadata, dict):
         raise ValueError(f"metadata must be a dict or None, got {type(metadata).__name__}")
     path = _stem(path)
@@ -116,6 +115,7 @@ def load_metadata(path) -> dict:
 
 def content_hash(model: CPPN) -> str:
     """SHA-256 (hex, 16 chars) of the architecture and the exact effective weights of ``model``."""
+    checks.instance(model, "model", CPPN)
     h = hashlib.sha256(json.dumps([model.activations, model.color]).encode())
     for w in model.effective_weights():
         h.update(str(tuple(w.shape)).encode())

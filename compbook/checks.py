@@ -71,6 +71,13 @@ def real(value, name: str, low: float | None = None, high: float | None = None, 
     return float(value)
 
 
+def instance(value, name: str, cls: type, hint: str = ""):
+    """``value`` if it is an instance of ``cls``, else ``ValueError`` naming ``name``, ``cls`` and what was given."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{name} must be a {cls.__module__}.{cls.__name__}{hint}, got {type(value).__name__}")
+    return value
+
+
 def choice(value, name: str, options: Iterable[str]) -> str:
     """``value`` if it is one of ``options`` (names), else ``ValueError`` listing them."""
     options = list(options)
@@ -109,9 +116,10 @@ def file_path(path, what: str = "file") -> Path:
 
 
 def tensor(value, name: str, shape: Sequence[int | None] | None = None, *, low: float | None = None,
-           high: float | None = None, floating: bool = True) -> torch.Tensor:
+           high: float | None = None, floating: bool = True, finite: bool = True) -> torch.Tensor:
     """``value`` (tensor, array or nested list) as a real tensor with optional ``shape`` (``None`` entries are
-    free), finite values, within ``[low, high]`` when given. Complex values are refused."""
+    free), finite values (unless ``finite=False``), within ``[low, high]`` when given. Complex values are
+    refused."""
     try:
         t = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
     except (TypeError, ValueError, RuntimeError) as e:
@@ -123,7 +131,7 @@ def tensor(value, name: str, shape: Sequence[int | None] | None = None, *, low: 
     if shape is not None and (t.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, t.shape))):
         want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
         raise ValueError(f"{name} must have shape {want}, got {tuple(t.shape)}")
-    if t.numel() and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+    if finite and t.numel() and t.is_floating_point() and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} contains NaN or inf")
     if t.numel() and (low is not None or high is not None):
         lo, hi = float(t.min()), float(t.max())

@@ -232,6 +232,23 @@ def _check_depths(depths) -> list[int]:
     return depths
 
 
+def _check_keywords(kwargs, name: str, function: str, taken: set) -> None:
+    """``kwargs`` is None or a dict of keyword arguments that ``function`` (in prune or emc2) accepts and that
+    the sweep does not set itself (``taken``)."""
+    if kwargs is None:
+        return
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{name} must be a dict of keyword arguments of {function}, or None, got {kwargs!r}")
+    import inspect
+    from . import emc2, prune
+    fn = getattr(prune, function, None) or getattr(emc2, function)
+    allowed = set(inspect.signature(fn).parameters) - taken
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise ValueError(f"{name}: {unknown} are not keyword arguments {function} takes here; "
+                         f"allowed: {sorted(allowed)}")
+
+
 def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[int] = (0, 1, 2), *,
                 activation=None, color: str = "hsv", steps: int = 1000, lr: float = 3e-3,
                 optimizer: str | OptimizerFactory = "adam", sp: dict | None = None, judge=None,
@@ -247,7 +264,12 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
     ``loss`` in the rows is the final MSE on ``target``.
     """
     depths = _check_depths(depths)
-    seeds = [int(s) for s in seeds]
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
+        raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
+    seeds = [checks.integer(s, "seeds: each seed", 0) for s in seeds]
+    _check_keywords(sp, "sp", "similarity_prune_many", {"models", "target"})
+    _check_keywords(score_kwargs, "score_kwargs", "compositional_score",
+                    {"model", "judge", "concept", "seed", "progress"})
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
     target = as_target(target)

@@ -55,6 +55,7 @@ ENGINES = ("fast", "naive")
 # -- what is perturbed ------------------------------------------------------------------------------------------
 def nonzero_weights(model: CPPN) -> list[tuple[int, int, int]]:
     """Every non-zero effective weight ``(layer, out, in)``, in lexicographic order (output layer included)."""
+    checks.instance(model, "model", CPPN, " (layerize a genome first)")
     out = []
     for l, w in enumerate(model.effective_weights()):
         out += [(l, int(o), int(i)) for o, i in (w.detach() != 0).nonzero().tolist()]

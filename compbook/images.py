@@ -15,6 +15,8 @@ def psnr(a, b) -> float:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"psnr: shapes {a.shape} and {b.shape} differ")
+    check_values(a, "psnr: a")
+    check_values(b, "psnr: b")
     mse = float(np.mean((a - b) ** 2))
     return float("inf") if mse == 0 else 10.0 * np.log10(1.0 / mse)
 

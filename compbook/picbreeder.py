@@ -189,6 +189,8 @@ def _key(elem, where: str, what: str) -> tuple[int, int]:
 
 def parse_genome(xml: bytes | str, name: str = "genome", where: str = "<xml>") -> Genome:
     """Parse and validate genome XML text (see :func:`load_genome`)."""
+    if not isinstance(xml, (str, bytes)):
+        raise GenomeError(f"{where}: xml must be str or bytes, got {type(xml).__name__}")
     try:
         root = ElementTree.fromstring(xml)
     except (ElementTree.ParseError, DefusedXmlException, ValueError) as e:
@@ -321,6 +323,8 @@ def layerize(genome: Genome, pad_to_width: bool = True, dtype: torch.dtype = tor
     """
     if not isinstance(genome, Genome):
         raise ValueError(f"genome must be a Genome (load_genome(...)), got {type(genome).__name__}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype (torch.float32, torch.float64), got {dtype!r}")
     depth = genome.depths()
     n_layers = max(depth.values())
     inputs = sorted(genome.inputs, key=lambda n: INPUT_NAMES.index(n.label))

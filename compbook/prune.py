@@ -115,7 +115,10 @@ def masks_from_scores(scores: Sequence[torch.Tensor], sparsity: float, scope: st
     """
     sparsity = _check_fraction(sparsity, "sparsity")
     _check_scope(scope)
-    scores = [torch.as_tensor(s, dtype=torch.float64).detach() for s in scores]
+    if isinstance(scores, (str, bytes, torch.Tensor)) or not isinstance(scores, Sequence):
+        raise ValueError(f"scores must be a list of (out, in) tensors, one per layer, got {type(scores).__name__}")
+    scores = [checks.tensor(s, f"scores[{l}]", floating=False, finite=False).detach().to(torch.float64)
+              for l, s in enumerate(scores)]
     if any(s.ndim != 2 for s in scores):
         raise ValueError("scores: expected one (out, in) tensor per layer")
     if any(torch.isnan(s).any() for s in scores):
@@ -168,7 +171,7 @@ def wanda_scores(model: CPPN, res: int = 32) -> list[torch.Tensor]:
 
 def random_scores(model: CPPN, seed: int = 0) -> list[torch.Tensor]:
     """Uniform random scores per layer (seeded): pruning by them is the control at matched sparsity."""
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(checks.integer(seed, "seed", None))
     return [torch.rand(s, generator=g, dtype=torch.float64) for s in model.shapes]
 
 
@@ -262,7 +265,10 @@ def remove_neurons(masks: Sequence[torch.Tensor], neurons: Sequence[Neuron]) -> 
     """New masks with each hidden neuron ``(l, k)`` removed: row ``k`` of mask ``l`` and column ``k`` of ``l+1``."""
     out = [(torch.as_tensor(m) != 0).float().clone() for m in masks]
     depth = len(out) - 1
-    for l, k in neurons:
+    for n in neurons:
+        if isinstance(n, (str, bytes)) or not hasattr(n, "__len__") or len(n) != 2:
+            raise ValueError(f"neurons: each must be a (layer, neuron) pair, got {n!r}")
+        l, k = (checks.integer(x, f"neurons: {tuple(n)!r}: each index", None) for x in n)
         if not 0 <= l < depth or not 0 <= k < out[l].shape[0]:
             raise ValueError(f"neurons: ({l}, {k}) is not a hidden neuron (layers 0..{depth - 1})")
         out[l][k, :] = 0
@@ -362,6 +368,7 @@ def neuron_similarity(model: CPPN, res: int = 32, absolute: bool = True, eps: fl
     to 0 (our choice), so SP never pairs it. Values are clamped to [-1, 1].
     """
     res = _check_count(res, "res", 1)
+    eps = checks.real(eps, "eps", 0)
     sims = []
     for maps in model.feature_maps(res):
         f = maps.reshape(maps.shape[0], -1).double()
@@ -376,6 +383,7 @@ def neuron_similarity(model: CPPN, res: int = 32, absolute: bool = True, eps: fl
 def redundant_pairs(similarity: torch.Tensor, threshold: float,
                     alive: torch.Tensor | None = None) -> list[tuple[int, int]]:
     """Pairs ``(i, j)``, ``i < j``, both alive, with ``similarity[i, j] > threshold``, most similar first."""
+    threshold = checks.real(threshold, "threshold")
     n = similarity.shape[0]
     alive = torch.ones(n, dtype=torch.bool) if alive is None else alive.bool()
     i, j = torch.triu_indices(n, n, offset=1)
@@ -431,6 +439,7 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
     ``similarity_prune(m, ..., seed=s)``. A model stops on its own when a round finds no redundant pair.
     """
     _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute)
+    seed = checks.integer(seed, "seed", None)
     if len(models) < 1:
         raise ValueError("models: need at least one model")
     target = _target_at(target, None)

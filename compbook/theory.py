@@ -186,6 +186,9 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
     """
     r, d = _positive_int(r, "r", 2), _positive_int(d, "d")
     steps, restarts = _positive_int(steps, "steps"), _positive_int(restarts, "restarts")
+    lr = checks.real(lr, "lr", 0, low_open=True)
+    p_start = checks.real(p_start, "p_start", 1)
+    p_end = checks.real(p_end, "p_end", p_start)
     if r <= d:
         return orthonormal_frame(r, d)                                      # exact: coherence 0
     X = np.random.default_rng(seed).standard_normal((restarts, r, d))
@@ -208,7 +211,7 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
 def _check_groups(groups, r: int) -> list[tuple[int, ...]]:
     out = []
     for g in groups:
-        g = tuple(int(i) for i in g)
+        g = tuple(checks.integer(i, "groups: each feature index", 0) for i in g)
         if any(i < 0 or i >= r for i in g) or len(set(g)) != len(g):
             raise ValueError(f"groups: {g} must hold distinct feature indices in 0..{r - 1}")
         out.append(g)
@@ -269,6 +272,8 @@ def greedy_colouring(A) -> np.ndarray:
     chromatic number.
     """
     A = np.asarray(A, dtype=bool)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square adjacency matrix (r, r), got shape {A.shape}")
     r = A.shape[0]
     colour = -np.ones(r, dtype=int)
     for _ in range(r):

@@ -138,9 +138,7 @@ def _check_settings(steps, lr, optimizer, gradients, **flags) -> tuple[int, floa
 
 
 def _check_model(model, name: str = "model") -> CPPN:
-    if not isinstance(model, CPPN):
-        raise ValueError(f"{name} must be a compbook.cppn.CPPN, got {type(model).__name__}")
-    return model
+    return checks.instance(model, name, CPPN)
 
 
 def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str | OptimizerFactory = "adam",

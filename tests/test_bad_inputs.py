@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import checkpoints, cppn, depth, emc2, images, judges, optim, picbreeder, prune, theory, train
+from compbook import (backprop, checkpoints, cppn, depth, emc2, images, judges, optim, picbreeder, plots, prune,
+                      theory, train)
 
 SECONDS = 1.0
 
@@ -36,7 +37,8 @@ def _good_cache(folder):
 @pytest.fixture(scope="module")
 def c(tmp_path_factory):
     """What the cases use: a small model, the skull genome, a target, and files (good and broken)."""
-    from skimage.metrics import structural_similarity  # noqa: F401  (import once, outside the timed calls)
+    from skimage.metrics import structural_similarity  # noqa: F401  (imported once, outside the timed calls)
+    import matplotlib.pyplot  # noqa: F401
     d = tmp_path_factory.mktemp("bad_inputs")
     ns = types.SimpleNamespace(dir=d)
     ns.model = cppn.uniform_cppn(2, 4, seed=0)
@@ -241,6 +243,28 @@ CASES = {
     "newton_schulz steps=-1": lambda c: optim.newton_schulz(torch.eye(2), steps=-1),
     "Muon lr=-1": lambda c: optim.Muon([torch.nn.Parameter(torch.eye(2))], lr=-1),
     "Muon momentum=1": lambda c: optim.Muon([torch.nn.Parameter(torch.eye(2))], momentum=1),
+    # -- more of the same, found by probing after the issue's list ------------------------------------------
+    "depth_sweep seeds=[0.5]": lambda c: depth.depth_sweep(c.target, [1], seeds=[0.5], steps=1, progress=False),
+    "depth_sweep sp={'bogus': 1}": lambda c: depth.depth_sweep(c.target, [1], steps=1, sp={"bogus": 1}),
+    "depth_sweep score_kwargs={'bogus': 1}": lambda c: depth.depth_sweep(
+        c.target, [1], steps=1, judge=_lenient, concept="x", score_kwargs={"bogus": 1}),
+    "remove_neurons neuron (0, 0.5)": lambda c: prune.remove_neurons(c.model.masks, [(0, 0.5)]),
+    "remove_neurons neuron 'ab'": lambda c: prune.remove_neurons(c.model.masks, ["ab"]),
+    "masks_from_scores scores='ab'": lambda c: prune.masks_from_scores("ab", 0.5),
+    "neuron_similarity eps=-1": lambda c: prune.neuron_similarity(c.model, eps=-1),
+    "redundant_pairs threshold=nan": lambda c: prune.redundant_pairs(torch.eye(3), _nan),
+    "similarity_prune seed=0.5": lambda c: prune.similarity_prune(c.model, c.target, seed=0.5, rounds=1),
+    "nonzero_weights of a genome": lambda c: emc2.nonzero_weights(c.genome),
+    "content_hash of a genome": lambda c: checkpoints.content_hash(c.genome),
+    "Backprop target a string": lambda c: backprop.Backprop(c.model, "skull"),
+    "gradient_error target (3, 3)": lambda c: backprop.gradient_error(c.model, np.zeros((3, 3))),
+    "layerize dtype=torch.int32": lambda c: picbreeder.layerize(c.genome, dtype=torch.int32),
+    "parse_genome None": lambda c: picbreeder.parse_genome(None),
+    "local_coherence group index 1.5": lambda c: theory.local_coherence(np.eye(3), [(0, 1.5)]),
+    "greedy_colouring (2, 3) adjacency": lambda c: theory.greedy_colouring(np.ones((2, 3))),
+    "minimise_coherence lr=-1": lambda c: theory.minimise_coherence(4, 2, steps=2, lr=-1),
+    "psnr of a NaN image": lambda c: images.psnr(np.full((2, 2, 3), _nan), np.zeros((2, 2, 3))),
+    "show_images 2 titles for 1 image": lambda c: plots.show_images([c.target], titles=["a", "b"]),
 }
 
 
