@@ -123,6 +123,11 @@ def picbreeder_line(genomes: dict | None = None, depths: dict | None = None, res
     return fit_depth_line(ratios, [depths[n] for n in names], res, "layerized Picbreeder depths", names)
 
 
+#: How far (relative) a ratio may lie outside the fitted range and still count as inside: the stored ratios are
+#: rounded to 6 decimals, and another zlib may write a PNG a few bytes longer or shorter (our choice).
+RANGE_TOLERANCE = 1e-3
+
+
 class DepthRangeWarning(UserWarning):
     """:func:`predict_depth` read its line outside the range of ratios the line was fitted on."""
 
@@ -134,11 +139,12 @@ def predict_depth(image, line: DepthLine | None = None, rounded: bool = True,
     The image is resized to ``line.res`` first when its size differs (ratios depend on size). With ``rounded``
     the prediction is rounded to an integer depth of at least 1; else the line's raw value.
 
-    Outside the fitted range. The line is only evidence between the smallest and largest ratio it was fitted on
-    (:data:`DEFAULT_LINE`: 4.13 to 5.24); a constant image (ratio ~350) would read as depth -6251. We **warn**
-    by default: ``extrapolate=None`` returns the line's value with a :class:`DepthRangeWarning` that gives the
-    ratio, the range and the raw value; ``extrapolate=False`` raises ``ValueError`` instead; ``extrapolate=True``
-    reads the line silently (for a chapter that marks such targets itself).
+    Outside the fitted range. The line is only evidence between the smallest and largest ratio it was fitted
+    on (:data:`DEFAULT_LINE`: 4.13 to 5.24, give or take :data:`RANGE_TOLERANCE`); a constant image (ratio ~350)
+    would read as depth -6251. We **warn** by default: ``extrapolate=None`` returns the line's value with a
+    :class:`DepthRangeWarning` that gives the ratio, the range and the raw value; ``extrapolate=False`` raises
+    ``ValueError`` instead; ``extrapolate=True`` reads the line silently (for a chapter that marks such targets
+    itself).
     """
     line = DEFAULT_LINE if line is None else line
     if not isinstance(line, DepthLine):
@@ -152,7 +158,8 @@ def predict_depth(image, line: DepthLine | None = None, rounded: bool = True,
     ratio = png_compression_ratio(a)
     value = float(line(ratio))
     lo, hi = min(line.ratios), max(line.ratios)
-    if not lo <= ratio <= hi and extrapolate is not True:
+    inside = lo * (1 - RANGE_TOLERANCE) <= ratio <= hi * (1 + RANGE_TOLERANCE)
+    if not inside and extrapolate is not True:
         text = (f"image: PNG compression ratio {ratio:.2f} is outside the range [{lo:.2f}, {hi:.2f}] the depth "
                 f"line was fitted on; the line reads {value:.1f} layers there, an extrapolation")
         if extrapolate is False:
