@@ -161,12 +161,11 @@ class SSIMJudge:
     """
 
     def __init__(self, threshold: float = 0.5, color: str = "grey", win_size: int = 7):
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
-            raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
-        if color not in ("grey", "rgb"):
-            raise ValueError(f"color must be 'grey' or 'rgb', got {color!r}")
-        if isinstance(win_size, bool) or not isinstance(win_size, int) or win_size < 3 or win_size % 2 == 0:
+        threshold = checks.real(threshold, "threshold", -1, 1)
+        color = checks.choice(color, "color", ("grey", "rgb"))
+        if checks.integer(win_size, "win_size", 3) % 2 == 0:
             raise ValueError(f"win_size must be an odd integer >= 3, got {win_size!r}")
+        win_size = int(win_size)
         self.threshold, self.color, self.win_size = float(threshold), color, win_size
         self.identity = f"ssim:{color},threshold={self.threshold!r}|win_size={win_size}|data_range=1"
         self.last_details: list[dict] = []
