@@ -352,6 +352,9 @@ def layerize(genome: Genome, pad_to_width: bool = True, dtype: torch.dtype = tor
             elif kind == "node":
                 for link in incoming.get(key, []):
                     w[i, holds[l][link.source]] += link.weight
+        if not bool(torch.isfinite(w.to(dtype)).all()):
+            raise GenomeError(f"{genome.name}: layer {l}'s weights (sums of link weights up to "
+                              f"{float(w.abs().max()):g}) overflow {dtype}")
         weights.append(w.to(dtype))
     acts = [[genome.node(key).activation if kind == "node" else "cache" if kind == "copy" else "identity"
              for kind, key in s] for s in slots[1:]]

@@ -182,6 +182,8 @@ def test_overflowing_render_raises_not_nan(skull_xml, monkeypatch):
     g = parse_genome(re.sub(r"<weight>[^<]*</weight>", "<weight>1e308</weight>", skull_xml))
     with pytest.raises(GenomeError, match="overflows to NaN or inf"):
         render(g, 16)
+    with pytest.raises(GenomeError, match="overflow torch.float32"):     # not "weights contain NaN or inf"
+        layerize(g)
 
 
 def test_genome_path_that_is_a_directory(tmp_path):
