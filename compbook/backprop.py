@@ -23,6 +23,7 @@ from typing import Sequence
 
 import torch
 
+from . import checks
 from .cppn import CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 
@@ -81,6 +82,12 @@ class Backprop:
 
     def __init__(self, model: CPPN, target: torch.Tensor, straight_through: bool = True, device=None,
                  group_bytes: int | None = 6 * 2 ** 20):
+        checks.instance(model, "model", CPPN)
+        checks.instance(target, "target", torch.Tensor, " (H, W, 3) or (B, H, W, 3)")
+        if target.ndim not in (3, 4) or target.shape[-1] != 3 or target.shape[-2] != target.shape[-3] \
+                or 0 in target.shape:
+            raise ValueError(f"target must be a square RGB tensor (H, W, 3) or (B, H, W, 3), got "
+                             f"{tuple(target.shape)}")
         device = target.device if device is None else torch.device(device)
         dtype = model.mask0.dtype
         self.depth, self.color, self.straight_through = model.depth, model.color, straight_through
@@ -209,8 +216,10 @@ def autograd_loss_and_grads(model: CPPN, target: torch.Tensor, weights: Sequence
 def gradient_error(model: CPPN, target, straight_through: bool = True) -> float:
     """Max over layers of ``max |engine - autograd| / max |autograd|`` for ``model``'s weights on ``target``
     ``(H, W, 3)`` (computed in float64: what is left is rounding, ~1e-15, unless the engine is wrong)."""
+    from .train import as_target
+    checks.instance(model, "model", CPPN)
+    target = as_target(target).double()
     model = copy.deepcopy(model).double()
-    target = torch.as_tensor(target, dtype=torch.float64)
     weights = [w.detach() for w in model.effective_weights()]
     engine = Backprop(model, target, straight_through)
     _, by_hand = engine.loss_and_grads(engine.to_engine_order(weights))

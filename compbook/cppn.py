@@ -18,6 +18,8 @@ from typing import Mapping, Sequence
 import torch
 from torch import nn
 
+from . import checks
+
 INPUT_NAMES = ("x", "y", "d", "bias")
 COLOR_MODES = {"hsv": 3, "gray": 1}
 
@@ -46,16 +48,19 @@ ACTIVATIONS = {
 
 def check_activation(name: str, where: str = "activation") -> str:
     """Return ``name`` if it is a known activation, else raise ``ValueError`` naming ``where``."""
-    if name not in ACTIVATIONS:
+    if not isinstance(name, str) or name not in ACTIVATIONS:
         raise ValueError(f"{where}: unknown activation {name!r}; known: {sorted(ACTIVATIONS)}")
     return name
 
 
 def layout_from_counts(counts: Mapping[str, int]) -> list[str]:
     """One layer's activation layout from counts, e.g. ``{"cache": 15, "gaussian": 4, "sin": 1}`` (FER's arch)."""
+    if not isinstance(counts, Mapping):
+        raise ValueError(f"counts must be a mapping name -> count, got {counts!r}")
     layer = []
     for name, n in counts.items():
         check_activation(name, "layout_from_counts")
+        n = checks.integer(n, f"layout_from_counts: count of {name!r}", None)
         if n < 0:
             raise ValueError(f"layout_from_counts: negative count {n} for {name!r}")
         layer += [name] * n
@@ -67,9 +72,7 @@ def coordinate_grid(res: int, dtype=torch.float32, device=None) -> torch.Tensor:
 
     x and y are ``linspace(-1, 1, res)``; x varies along columns, y along rows; d = 1.4 * sqrt(x^2 + y^2); bias = 1.
     """
-    if int(res) != res or res < 1:
-        raise ValueError(f"res must be a positive integer, got {res!r}")
-    res = int(res)
+    res = checks.integer(res, "res")
     t = torch.linspace(-1.0, 1.0, res, dtype=dtype, device=device)
     y, x = torch.meshgrid(t, t, indexing="ij")
     d = 1.4 * torch.sqrt(x * x + y * y)
@@ -195,29 +198,27 @@ class CPPN(nn.Module):
                  weights: Sequence[torch.Tensor] | None = None,
                  masks: Sequence[torch.Tensor] | None = None, init_scale: float = 1.0, seed: int = 0):
         super().__init__()
-        if len(activations) < 1:
-            raise ValueError("a CPPN needs at least one hidden layer (depth >= 1)")
-        if color not in COLOR_MODES:
-            raise ValueError(f"color must be one of {sorted(COLOR_MODES)}, got {color!r}")
-        if any(len(layer) < 1 for layer in activations):
-            raise ValueError("every hidden layer needs at least one neuron (width >= 1)")
+        activations = _check_layers(activations)
+        color = checks.choice(color, "color", COLOR_MODES)
         self.color = color
         self.activations = [list(layer) for layer in activations]
         n_out = COLOR_MODES[color]
         widths = [len(layer) for layer in self.activations]
         self.shapes = list(zip(widths + [n_out], [len(INPUT_NAMES)] + widths))
         if weights is None:
+            init_scale = checks.real(init_scale, "init_scale", 0, low_open=True)
+            seed = checks.integer(seed, "seed", 0)
             weights = init_weights(self.shapes, init_scale, torch.Generator().manual_seed(seed))
-        if len(weights) != len(self.shapes):
+        if isinstance(weights, torch.Tensor) or len(weights) != len(self.shapes):
             raise ValueError(f"weights: expected {len(self.shapes)} matrices, got {len(weights)}")
         masks = masks if masks is not None else [torch.ones(s) for s in self.shapes]
-        if len(masks) != len(self.shapes):
+        if isinstance(masks, torch.Tensor) or len(masks) != len(self.shapes):
             raise ValueError(f"masks: expected {len(self.shapes)} matrices, got {len(masks)}")
         self.weights = nn.ParameterList()
         for l, (w, m, s) in enumerate(zip(weights, masks, self.shapes)):
-            w = torch.as_tensor(w)
+            w = checks.tensor(w, f"weights[{l}]", floating=False)
             w = w if w.is_floating_point() else w.float()
-            m = torch.as_tensor(m, dtype=w.dtype)
+            m = checks.tensor(m, f"masks[{l}]", floating=False).to(w.dtype)
             if tuple(w.shape) != s or tuple(m.shape) != s:
                 raise ValueError(f"layer {l}: weight {tuple(w.shape)} and mask {tuple(m.shape)} must be {s}")
             if not torch.isfinite(w).all():
@@ -247,11 +248,14 @@ class CPPN(nn.Module):
         return [w * m for w, m in zip(self.weights, self.masks)]
 
     def set_masks(self, masks: Sequence[torch.Tensor]) -> None:
-        """Replace the masks (0/1 tensors of the layer shapes) and zero the weights they remove."""
-        for l, m in enumerate(masks):
-            m = torch.as_tensor(m, dtype=torch.float32)
-            if tuple(m.shape) != self.shapes[l]:
-                raise ValueError(f"mask {l}: shape {tuple(m.shape)} must be {self.shapes[l]}")
+        """Replace the masks (one 0/1 tensor per layer, of the layer shapes) and zero the weights they remove.
+
+        All masks are checked before any is changed: a wrong count or shape leaves the model as it was."""
+        if isinstance(masks, torch.Tensor) or len(masks) != len(self.shapes):
+            n = "a single tensor" if isinstance(masks, torch.Tensor) else len(masks)
+            raise ValueError(f"masks: expected {len(self.shapes)} masks (one per layer), got {n}")
+        new = [checks.tensor(m, f"masks[{l}]", s, floating=False) for l, (m, s) in enumerate(zip(masks, self.shapes))]
+        for l, m in enumerate(new):
             getattr(self, f"mask{l}").copy_(m != 0)
         self.apply_masks_()
 
@@ -280,8 +284,8 @@ class CPPN(nn.Module):
         dims ``(..., out, in)`` (many networks of this architecture at once). With ``return_features`` also
         returns each hidden layer's post-activation ``(..., N, width_l)``.
         """
-        ws = self.weights if weights is None else weights
-        ms = self.masks if masks is None else masks
+        ws = self.weights if weights is None else self._check_stack(weights, "weights")
+        ms = self.masks if masks is None else self._check_stack(masks, "masks")
         h, feats = coords, []
         for l, (w, m) in enumerate(zip(ws, ms)):
             z = torch.matmul(h, (w * m).transpose(-1, -2))
@@ -290,15 +294,54 @@ class CPPN(nn.Module):
                 feats.append(h)
         return (h, feats) if return_features else h
 
+    def _check_stack(self, tensors, name: str) -> list[torch.Tensor]:
+        """``weights`` / ``masks`` for :meth:`forward`: one tensor ``(..., out, in)`` per layer (the model's shapes)."""
+        if isinstance(tensors, torch.Tensor) or len(tensors) != len(self.shapes):
+            n = "a single tensor" if isinstance(tensors, torch.Tensor) else len(tensors)
+            raise ValueError(f"{name}: expected {len(self.shapes)} tensors (one per layer), got {n}")
+        out = []
+        for l, (t, s) in enumerate(zip(tensors, self.shapes)):
+            if not isinstance(t, torch.Tensor):
+                raise ValueError(f"{name}[{l}] must be a tensor (..., {s[0]}, {s[1]}), got {type(t).__name__}")
+            if t.ndim < 2 or tuple(t.shape[-2:]) != s:
+                raise ValueError(f"{name}[{l}] must have shape (..., {s[0]}, {s[1]}), got {tuple(t.shape)}")
+            out.append(t)
+        try:
+            torch.broadcast_shapes(*(t.shape[:-2] for t in out))
+        except RuntimeError:
+            raise ValueError(f"{name}: batch dimensions {[tuple(t.shape[:-2]) for t in out]} do not "
+                             f"broadcast") from None
+        return out
+
+    def render_values_per_pixel(self) -> int:
+        """Numbers a render keeps per pixel at its peak (coordinates, a layer's z and h and the activation's
+        scratch, outputs and colours): what :meth:`render` checks against the render budget."""
+        return 4 + 3 * max(self.widths) + 12
+
+    def _check_render(self, res, weights, budget_mb) -> int:
+        batch = 1
+        if weights is not None:
+            for d in torch.broadcast_shapes(*(w.shape[:-2] for w in self._check_stack(weights, "weights"))):
+                batch *= int(d)
+        return checks.check_render_size(res, self.render_values_per_pixel(), self.mask0.element_size(),
+                                        "CPPN.render", budget_mb, batch)
+
     def render(self, res: int = 256, weights: Sequence[torch.Tensor] | None = None,
-               masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
-        """The image ``(..., res, res, 3)`` in [0, 1] (a batch of images when ``weights`` carry a batch dim)."""
+               masks: Sequence[torch.Tensor] | None = None, budget_mb: float | None = None) -> torch.Tensor:
+        """The image ``(..., res, res, 3)`` in [0, 1] (a batch of images when ``weights`` carry a batch dim).
+
+        Refused with ``ValueError`` before anything is allocated when its buffers would exceed ``budget_mb`` MiB
+        (default: :func:`compbook.checks.render_budget_mb`), and when the outputs overflow to NaN or inf."""
+        res = self._check_render(res, weights, budget_mb)
         coords = coordinate_grid(res, dtype=self.mask0.dtype, device=self.mask0.device)
         out = self.forward(coords, weights, masks)
+        check_finite_outputs(out, weights if weights is not None else self.weights)
         return outputs_to_rgb(out, self.color).reshape(*out.shape[:-2], res, res, 3)
 
-    def feature_maps(self, res: int = 64) -> list[torch.Tensor]:
+    def feature_maps(self, res: int = 64, budget_mb: float | None = None) -> list[torch.Tensor]:
         """Every hidden neuron's activation map: one tensor ``(width_l, res, res)`` per hidden layer."""
+        per_pixel = 4 + 2 * sum(self.widths)
+        res = checks.check_render_size(res, per_pixel, self.mask0.element_size(), "CPPN.feature_maps", budget_mb)
         with torch.no_grad():
             coords = coordinate_grid(res, dtype=self.mask0.dtype, device=self.mask0.device)
             _, feats = self.forward(coords, return_features=True)
@@ -319,15 +362,37 @@ def uniform_cppn(depth: int, width: int, activation: str | Mapping[str, int] = "
     ``activation`` is one name, or counts per name whose sum must equal ``width`` (FER's
     ``"12;cache:15,gaussian:4,identity:2,sin:1"`` is ``uniform_cppn(12, 22, {"cache": 15, ...})``).
     """
-    if int(depth) != depth or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
-    if int(width) != width or width < 1:
-        raise ValueError(f"width must be an integer >= 1, got {width!r}")
+    depth, width = checks.integer(depth, "depth"), checks.integer(width, "width")
     layer = [check_activation(activation, "uniform_cppn")] * width if isinstance(activation, str) \
         else layout_from_counts(activation)
     if len(layer) != width:
         raise ValueError(f"activation counts sum to {len(layer)}, but width is {width}")
-    return CPPN([layer] * int(depth), color=color, seed=seed, init_scale=init_scale)
+    return CPPN([layer] * depth, color=color, seed=seed, init_scale=init_scale)
+
+
+def _check_layers(activations) -> list[list[str]]:
+    """``activations`` as a list of layers, each a non-empty list of activation names (a layer given as one
+    string such as ``"tanh"`` is refused: it would be read letter by letter)."""
+    if isinstance(activations, str) or not isinstance(activations, Sequence) or len(activations) < 1:
+        raise ValueError(f"activations must be a list of hidden layers, each a list of activation names "
+                         f"(depth >= 1), got {activations!r:.80}")
+    for l, layer in enumerate(activations):
+        if isinstance(layer, str) or not isinstance(layer, Sequence):
+            raise ValueError(f"activations[{l}] must be a list of activation names (one per neuron), got "
+                             f"{layer!r:.80}; e.g. [{layer!r}] * width")
+        if len(layer) < 1:
+            raise ValueError(f"activations[{l}]: every hidden layer needs at least one neuron (width >= 1)")
+        for name in layer:
+            check_activation(name, f"activations[{l}]")
+    return [list(layer) for layer in activations]
+
+
+def check_finite_outputs(out: torch.Tensor, weights) -> None:
+    """Raise ``ValueError`` when raw outputs hold NaN or inf (finite weights whose products overflow)."""
+    if not bool(torch.isfinite(out).all()):
+        big = max(float(w.detach().abs().max()) for w in weights)
+        raise ValueError(f"render: the network's outputs overflow to NaN or inf in {out.dtype} (largest |weight| "
+                         f"{big:.3g}); its weights are too large to draw an image")
 
 
 def layer_activation_counts(model: CPPN) -> list[Counter]:

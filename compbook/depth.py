@@ -18,12 +18,14 @@ from __future__ import annotations
 import io
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 from PIL import Image
 
+from . import checks
 from .cppn import CPPN, uniform_cppn
 from .images import check_image as _as_image, resize, to_uint8
 from .train import OptimizerFactory, as_target, fit_many, mse
@@ -121,17 +123,48 @@ def picbreeder_line(genomes: dict | None = None, depths: dict | None = None, res
     return fit_depth_line(ratios, [depths[n] for n in names], res, "layerized Picbreeder depths", names)
 
 
-def predict_depth(image, line: DepthLine | None = None, rounded: bool = True) -> int | float:
+#: How far (relative) a ratio may lie outside the fitted range and still count as inside: the stored ratios are
+#: rounded to 6 decimals, and another zlib may write a PNG a few bytes longer or shorter (our choice).
+RANGE_TOLERANCE = 1e-3
+
+
+class DepthRangeWarning(UserWarning):
+    """:func:`predict_depth` read its line outside the range of ratios the line was fitted on."""
+
+
+def predict_depth(image, line: DepthLine | None = None, rounded: bool = True,
+                  extrapolate: bool | None = None) -> int | float:
     """The depth ``line`` (default :data:`DEFAULT_LINE`) predicts for ``image`` ``(H, W, 3)`` in [0, 1].
 
     The image is resized to ``line.res`` first when its size differs (ratios depend on size). With ``rounded``
     the prediction is rounded to an integer depth of at least 1; else the line's raw value.
+
+    Outside the fitted range. The line is only evidence between the smallest and largest ratio it was fitted
+    on (:data:`DEFAULT_LINE`: 4.13 to 5.24, give or take :data:`RANGE_TOLERANCE`); a constant image (ratio ~350)
+    would read as depth -6251. We **warn** by default: ``extrapolate=None`` returns the line's value with a
+    :class:`DepthRangeWarning` that gives the ratio, the range and the raw value; ``extrapolate=False`` raises
+    ``ValueError`` instead; ``extrapolate=True`` reads the line silently (for a chapter that marks such targets
+    itself).
     """
     line = DEFAULT_LINE if line is None else line
+    if not isinstance(line, DepthLine):
+        raise ValueError(f"line must be a DepthLine (fit_depth_line(...)) or None, got {type(line).__name__}")
+    rounded = checks.boolean(rounded, "rounded")
+    if extrapolate is not None:
+        extrapolate = checks.boolean(extrapolate, "extrapolate")
     a = _as_image(image)
     if a.shape[:2] != (line.res, line.res):
         a = resize(a, line.res)
-    value = float(line(png_compression_ratio(a)))
+    ratio = png_compression_ratio(a)
+    value = float(line(ratio))
+    lo, hi = min(line.ratios), max(line.ratios)
+    inside = lo * (1 - RANGE_TOLERANCE) <= ratio <= hi * (1 + RANGE_TOLERANCE)
+    if not inside and extrapolate is not True:
+        text = (f"image: PNG compression ratio {ratio:.2f} is outside the range [{lo:.2f}, {hi:.2f}] the depth "
+                f"line was fitted on; the line reads {value:.1f} layers there, an extrapolation")
+        if extrapolate is False:
+            raise ValueError(text)
+        warnings.warn(text + " (extrapolate=True silences this, False refuses)", DepthRangeWarning, stacklevel=2)
     return max(1, int(round(value))) if rounded else value
 
 
@@ -141,10 +174,9 @@ DEFAULT_ACTIVATIONS = ("gaussian", "sin", "tanh", "identity")
 
 def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict[str, int]:
     """Activation counts for one layer of ``width`` neurons, dealt round-robin over ``names`` (our choice)."""
-    if isinstance(width, bool) or int(width) != width or width < 1:
-        raise ValueError(f"width must be a positive integer, got {width!r}")
+    width = checks.integer(width, "width")
     counts = dict.fromkeys(names, 0)
-    for k in range(int(width)):
+    for k in range(width):
         counts[names[k % len(names)]] += 1
     return {n: c for n, c in counts.items() if c}
 
@@ -199,12 +231,29 @@ class DepthSweep:
 
 
 def _check_depths(depths) -> list[int]:
-    depths = list(depths)
-    if not depths or any(isinstance(d, bool) or int(d) != d or d < 1 for d in depths):
+    if isinstance(depths, (str, bytes)) or not isinstance(depths, Sequence) or not depths:
         raise ValueError(f"depths must be a non-empty list of integers >= 1, got {depths!r}")
+    depths = [checks.integer(d, "depths: each depth") for d in depths]
     if len(set(depths)) != len(depths):
         raise ValueError(f"depths: duplicates in {depths!r}")
-    return [int(d) for d in depths]
+    return depths
+
+
+def _check_keywords(kwargs, name: str, function: str, taken: set) -> None:
+    """``kwargs`` is None or a dict of keyword arguments that ``function`` (in prune or emc2) accepts and that
+    the sweep does not set itself (``taken``)."""
+    if kwargs is None:
+        return
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{name} must be a dict of keyword arguments of {function}, or None, got {kwargs!r}")
+    import inspect
+    from . import emc2, prune
+    fn = getattr(prune, function, None) or getattr(emc2, function)
+    allowed = set(inspect.signature(fn).parameters) - taken
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise ValueError(f"{name}: {unknown} are not keyword arguments {function} takes here; "
+                         f"allowed: {sorted(allowed)}")
 
 
 def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[int] = (0, 1, 2), *,
@@ -222,7 +271,12 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
     ``loss`` in the rows is the final MSE on ``target``.
     """
     depths = _check_depths(depths)
-    seeds = [int(s) for s in seeds]
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
+        raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
+    seeds = [checks.integer(s, "seeds: each seed", 0) for s in seeds]
+    _check_keywords(sp, "sp", "similarity_prune_many", {"models", "target"})
+    _check_keywords(score_kwargs, "score_kwargs", "compositional_score",
+                    {"model", "judge", "concept", "seed", "progress"})
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
     target = as_target(target)

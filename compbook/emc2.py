@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -40,6 +39,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from . import checks
 from .checkpoints import content_hash
 from .cppn import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
@@ -55,6 +55,7 @@ ENGINES = ("fast", "naive")
 # -- what is perturbed ------------------------------------------------------------------------------------------
 def nonzero_weights(model: CPPN) -> list[tuple[int, int, int]]:
     """Every non-zero effective weight ``(layer, out, in)``, in lexicographic order (output layer included)."""
+    checks.instance(model, "model", CPPN, " (layerize a genome first)")
     out = []
     for l, w in enumerate(model.effective_weights()):
         out += [(l, int(o), int(i)) for o, i in (w.detach() != 0).nonzero().tolist()]
@@ -70,10 +71,14 @@ def perturbation_plan(model: CPPN, delta: float = 0.5, policy: str = "plus", see
     value per non-zero weight). ``sample`` (our choice for quick CPU runs; None, the paper's definition, takes
     them all) keeps a seeded uniform random sample of that many weights, in the same order and with the same
     deltas they have in the full plan, so their questions (and cached verdicts) are the full plan's.
+
+    ``delta`` must be a finite non-zero number (``delta=0`` perturbs nothing: every judge would keep every
+    image, a meaningless score of 1), and ``w + delta`` must stay finite in the model's dtype.
     """
-    _check_delta(delta)
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    delta = checks.real(delta, "delta", nonzero=True)
+    policy = checks.choice(policy, "policy", POLICIES)
+    seed = checks.integer(seed, "seed", 0)
+    sample = checks.optional_integer(sample, "sample")
     weights = nonzero_weights(model)
     if policy == "noise":
         g = torch.Generator().manual_seed(int(seed))
@@ -81,8 +86,6 @@ def perturbation_plan(model: CPPN, delta: float = 0.5, policy: str = "plus", see
     else:
         deltas = torch.full((len(weights),), float(delta), dtype=torch.float64)
     if sample is not None:
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
-            raise ValueError(f"sample must be a positive integer or None, got {sample!r}")
         if sample < len(weights):
             g = torch.Generator().manual_seed(int(seed) + 7919)  # its own stream, apart from the noise
             keep = torch.randperm(len(weights), generator=g)[:sample].sort().values
@@ -104,9 +107,14 @@ def perturbed(model: CPPN, weight: tuple[int, int, int], delta: float) -> CPPN:
 
 
 def _new_value(model: CPPN, weight, delta: float) -> torch.Tensor:
-    """``w + delta`` as the float op both engines use (same rounding: a 0-dim tensor of the model's dtype)."""
+    """``w + delta`` as the float op both engines use (same rounding: a 0-dim tensor of the model's dtype);
+    ``ValueError`` naming ``delta`` when the sum overflows that dtype."""
     l, o, i = weight
-    return model.weights[l].detach()[o, i] + float(delta)
+    new = model.weights[l].detach()[o, i] + float(delta)
+    if not bool(torch.isfinite(new)):
+        raise ValueError(f"delta={float(delta):g}: weight {tuple(weight)} + delta overflows {new.dtype} "
+                         f"(got {float(new)}); use a smaller delta")
+    return new
 
 
 # -- the naive engine -------------------------------------------------------------------------------------------
@@ -313,6 +321,10 @@ def _render_step(model: CPPN, base: _Base, group: _Group, weights, new_values: t
             if group.const[j] is not None:
                 zk += group.const[j][:, None, :]
         out[group.rows[-1]] = zk
+    if not bool(torch.isfinite(out).all()):
+        bad = int((~torch.isfinite(out)).any(0).any(-1).nonzero()[0, 0])
+        raise ValueError(f"delta: the render of weight {tuple(weights[bad])} set to {float(new_values[bad]):g} "
+                         f"overflows to NaN or inf in {out.dtype}; use a smaller delta")
     return outputs_to_rgb(out.permute(1, 2, 0), model.color).reshape(B, base.res, base.res, 3)
 
 
@@ -343,13 +355,12 @@ def render_perturbations(model: CPPN, weights: Sequence[tuple[int, int, int]], d
                          batch_size: int = 64, engine: str = "fast") -> torch.Tensor:
     """Renders ``(M, res, res, 3)`` in [0, 1] of ``model`` with ``weights[m]`` changed by ``deltas[m]``."""
     weights = [_check_weight(model, w) for w in weights]
-    deltas = torch.as_tensor(deltas, dtype=torch.float64).reshape(-1)
+    deltas = checks.tensor(deltas, "deltas", floating=False).to(torch.float64).reshape(-1)
     if len(deltas) != len(weights):
         raise ValueError(f"deltas: {len(deltas)} values for {len(weights)} weights")
-    for d in deltas.tolist():
-        _check_delta(d)
-    _check_res(res)
+    res = _check_res(res, model)
     _check_batch_size(batch_size)
+    checks.choice(engine, "engine", ENGINES)
     if not weights:
         return torch.zeros(0, res, res, 3)
     return torch.cat([imgs for _, imgs in _iter_renders(model, weights, deltas, res, batch_size, engine)])
@@ -358,9 +369,7 @@ def render_perturbations(model: CPPN, weights: Sequence[tuple[int, int, int]], d
 def weight_sweep(model: CPPN, weight: tuple[int, int, int], values, res: int = 64) -> torch.Tensor:
     """FER's weight sweep: renders ``(len(values), res, res, 3)`` with ``weight`` set to each of ``values``."""
     l, o, i = _check_weight(model, weight)
-    values = torch.as_tensor(values, dtype=torch.float64).reshape(-1)
-    if not torch.isfinite(values).all():
-        raise ValueError("values: contains NaN or inf")
+    values = checks.tensor(values, "values", floating=False).to(torch.float64).reshape(-1)
     w = float(model.weights[l].detach()[o, i])
     return render_perturbations(model, [(l, o, i)] * len(values), values - w, res)
 
@@ -368,15 +377,16 @@ def weight_sweep(model: CPPN, weight: tuple[int, int, int], values, res: int = 6
 @torch.no_grad()
 def important_weights(model: CPPN, k: int = 4, delta: float = 0.5, res: int = 32) -> list[tuple[int, int, int]]:
     """The ``k`` non-zero weights whose ``w + delta`` changes the render most (mean absolute pixel change)."""
-    if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k = checks.integer(k, "k")
+    delta = checks.real(delta, "delta", nonzero=True)
+    res = _check_res(res, model)
     weights = nonzero_weights(model)
     if not weights:
         raise ValueError("model: has no non-zero weights")
     ref = model.render(res)
     change = torch.cat([(imgs - ref).abs().mean(dim=(1, 2, 3)) for _, imgs in _iter_renders(
         model, weights, torch.full((len(weights),), float(delta), dtype=torch.float64), res, 64, "fast")])
-    return [weights[j] for j in change.argsort(descending=True)[:int(k)].tolist()]
+    return [weights[j] for j in change.argsort(descending=True)[:k].tolist()]
 
 
 # -- the score --------------------------------------------------------------------------------------------------
@@ -436,13 +446,13 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
     ``judge(images (B, res, res, 3), concept, reference=(res, res, 3), questions=[dict] * B) -> bool (B,)`` is
     called on ``batch_size`` renders at a time, in the order of ``.weights``; both engines call it identically.
     ``seed`` draws the "noise" deltas and the ``sample`` of weights (see :func:`perturbation_plan`).
+    Each call gets its own copy of ``reference`` (a judge that edits it cannot change later batches), and
+    renders that overflow to NaN or inf raise ``ValueError`` instead of reaching the judge.
     """
-    if not isinstance(concept, str) or not concept:
-        raise ValueError(f"concept must be a non-empty string, got {concept!r}")
-    _check_res(res)
+    concept = checks.non_empty_str(concept, "concept")
+    res = _check_res(res, model)
     _check_batch_size(batch_size)
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    engine = checks.choice(engine, "engine", ENGINES)
     if not callable(judge):
         raise ValueError(f"judge must be callable, got {type(judge).__name__}")
     t0 = time.perf_counter()
@@ -455,7 +465,8 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
     counts = (judge.hits, judge.misses) if hasattr(judge, "hits") and hasattr(judge, "misses") else None
     verdicts = []
     for s, images in _iter_renders(model, weights, deltas, res, batch_size, engine, progress):
-        v = torch.as_tensor(judge(images, concept, reference=reference, questions=questions[s:s + len(images)]))
+        v = torch.as_tensor(judge(images, concept, reference=reference.clone(),
+                                  questions=copy.deepcopy(questions[s:s + len(images)])))
         if v.dtype != torch.bool or tuple(v.shape) != (len(images),):
             raise ValueError(f"judge: returned {v.dtype} {tuple(v.shape)}, expected a bool tensor ({len(images)},)")
         verdicts.append(v.cpu())
@@ -512,26 +523,25 @@ def verdict_examples(model: CPPN, result: ScoreResult, scorer, k: int = 4, seed:
 
 
 # -- argument checks --------------------------------------------------------------------------------------------
-def _check_delta(delta) -> None:
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not math.isfinite(delta):
-        raise ValueError(f"delta must be a finite number, got {delta!r}")
+def _check_delta(delta) -> float:
+    return checks.real(delta, "delta")
 
 
-def _check_res(res) -> None:
-    if isinstance(res, bool) or not isinstance(res, int) or res < 1:
-        raise ValueError(f"res must be a positive integer, got {res!r}")
+def _check_res(res, model: CPPN) -> int:
+    """``res`` a positive integer whose base pass (every layer's input and pre-activation kept, and a batch of
+    renders) fits the render budget (:func:`compbook.checks.check_render_size`)."""
+    per_pixel = 2 * sum(model.widths) + 4 + 3 * max(model.widths) + 12
+    return checks.check_render_size(res, per_pixel, model.mask0.element_size(), "compositional_score")
 
 
-def _check_batch_size(batch_size) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+def _check_batch_size(batch_size) -> int:
+    return checks.integer(batch_size, "batch_size")
 
 
 def _check_weight(model: CPPN, weight) -> tuple[int, int, int]:
-    try:
-        l, o, i = (int(x) for x in weight)
-    except (TypeError, ValueError):
-        raise ValueError(f"weight must be (layer, out, in), got {weight!r}") from None
+    if isinstance(weight, (str, bytes)) or not hasattr(weight, "__len__") or len(weight) != 3:
+        raise ValueError(f"weight must be (layer, out, in), got {weight!r}")
+    l, o, i = (checks.integer(x, f"weight {tuple(weight)!r}: each index", 0) for x in weight)
     if not 0 <= l < len(model.shapes) or not 0 <= o < model.shapes[l][0] or not 0 <= i < model.shapes[l][1]:
         raise ValueError(f"weight {weight!r} is outside the model's layers {model.shapes}")
     if model.masks[l][o, i] == 0:

@@ -7,29 +7,44 @@ import numpy as np
 import torch
 from PIL import Image
 
+from . import checks
+
 
 def psnr(a, b) -> float:
     """Peak signal-to-noise ratio in dB between two images in [0, 1] of the same shape (inf when equal)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"psnr: shapes {a.shape} and {b.shape} differ")
+    check_values(a, "psnr: a")
+    check_values(b, "psnr: b")
     mse = float(np.mean((a - b) ** 2))
     return float("inf") if mse == 0 else 10.0 * np.log10(1.0 / mse)
 
 
 def load_image(path, res: int | None = None) -> np.ndarray:
     """An image file as RGB floats ``(H, W, 3)`` in [0, 1], optionally resized to ``res x res``."""
-    img = Image.open(path).convert("RGB")
+    path = checks.file_path(path, "image file")
+    try:
+        img = Image.open(path).convert("RGB")
+    except (OSError, SyntaxError) as e:
+        raise ValueError(f"image file {path}: not a readable image ({e})") from None
     return to_square(np.asarray(img, dtype=np.float64) / 255.0, res) if res else np.asarray(img) / 255.0
 
 
 def to_square(image, res: int) -> np.ndarray:
     """Centre-crop an ``(H, W, 3)`` (or ``(H, W)`` grey) image to a square and resize it to ``res x res``."""
-    img = np.asarray(image, dtype=np.float64)
+    res = checks.integer(res, "res")
+    img = as_array(image)
+    if not (np.issubdtype(img.dtype, np.number) and not np.iscomplexobj(img)):
+        raise ValueError(f"image: dtype {img.dtype} is not real numbers")
+    img = img.astype(np.float64)
     if img.ndim == 2:
         img = np.repeat(img[..., None], 3, -1)
-    if img.ndim != 3 or img.shape[-1] != 3:
-        raise ValueError(f"image: shape {img.shape} is not (H, W, 3) or (H, W)")
+    if img.ndim != 3 or img.shape[-1] != 3 or 0 in img.shape:
+        raise ValueError(f"image: shape {img.shape} is not (H, W, 3) or (H, W) with H, W >= 1")
+    if not np.isfinite(img).all() or img.min() < 0 or img.max() > 255:
+        raise ValueError(f"image: values must be finite, in [0, 1] or 8-bit [0, 255], got range "
+                         f"[{np.nanmin(img):.3g}, {np.nanmax(img):.3g}]")
     if img.max() > 1.0:
         img = img / 255.0
     h, w, _ = img.shape
@@ -72,7 +87,6 @@ def to_uint8(image) -> np.ndarray:
 def resize(image, res: int) -> np.ndarray:
     """``image`` ``(H, W, 3)`` in [0, 1] resized to ``(res, res, 3)`` (PIL bicubic on 8 bits; no crop: a
     non-square image is squashed, so crop first if that matters). Returns floats in [0, 1]."""
-    if isinstance(res, bool) or int(res) != res or res < 1:
-        raise ValueError(f"res must be a positive integer, got {res!r}")
-    out = Image.fromarray(to_uint8(image)).resize((int(res), int(res)), Image.BICUBIC)
+    res = checks.integer(res, "res")
+    out = Image.fromarray(to_uint8(image)).resize((res, res), Image.BICUBIC)
     return np.asarray(out, dtype=np.float64) / 255.0

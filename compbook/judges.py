@@ -32,6 +32,8 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 import torch
 
+from . import checks
+
 CACHE_FORMAT = "compbook-judge-cache/1"
 CACHE_FOLDER = "judge_cache"
 
@@ -159,12 +161,11 @@ class SSIMJudge:
     """
 
     def __init__(self, threshold: float = 0.5, color: str = "grey", win_size: int = 7):
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
-            raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
-        if color not in ("grey", "rgb"):
-            raise ValueError(f"color must be 'grey' or 'rgb', got {color!r}")
-        if isinstance(win_size, bool) or not isinstance(win_size, int) or win_size < 3 or win_size % 2 == 0:
+        threshold = checks.real(threshold, "threshold", -1, 1)
+        color = checks.choice(color, "color", ("grey", "rgb"))
+        if checks.integer(win_size, "win_size", 3) % 2 == 0:
             raise ValueError(f"win_size must be an odd integer >= 3, got {win_size!r}")
+        win_size = int(win_size)
         self.threshold, self.color, self.win_size = float(threshold), color, win_size
         self.identity = f"ssim:{color},threshold={self.threshold!r}|win_size={win_size}|data_range=1"
         self.last_details: list[dict] = []
@@ -212,11 +213,42 @@ def cache_path(identity: str, folder=None) -> Path:
     return Path(folder if folder is not None else cache_folder()) / cache_file_name(identity)
 
 
-def read_cache(path) -> tuple[str, dict]:
-    """``(identity, entries)`` of a cache file; ``ValueError`` for a corrupt file or another format version."""
-    path = Path(path)
+def cache_digest(identity: str, entries: dict) -> str:
+    """sha256 (hex) of the canonical JSON of ``[identity, entries]``: the file-level seal a cache file carries."""
+    return hashlib.sha256(canonical_json([identity, entries], "cache entries").encode()).hexdigest()
+
+
+def _refuse_duplicate_keys(path: Path):
+    """A ``json.loads`` hook that refuses an object with a repeated key (what a bad merge of two caches makes;
+    plain ``json`` would keep the last one silently)."""
+    def hook(pairs):
+        out = {}
+        for k, v in pairs:
+            if k in out:
+                old = out[k]
+                if isinstance(old, dict) and isinstance(v, dict) and "verdict" in old and "verdict" in v:
+                    what = (f"with conflicting verdicts {old['verdict']!r} and {v['verdict']!r}"
+                            if old["verdict"] != v["verdict"] else "twice, with the same verdict")
+                else:
+                    what = "twice"
+                raise ValueError(f"{path}: key {k[:16]!r} appears {what} (a bad merge or a hand edit?); "
+                                 f"restore the file (git) or delete it and fill it again")
+            out[k] = v
+        return out
+    return hook
+
+
+def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
+    """``(identity, entries)`` of a cache file.
+
+    ``ValueError`` (naming the file) for: a folder; invalid JSON; a repeated key (duplicate or conflicting
+    verdicts); another format version; an entry whose key does not match its identity, concept and question;
+    and, with ``verify_digest``, a missing or wrong file digest (:func:`cache_digest`: a verdict edited by hand,
+    an entry added or removed). ``FileNotFoundError`` when nothing is there.
+    """
+    path = checks.file_path(path, "judge cache")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_refuse_duplicate_keys(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: judge cache is not valid JSON ({e}); restore it (git) or delete it") from e
     if not isinstance(data, dict) or "format" not in data:
@@ -231,16 +263,26 @@ def read_cache(path) -> tuple[str, dict]:
               and isinstance(e.get("verdict"), bool))
         if not ok or entry_key(identity, e["concept"], e["question"]) != key:
             raise ValueError(f"{path}: entry {key[:12]}... is malformed or does not match its key (edited by hand?)")
+    if verify_digest:
+        if "digest" not in data:
+            raise ValueError(f"{path}: judge cache has no 'digest' (not written by compbook.judges.write_cache, or "
+                             f"the field was removed); if you trust its verdicts, re-seal it: see "
+                             f"data/judge_cache/README.md")
+        if data["digest"] != cache_digest(identity, entries):
+            raise ValueError(f"{path}: judge cache digest does not match its entries (a verdict edited by hand, "
+                             f"or entries added or removed by a merge); restore the file (git) or fill it again")
     return identity, entries
 
 
 def write_cache(path, identity: str, entries: dict) -> Path:
-    """Write a cache file atomically (a temporary file in the same folder, then rename), one entry per line."""
+    """Write a cache file atomically (a temporary file in the same folder, then rename), one entry per line,
+    sealed with its :func:`cache_digest` (checked by :func:`read_cache`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"  {json.dumps(k)}: {json.dumps(e, ensure_ascii=False)}" for k, e in entries.items()]
     text = (f'{{\n "format": {json.dumps(CACHE_FORMAT)},\n "identity": {json.dumps(identity, ensure_ascii=False)},\n'
-            f' "key": "sha256 of canonical JSON [identity, concept, question]",\n "entries": {{\n'
+            f' "key": "sha256 of canonical JSON [identity, concept, question]",\n'
+            f' "digest": {json.dumps(cache_digest(identity, entries))},\n "entries": {{\n'
             + ",\n".join(lines) + "\n }\n}\n")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -266,8 +308,9 @@ class CachedJudge:
     A verdict is keyed by :func:`entry_key` (judge identity, concept, question dict; the engine's question holds
     the checkpoint's content hash, the weight, delta, policy and resolution), so it is never served for another
     question or another judge. Images are not looked at on a hit: the question must say what the image is.
-    ``hits`` and ``misses`` count images. Loading a corrupt file, another format version, or a file written by
-    another judge identity raises ``ValueError``.
+    ``hits`` and ``misses`` count images. Loading a corrupt file, another format version, a file written by
+    another judge identity, a repeated key (duplicate or conflicting verdicts), a file whose digest does not match
+    its entries (see :func:`read_cache`), or a ``path`` that is a folder named ``*.json`` raises ``ValueError``.
     """
 
     def __init__(self, path, judge: Judge | None = None, identity: str | None = None, mode: str = "strict"):
@@ -281,8 +324,15 @@ class CachedJudge:
             identity = judge.identity
         if mode == "fill" and judge is None:
             raise ValueError("mode='fill' needs a judge to ask on a miss")
+        if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+            raise ValueError(f"path must be a cache file (*.json) or a folder, got {path!r}")
         path = Path(path)
+        if path.suffix == ".json" and path.is_dir():
+            raise ValueError(f"path {path} is a directory, not a cache file; give a *.json file, or a folder "
+                             f"whose name does not end in .json")
         if path.suffix != ".json":
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"path {path} is a file without the .json suffix, not a judge cache")
             if identity is None:
                 raise ValueError(f"path {path} is a folder: give judge or identity to choose the cache file in it")
             path = path / cache_file_name(identity)

@@ -23,6 +23,8 @@ import math
 
 import torch
 
+from . import checks
+
 #: The quintic's coefficients (a, b, c) from the Muon reference: phi(s) = a s + b s^3 + c s^5 on singular values.
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
@@ -41,8 +43,7 @@ def newton_schulz(G: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS,
     """
     if G.ndim < 2:
         raise ValueError(f"G: shape {tuple(G.shape)} is not a matrix or a stack of matrices (..., m, n)")
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    steps = checks.integer(steps, "steps", 0)
     if len(coefficients) != 3:
         raise ValueError(f"coefficients must be three numbers (a, b, c), got {coefficients!r}")
     a, b, c = coefficients
@@ -79,12 +80,10 @@ class Muon(torch.optim.Optimizer):
     def __init__(self, params, lr: float = 0.02, momentum: float = 0.95, nesterov: bool = True,
                  weight_decay: float = 0.0, ns_steps: int = 5, coefficients=NS_COEFFICIENTS, eps: float = 1e-7,
                  dtype: torch.dtype | None = None):
-        if not lr > 0:
-            raise ValueError(f"lr must be positive, got {lr!r}")
-        if not 0 <= momentum < 1:
-            raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
-        if weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        lr = checks.real(lr, "lr", 0, low_open=True)
+        momentum = checks.real(momentum, "momentum", 0, 1, high_open=True)
+        weight_decay = checks.real(weight_decay, "weight_decay", 0)
+        ns_steps = checks.integer(ns_steps, "ns_steps", 0)
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                         ns_steps=ns_steps, coefficients=tuple(coefficients), eps=eps, dtype=dtype)
         super().__init__(params, defaults)

@@ -21,12 +21,16 @@ import torch
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
+from . import checks
 from .cppn import ACTIVATIONS, CPPN, INPUT_NAMES, outputs_to_rgb
 
 GENOMES = {"skull": 576, "butterfly": 4376, "apple": 5736}
 ENV_VARIABLE = "COMPBOOK_PICBREEDER"
 DOWNLOAD_URL = "https://raw.githubusercontent.com/akarshkumar0101/fer/master/picbreeder_genomes/{name}.zip"
 MAX_XML_BYTES = 16 * 2**20  # the largest genome here is 79 kB; anything this big is not a genome
+#: Largest |link weight| a genome may hold (our choice: Picbreeder clamps weights to [-3, 3]; a weight of 1e308
+#: is finite but its products overflow, so it could only draw NaN).
+MAX_WEIGHT = 1e3
 
 _COLOR_LABELS = ("hue", "saturation", "brightness")
 
@@ -133,8 +137,7 @@ def reference_render(name: str) -> np.ndarray:
 
 
 def _read_xml_bytes(path: Path) -> bytes:
-    if not path.is_file():
-        raise FileNotFoundError(f"genome file {path} does not exist")
+    checks.file_path(path, "genome file")
     if path.stat().st_size > MAX_XML_BYTES:
         raise GenomeError(f"{path}: {path.stat().st_size} bytes is too large for a genome")
     raw = path.read_bytes()
@@ -161,9 +164,14 @@ def load_genome(source: str | os.PathLike, download: bool = True) -> Genome:
     """Load and validate a Picbreeder genome from a path (zip or XML) or a name (``"skull"`` ...).
 
     Raises :class:`GenomeError` (a ``ValueError``) naming the source for a corrupt file, a non-genome, a cycle,
-    an unknown activation, a link to a missing node, or a non-finite weight.
+    an unknown activation, a link to a missing node, or a weight that is not finite or beyond
+    :data:`MAX_WEIGHT`; a path that is a folder raises ``ValueError``, a missing one ``FileNotFoundError``.
     """
+    if not isinstance(source, (str, os.PathLike)) or str(source) == "":
+        raise GenomeError(f"source must be a genome name {sorted(GENOMES)} or a path, got {source!r}")
     path = Path(source)
+    if str(source) not in GENOMES and not path.exists() and path.suffix == "" and len(path.parts) == 1:
+        raise GenomeError(f"unknown genome name {str(source)!r}: expected a path or one of {sorted(GENOMES)}")
     if str(source) in GENOMES and not path.exists():
         path = find_genome(str(source), download=download)
     name = str(source) if str(source) in GENOMES else path.stem
@@ -181,6 +189,8 @@ def _key(elem, where: str, what: str) -> tuple[int, int]:
 
 def parse_genome(xml: bytes | str, name: str = "genome", where: str = "<xml>") -> Genome:
     """Parse and validate genome XML text (see :func:`load_genome`)."""
+    if not isinstance(xml, (str, bytes)):
+        raise GenomeError(f"{where}: xml must be str or bytes, got {type(xml).__name__}")
     try:
         root = ElementTree.fromstring(xml)
     except (ElementTree.ParseError, DefusedXmlException, ValueError) as e:
@@ -221,6 +231,9 @@ def parse_genome(xml: bytes | str, name: str = "genome", where: str = "<xml>") -
             raise GenomeError(f"{where}: link {src}->{tgt} has no numeric weight") from None
         if not math.isfinite(w):
             raise GenomeError(f"{where}: link {src}->{tgt} has a non-finite weight {w}")
+        if abs(w) > MAX_WEIGHT:
+            raise GenomeError(f"{where}: link {src}->{tgt} has weight {w:g}, beyond the range "
+                              f"[-{MAX_WEIGHT:g}, {MAX_WEIGHT:g}] a genome may hold (Picbreeder's is [-3, 3])")
         links.append(Link(src, tgt, w))
     labels = {n.label for n in nodes if n.kind == "in"}
     if labels != set(INPUT_NAMES) or len([n for n in nodes if n.kind == "in"]) != 4:
@@ -269,22 +282,32 @@ _NP_ACTIVATIONS = {
 }
 
 
-def render(genome: Genome, res: int = 256) -> np.ndarray:
-    """Render by direct DAG evaluation in float64: an image ``(res, res, 3)`` in [0, 1]."""
-    if int(res) != res or res < 1:
-        raise ValueError(f"res must be a positive integer, got {res!r}")
-    t = np.linspace(-1.0, 1.0, int(res))
+def render(genome: Genome, res: int = 256, budget_mb: float | None = None) -> np.ndarray:
+    """Render by direct DAG evaluation in float64: an image ``(res, res, 3)`` in [0, 1].
+
+    Every node's value is kept (``(res, res)`` float64 each): a render whose buffers would exceed ``budget_mb``
+    MiB (default :func:`compbook.checks.render_budget_mb`) is refused with ``ValueError`` before allocating.
+    """
+    if not isinstance(genome, Genome):
+        raise ValueError(f"genome must be a Genome (load_genome(...)), got {type(genome).__name__}")
+    res = checks.check_render_size(res, len(genome.nodes) + 12, 8, f"picbreeder.render of {genome.name!r}",
+                                   budget_mb)
+    t = np.linspace(-1.0, 1.0, res)
     y, x = np.meshgrid(t, t, indexing="ij")
     inputs = {"x": x, "y": y, "d": 1.4 * np.sqrt(x * x + y * y), "bias": np.ones_like(x)}
     incoming, value = _incoming(genome.links), {}
-    for k in genome.topological_order():
-        n = genome.node(k)
-        if n.kind == "in":
-            value[k] = inputs[n.label]
-            continue
-        z = sum((l.weight * value[l.source] for l in incoming.get(k, [])), np.zeros_like(x))
-        value[k] = _NP_ACTIVATIONS[n.activation](z)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, once, by name
+        for k in genome.topological_order():
+            n = genome.node(k)
+            if n.kind == "in":
+                value[k] = inputs[n.label]
+                continue
+            z = sum((l.weight * value[l.source] for l in incoming.get(k, [])), np.zeros_like(x))
+            value[k] = _NP_ACTIVATIONS[n.activation](z)
     out = torch.from_numpy(np.stack([value[n.key] for n in genome.outputs], -1))
+    if not bool(torch.isfinite(out).all()):
+        raise GenomeError(f"{genome.name}: the render overflows to NaN or inf (largest |weight| "
+                          f"{max(abs(l.weight) for l in genome.links):g}): the weights are too large to draw")
     return outputs_to_rgb(out, genome.color).numpy()
 
 
@@ -298,6 +321,10 @@ def layerize(genome: Genome, pad_to_width: bool = True, dtype: torch.dtype = tor
     other weight is an exact zero, held by the masks. With ``pad_to_width`` every hidden layer gets the widest
     layer's width (padding neurons have no connections), so SGD networks of the same shape can be compared.
     """
+    if not isinstance(genome, Genome):
+        raise ValueError(f"genome must be a Genome (load_genome(...)), got {type(genome).__name__}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype (torch.float32, torch.float64), got {dtype!r}")
     depth = genome.depths()
     n_layers = max(depth.values())
     inputs = sorted(genome.inputs, key=lambda n: INPUT_NAMES.index(n.label))
@@ -325,6 +352,9 @@ def layerize(genome: Genome, pad_to_width: bool = True, dtype: torch.dtype = tor
             elif kind == "node":
                 for link in incoming.get(key, []):
                     w[i, holds[l][link.source]] += link.weight
+        if not bool(torch.isfinite(w.to(dtype)).all()):
+            raise GenomeError(f"{genome.name}: layer {l}'s weights (sums of link weights up to "
+                              f"{float(w.abs().max()):g}) overflow {dtype}")
         weights.append(w.to(dtype))
     acts = [[genome.node(key).activation if kind == "node" else "cache" if kind == "copy" else "identity"
              for kind, key in s] for s in slots[1:]]

@@ -17,6 +17,8 @@ def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: in
                 size: float = 2.2, suptitle: str | None = None):
     """Show images ``(H, W, 3)`` in [0, 1] (or ``(H, W)`` maps, shown with a diverging colour map) in a grid."""
     n = len(images)
+    if titles is not None and len(titles) != n:
+        raise ValueError(f"titles: {len(titles)} titles for {n} images")
     ncols = ncols or n
     nrows = -(-n // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + (0.4 if suptitle else 0)),

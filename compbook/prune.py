@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import checks
 from .cppn import CPPN, coordinate_grid, outputs_to_rgb
 from .train import OptimizerFactory, as_target, fit, fit_many, mse
 
@@ -43,22 +44,14 @@ Neuron = tuple[int, int]          # (hidden layer, neuron index)
 
 # -- checks ----------------------------------------------------------------------------------------------------
 def _check_fraction(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
-    return float(value)
+    return checks.real(value, name, 0, 1, high_open=True)
 
 
-def _check_count(value, name: str, minimum: int = 0) -> int:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or int(value) != value or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+_check_count = checks.integer
 
 
 def _check_scope(scope: str, allowed: Sequence[str] = SCOPES) -> str:
-    if scope not in allowed:
-        raise ValueError(f"scope must be one of {list(allowed)}, got {scope!r}")
-    return scope
+    return checks.choice(scope, "scope", allowed)
 
 
 def _current_masks(model: CPPN) -> list[torch.Tensor]:
@@ -122,7 +115,10 @@ def masks_from_scores(scores: Sequence[torch.Tensor], sparsity: float, scope: st
     """
     sparsity = _check_fraction(sparsity, "sparsity")
     _check_scope(scope)
-    scores = [torch.as_tensor(s, dtype=torch.float64).detach() for s in scores]
+    if isinstance(scores, (str, bytes, torch.Tensor)) or not isinstance(scores, Sequence):
+        raise ValueError(f"scores must be a list of (out, in) tensors, one per layer, got {type(scores).__name__}")
+    scores = [checks.tensor(s, f"scores[{l}]", floating=False, finite=False).detach().to(torch.float64)
+              for l, s in enumerate(scores)]
     if any(s.ndim != 2 for s in scores):
         raise ValueError("scores: expected one (out, in) tensor per layer")
     if any(torch.isnan(s).any() for s in scores):
@@ -175,7 +171,7 @@ def wanda_scores(model: CPPN, res: int = 32) -> list[torch.Tensor]:
 
 def random_scores(model: CPPN, seed: int = 0) -> list[torch.Tensor]:
     """Uniform random scores per layer (seeded): pruning by them is the control at matched sparsity."""
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(checks.integer(seed, "seed", None))
     return [torch.rand(s, generator=g, dtype=torch.float64) for s in model.shapes]
 
 
@@ -269,7 +265,10 @@ def remove_neurons(masks: Sequence[torch.Tensor], neurons: Sequence[Neuron]) -> 
     """New masks with each hidden neuron ``(l, k)`` removed: row ``k`` of mask ``l`` and column ``k`` of ``l+1``."""
     out = [(torch.as_tensor(m) != 0).float().clone() for m in masks]
     depth = len(out) - 1
-    for l, k in neurons:
+    for n in neurons:
+        if isinstance(n, (str, bytes)) or not hasattr(n, "__len__") or len(n) != 2:
+            raise ValueError(f"neurons: each must be a (layer, neuron) pair, got {n!r}")
+        l, k = (checks.integer(x, f"neurons: {tuple(n)!r}: each index", None) for x in n)
         if not 0 <= l < depth or not 0 <= k < out[l].shape[0]:
             raise ValueError(f"neurons: ({l}, {k}) is not a hidden neuron (layers 0..{depth - 1})")
         out[l][k, :] = 0
@@ -369,6 +368,7 @@ def neuron_similarity(model: CPPN, res: int = 32, absolute: bool = True, eps: fl
     to 0 (our choice), so SP never pairs it. Values are clamped to [-1, 1].
     """
     res = _check_count(res, "res", 1)
+    eps = checks.real(eps, "eps", 0)
     sims = []
     for maps in model.feature_maps(res):
         f = maps.reshape(maps.shape[0], -1).double()
@@ -383,6 +383,7 @@ def neuron_similarity(model: CPPN, res: int = 32, absolute: bool = True, eps: fl
 def redundant_pairs(similarity: torch.Tensor, threshold: float,
                     alive: torch.Tensor | None = None) -> list[tuple[int, int]]:
     """Pairs ``(i, j)``, ``i < j``, both alive, with ``similarity[i, j] > threshold``, most similar first."""
+    threshold = checks.real(threshold, "threshold")
     n = similarity.shape[0]
     alive = torch.ones(n, dtype=torch.bool) if alive is None else alive.bool()
     i, j = torch.triu_indices(n, n, offset=1)
@@ -417,9 +418,11 @@ def choose_removals(pairs: Sequence[tuple[int, int]], generator: torch.Generator
     return removed
 
 
-def _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer):
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
-        raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
+def _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute=True):
+    """SP's settings. With ``absolute`` similarities are ``|cos|`` in [0, 1], so a negative threshold would make
+    every pair redundant: ``threshold`` must be in [0, 1] then, in [-1, 1] otherwise."""
+    absolute = checks.boolean(absolute, "absolute")
+    checks.real(threshold, "threshold" + (" (on |cos|, absolute=True)" if absolute else ""), 0 if absolute else -1, 1)
     _check_count(rounds, "rounds", 0)
     _check_count(retrain_steps, "retrain_steps", 0)
     if pairs_per_layer is not None:
@@ -435,7 +438,8 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
     Model ``b`` uses the random stream ``seed + b``, so ``similarity_prune_many([m], ..., seed=s)[0]`` equals
     ``similarity_prune(m, ..., seed=s)``. A model stops on its own when a round finds no redundant pair.
     """
-    _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer)
+    _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute)
+    seed = checks.integer(seed, "seed", None)
     if len(models) < 1:
         raise ValueError("models: need at least one model")
     target = _target_at(target, None)

@@ -30,21 +30,26 @@ from typing import Sequence
 
 import numpy as np
 
+from . import checks
 
-def _positive_int(value, name: str, minimum: int = 1) -> int:
-    try:
-        ok = not isinstance(value, bool) and int(value) == value and value >= minimum
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+_positive_int = checks.integer
 
 
 # -- frames, coherence and the Welch bound (chapter 4) ------------------------------------------------------------
 def normalise_rows(F) -> np.ndarray:
-    """The rows of ``F (r, d)`` scaled to unit L2 norm (float64); raises ValueError on a zero or non-finite row."""
-    F = np.asarray(F, dtype=np.float64)
+    """The rows of ``F (r, d)`` scaled to unit L2 norm (float64); raises ValueError on a zero or non-finite row,
+    or on complex entries (real frames only here; :func:`coherence` also takes complex frames)."""
+    return _unit_rows(F, allow_complex=False)
+
+
+def _unit_rows(F, allow_complex: bool) -> np.ndarray:
+    A = np.asarray(F)
+    if np.iscomplexobj(A) and not allow_complex:
+        raise ValueError("F has complex entries: only real frames are supported here (coherence accepts complex)")
+    try:
+        F = A.astype(np.complex128 if np.iscomplexobj(A) else np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"F must be an (r, d) matrix of numbers, got dtype {A.dtype}") from None
     if F.ndim != 2 or F.shape[0] < 1 or F.shape[1] < 1:
         raise ValueError(f"F must be a non-empty (r, d) matrix, got shape {F.shape}")
     if not np.isfinite(F).all():
@@ -56,11 +61,13 @@ def normalise_rows(F) -> np.ndarray:
 
 
 def coherence(F) -> float:
-    """max_{i != j} |<f_i, f_j>| over the unit-normalised rows of ``F (r, d)``, r >= 2: the worst interference."""
-    U = normalise_rows(F)
+    """max_{i != j} |<f_i, f_j>| over the unit-normalised rows of ``F (r, d)``, r >= 2: the worst interference.
+
+    Complex frames use the Hermitian inner product ``<f_i, f_j> = sum_k f_ik conj(f_jk)``."""
+    U = _unit_rows(F, allow_complex=True)
     if U.shape[0] < 2:
         raise ValueError(f"coherence needs at least r = 2 rows, got F of shape {U.shape}")
-    G = np.abs(U @ U.T)
+    G = np.abs(U @ U.conj().T)
     np.fill_diagonal(G, 0.0)
     return float(G.max())
 
@@ -179,6 +186,9 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
     """
     r, d = _positive_int(r, "r", 2), _positive_int(d, "d")
     steps, restarts = _positive_int(steps, "steps"), _positive_int(restarts, "restarts")
+    lr = checks.real(lr, "lr", 0, low_open=True)
+    p_start = checks.real(p_start, "p_start", 1)
+    p_end = checks.real(p_end, "p_end", p_start)
     if r <= d:
         return orthonormal_frame(r, d)                                      # exact: coherence 0
     X = np.random.default_rng(seed).standard_normal((restarts, r, d))
@@ -201,7 +211,7 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
 def _check_groups(groups, r: int) -> list[tuple[int, ...]]:
     out = []
     for g in groups:
-        g = tuple(int(i) for i in g)
+        g = tuple(checks.integer(i, "groups: each feature index", 0) for i in g)
         if any(i < 0 or i >= r for i in g) or len(set(g)) != len(g):
             raise ValueError(f"groups: {g} must hold distinct feature indices in 0..{r - 1}")
         out.append(g)
@@ -262,6 +272,8 @@ def greedy_colouring(A) -> np.ndarray:
     chromatic number.
     """
     A = np.asarray(A, dtype=bool)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square adjacency matrix (r, r), got shape {A.shape}")
     r = A.shape[0]
     colour = -np.ones(r, dtype=int)
     for _ in range(r):
@@ -485,9 +497,8 @@ def log_relabelling_bound(target: LayeredDAG, W: int, L: int) -> float:
     return float(sum(math.lgamma(W + 1) - math.lgamma(W - w + 1) for w in widths))
 
 
-def _check_p(p):
-    if not 0.0 < float(p) < 1.0:
-        raise ValueError(f"p (edge probability) must be in (0, 1), got {p!r}")
+def _check_p(p) -> float:
+    return checks.real(p, "p (edge probability)", 0, 1, low_open=True, high_open=True)
 
 
 MAX_ENUMERATED_EDGES = 22

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import config, images
+from . import checks, config, images
 from .backprop import Backprop
 from .cppn import CPPN
 from .optim import muon
@@ -50,8 +50,9 @@ def as_target(target, name: str = "target") -> torch.Tensor:
     outside [0, 1] (:func:`compbook.images.check_values`).
     """
     a = images.as_array(target)
-    if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3]:
-        raise ValueError(f"{name}: shape {tuple(a.shape)} is not a square RGB image (H, W, 3) or (B, H, W, 3)")
+    if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3] or 0 in a.shape:
+        raise ValueError(f"{name}: shape {tuple(a.shape)} is not a square RGB image (H, W, 3) or "
+                         f"(B, H, W, 3) with H = W >= 1")
     images.check_values(a, name)
     return torch.as_tensor(a).float()
 
@@ -88,8 +89,6 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
            desc: str, straight_through: bool = True, gradients: str = "backprop"):
     """Train ``weights`` (``(out, in)`` each, or stacks ``(B, out, in)``) with ``masks``; gradients by
     :class:`~compbook.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any."""
-    if gradients not in GRADIENTS:
-        raise ValueError(f"gradients must be one of {GRADIENTS}, got {gradients!r}")
     engine = Backprop(template, target, straight_through, device=config.device())
     loss_and_grads = engine.loss_and_grads if gradients == "backprop" else engine.autograd_loss_and_grads
     masks = engine.to_engine_order(masks)
@@ -115,14 +114,31 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
                     p.mul_(m)
     final, _ = engine.loss_and_grads(params, grads=False)
     params = [p.detach().cpu() for p in engine.to_model_order(params)]
+    if not all(bool(torch.isfinite(p).all()) for p in params):
+        raise ValueError(f"training diverged: weights became NaN or inf within {steps} steps at lr={lr} "
+                         f"(optimizer {getattr(optimizer, '__name__', optimizer)!s}); use a smaller lr")
     return params, torch.stack(losses).cpu().numpy() if losses else np.zeros((0,)), final.cpu()
 
 
-def _check_steps(steps, lr):
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
+def _check_settings(steps, lr, optimizer, gradients, **flags) -> tuple[int, float]:
+    """Check the trainer's settings before any work: ``steps`` an integer >= 0, ``lr`` a finite number > 0,
+    ``optimizer`` a name in :data:`OPTIMIZERS` or a callable factory, ``gradients`` in :data:`GRADIENTS`, and
+    the boolean ``flags``. Returns ``(steps, lr)``."""
+    steps = checks.integer(steps, "steps", 0)
+    lr = checks.real(lr, "lr", 0, low_open=True)
+    if isinstance(optimizer, str):
+        checks.choice(optimizer, "optimizer", OPTIMIZERS)
+    elif not callable(optimizer):
+        raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)} or a factory (params, lr) -> Optimizer, "
+                         f"got {optimizer!r}")
+    checks.choice(gradients, "gradients", GRADIENTS)
+    for name, value in flags.items():
+        checks.boolean(value, name)
+    return steps, lr
+
+
+def _check_model(model, name: str = "model") -> CPPN:
+    return checks.instance(model, name, CPPN)
 
 
 def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str | OptimizerFactory = "adam",
@@ -136,7 +152,9 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
     layer's neurons grouped by activation (an exact re-ordering, undone on return): Adam, SGD and Muon do not
     depend on the order.
     """
-    _check_steps(steps, lr)
+    steps, lr = _check_settings(steps, lr, optimizer, gradients, normalize_grad=normalize_grad,
+                                progress=progress, straight_through=straight_through)
+    _check_model(model)
     target = as_target(target)
     if target.ndim != 3:
         raise ValueError(f"target: fit takes one image (H, W, 3), got {tuple(target.shape)}; use fit_many")
@@ -158,13 +176,18 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     gradient is normalised on its own, so every model follows exactly the path :func:`fit` would give it
     (up to float rounding). ``losses`` is ``(steps, B)``.
     """
-    _check_steps(steps, lr)
-    if len(models) < 1:
-        raise ValueError("fit_many needs at least one model")
-    template = models[0]
+    steps, lr = _check_settings(steps, lr, optimizer, gradients, normalize_grad=normalize_grad,
+                                progress=progress, straight_through=straight_through)
+    if isinstance(models, CPPN) or not isinstance(models, Sequence) or len(models) < 1:
+        raise ValueError(f"models must be a non-empty list of CPPNs, got {type(models).__name__}")
+    template = _check_model(models[0], "models[0]")
     for i, m in enumerate(models):
+        _check_model(m, f"models[{i}]")
         if m.activations != template.activations or m.color != template.color:
             raise ValueError(f"models[{i}] has another architecture than models[0]; fit_many needs one shape")
+        if m.mask0.dtype != template.mask0.dtype:
+            raise ValueError(f"models[{i}] is {m.mask0.dtype} but models[0] is {template.mask0.dtype}; "
+                             f"fit_many needs one dtype")
     target = as_target(target)
     if target.ndim == 4 and target.shape[0] != len(models):
         raise ValueError(f"target: {target.shape[0]} images for {len(models)} models")
@@ -182,6 +205,9 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
 
 def mse(model: CPPN, target) -> float:
     """Mean squared error between ``model.render`` at the target's resolution and ``target`` ``(H, W, 3)``."""
+    _check_model(model)
     target = as_target(target)
+    if target.ndim != 3:
+        raise ValueError(f"target: mse takes one image (H, W, 3), got {tuple(target.shape)}")
     with torch.no_grad():
         return float(((model.render(target.shape[0]) - target) ** 2).mean())

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from . import checks
 from .judges import check_concept, check_images, check_questions
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Thinking"
@@ -178,12 +179,9 @@ class VLMJudge:
         format_prompt(prompt, "concept")  # validates the template
         if not callable(parse):
             raise ValueError(f"parse must be callable text -> bool | None, got {parse!r}")
-        for name, value in (("batch_size", batch_size), ("max_new_tokens", max_new_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int)
-                                       or image_size < 1):
-            raise ValueError(f"image_size must be a positive integer or None, got {image_size!r}")
+        batch_size = checks.integer(batch_size, "batch_size")
+        max_new_tokens = checks.integer(max_new_tokens, "max_new_tokens")
+        image_size = checks.optional_integer(image_size, "image_size")
         self.model_id, self.revision, self.prompt, self.parse = model_id, revision, prompt, parse
         self.batch_size, self.max_new_tokens, self.image_size = batch_size, max_new_tokens, image_size
         self.generate_kwargs = {"do_sample": False, **(generate_kwargs or {})}

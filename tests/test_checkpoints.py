@@ -69,3 +69,54 @@ def test_twin_stem_and_missing_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     assert checkpoints.twin_stem("skull", 48, 1000, 2) == "emc2/sgd_skull_48px_1000steps_seed2"
     assert checkpoints.find_checkpoint("emc2/nothing") is None
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sidecar,match", [
+    (lambda cfg: {k: v for k, v in cfg.items() if k != "activations"}, r"m\.json: missing fields \['activations'\]"),
+    (lambda cfg: [cfg], r"m\.json: expected a JSON object .* got a JSON list"),
+])
+def test_malformed_sidecar_names_the_file(tmp_path, sidecar, match):
+    """Used to raise KeyError / AttributeError."""
+    checkpoints.save_cppn(uniform_cppn(1, 2), tmp_path / "m")
+    cfg = json.loads((tmp_path / "m.json").read_text())
+    (tmp_path / "m.json").write_text(json.dumps(sidecar(cfg)))
+    with pytest.raises(ValueError, match=match):
+        checkpoints.load_cppn(tmp_path / "m")
+
+
+def test_truncated_safetensors_names_the_file(tmp_path):
+    """Used to raise a bare SafetensorError naming no file."""
+    checkpoints.save_cppn(uniform_cppn(2, 3), tmp_path / "m")
+    raw = (tmp_path / "m.safetensors").read_bytes()
+    (tmp_path / "m.safetensors").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match=r"m\.safetensors: not a readable safetensors file"):
+        checkpoints.load_cppn(tmp_path / "m")
+
+
+def test_sidecar_of_another_width_names_both_files(tmp_path):
+    checkpoints.save_cppn(uniform_cppn(2, 3), tmp_path / "m")
+    checkpoints.save_cppn(uniform_cppn(2, 5), tmp_path / "wide")
+    (tmp_path / "m.json").write_bytes((tmp_path / "wide.json").read_bytes())
+    with pytest.raises(ValueError, match=r"m\.safetensors does not fit the architecture in m\.json"):
+        checkpoints.load_cppn(tmp_path / "m")
+
+
+@pytest.mark.parametrize("metadata", [{"when": object()}, {"loss": float("nan")}, ["not", "a", "dict"]])
+def test_save_with_bad_metadata_writes_nothing(tmp_path, metadata):
+    """Used to leave a half-written checkpoint (the safetensors file without its sidecar)."""
+    with pytest.raises(ValueError, match="metadata"):
+        checkpoints.save_cppn(uniform_cppn(1, 2), tmp_path / "m", metadata)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_replaces_a_checkpoint_atomically(tmp_path, monkeypatch):
+    """A failure while writing keeps the previous checkpoint whole and leaves no temporary file."""
+    old = uniform_cppn(1, 2, seed=0)
+    checkpoints.save_cppn(old, tmp_path / "m")
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(checkpoints, "save_file", broken)
+    with pytest.raises(OSError, match="disk full"):
+        checkpoints.save_cppn(uniform_cppn(1, 2, seed=1), tmp_path / "m")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m.safetensors"]
+    assert checkpoints.content_hash(checkpoints.load_cppn(tmp_path / "m")) == checkpoints.content_hash(old)

@@ -107,3 +107,64 @@ def test_layout_from_counts():
     assert cppn.layout_from_counts({"cache": 2, "sin": 1}) == ["cache", "cache", "sin"]
     with pytest.raises(ValueError, match="negative"):
         cppn.layout_from_counts({"sin": -1})
+
+
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+def test_render_over_the_budget_is_refused_before_allocating(monkeypatch):
+    """A 20000 px render used to run 12 s and take 6 GB; now it is refused at once, with the budget named."""
+    import time
+    from compbook import checks
+    m = cppn.uniform_cppn(12, 22)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"res=20000: .* over the render budget of 2,048 MiB"):
+        m.render(20000)
+    with pytest.raises(ValueError, match="render budget"):
+        m.feature_maps(20000)
+    assert time.perf_counter() - t0 < 1.0
+    with pytest.raises(ValueError, match="render budget of 1 MiB"):       # the parameter
+        m.render(256, budget_mb=1)
+    monkeypatch.setenv(checks.RENDER_BUDGET_VARIABLE, "1")                 # the setting
+    with pytest.raises(ValueError, match="render budget of 1 MiB"):
+        m.render(256)
+    assert m.render(16).shape == (16, 16, 3)                               # small renders still work
+    batch = [torch.stack([w.detach()] * 64) for w in m.weights]            # a batch counts 64 images
+    with pytest.raises(ValueError, match="render budget"):
+        m.render(64, weights=batch)
+
+
+def test_render_whose_outputs_overflow_raises_instead_of_drawing_nan():
+    m = cppn.uniform_cppn(3, 8, "identity", seed=0)
+    huge = m.clone_with(weights=[w.detach() * 1e30 for w in m.weights])   # finite, but products overflow
+    with pytest.raises(ValueError, match="overflow to NaN or inf"):
+        huge.render(16)
+
+
+def test_batched_weights_of_the_wrong_shape_name_the_layer():
+    m = cppn.uniform_cppn(2, 5)
+    bad = [torch.randn(3, *s) for s in m.shapes]
+    bad[1] = torch.randn(3, 4, 5)                                          # layer 1 is (5, 5)
+    with pytest.raises(ValueError, match=r"weights\[1\] must have shape \(\.\.\., 5, 5\), got \(3, 4, 5\)"):
+        m.render(8, weights=bad)
+    with pytest.raises(ValueError, match="expected 3 tensors"):
+        m.forward(cppn.coordinate_grid(4), weights=bad[:2])
+
+
+def test_set_masks_needs_one_mask_per_layer_and_changes_nothing_on_error():
+    m = cppn.uniform_cppn(3, 4)
+    before = [mk.clone() for mk in m.masks]
+    zeros = [torch.zeros(s) for s in m.shapes]
+    with pytest.raises(ValueError, match="expected 4 masks .* got 2"):
+        m.set_masks(zeros[:2])                                 # used to keep the old masks of layers 2, 3
+    with pytest.raises(ValueError, match="expected 4 masks .* got 5"):
+        m.set_masks(zeros + [torch.zeros(1, 1)])               # used to raise IndexError
+    bad = zeros[:3] + [torch.zeros(2, 2)]
+    with pytest.raises(ValueError, match=r"masks\[3\] must have shape \(3, 4\)"):
+        m.set_masks(bad)
+    assert all(torch.equal(a, b) for a, b in zip(before, m.masks))
+
+
+def test_a_layer_given_as_one_string_is_refused():
+    with pytest.raises(ValueError, match=r"activations\[0\] must be a list of activation names"):
+        cppn.CPPN(["tanh"])                                     # used to make 4 neurons 't', 'a', 'n', 'h'
+    with pytest.raises(ValueError, match="activations must be a list of hidden layers"):
+        cppn.CPPN("tanh")

@@ -168,3 +168,19 @@ def test_peak_frequencies():
     freq = DepthSweep(rows, {}).peak_frequencies(n_boot=2000)
     assert sum(freq.values()) == pytest.approx(1.0)
     assert 0.5 < freq[4] < 1.0 and freq[8] > 0.0
+
+
+# -- issue 15: outside the fitted range ---------------------------------------------------------------------------
+def test_predict_depth_warns_or_refuses_outside_the_fitted_range(genomes):
+    """A constant image (ratio ~350) used to read as depth -6251, or 1 when rounded, without a word."""
+    import warnings
+    from compbook import depth
+    flat = np.full((256, 256, 3), 0.5)
+    with pytest.warns(depth.DepthRangeWarning, match=r"outside the range \[4.13, 5.24\].* reads -\d+"):
+        assert predict_depth(flat) == 1
+    with pytest.raises(ValueError, match=r"outside the range \[4.13, 5.24\]"):
+        predict_depth(flat, extrapolate=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # inside the range, or opted in: silent
+        assert predict_depth(flat, rounded=False, extrapolate=True) < -1000
+        predict_depth(picbreeder.render(genomes["skull"], 256), extrapolate=False)

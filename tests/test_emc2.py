@@ -359,3 +359,61 @@ def test_random_hidden_weights_are_seeded_non_zero_and_hidden():
     nonzero = set(emc2.nonzero_weights(model))
     assert all(w in nonzero and w[0] < model.depth for w in picked), "only non-zero weights of hidden layers"
     assert picked != emc2.random_hidden_weights(model, k=4, seed=1)
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+class _Recorder:
+    """A lenient judge (keeps everything) that records what it was shown."""
+    identity = "recorder"
+
+    def __init__(self, vandal=False):
+        self.calls, self.references, self.vandal = 0, [], vandal
+
+    def __call__(self, images, concept, *, reference=None, questions=None):
+        self.calls += 1
+        self.references.append(reference.clone())
+        if self.vandal:                           # a judge that edits what it was given, in place
+            reference.zero_()
+            for q in questions:
+                q["weight"][0] = -1
+        return torch.ones(len(images), dtype=torch.bool)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_delta_zero_is_refused(policy):
+    """delta=0 changes nothing, so a lenient judge used to score a meaningless 1.0."""
+    judge = _Recorder()
+    with pytest.raises(ValueError, match="delta must be a finite non-zero number, got 0"):
+        emc2.compositional_score(dense_net(), judge, "x", delta=0, policy=policy, res=8, progress=False)
+    assert judge.calls == 0
+
+
+@pytest.mark.parametrize("engine", emc2.ENGINES)
+def test_overflowing_delta_never_reaches_the_judge(engine):
+    """delta=1e308 used to send NaN images to the judge (a lenient judge then scored 1.0)."""
+    judge = _Recorder()
+    with pytest.raises(ValueError, match="overflow"):
+        emc2.compositional_score(dense_net(), judge, "x", delta=1e308, res=8, engine=engine, progress=False)
+    with pytest.raises(ValueError, match="overflow"):      # finite w + delta whose render overflows
+        emc2.compositional_score(CPPN([["identity"] * 3] * 2, "gray"), judge, "x", delta=3e38, res=8,
+                                 engine=engine, progress=False)
+    assert judge.calls == 0
+
+
+@pytest.mark.parametrize("weight", [(0.9, 1.7, 2.2), (0, 1.5, 1), ("0", 0, 0), (0, 0), 7])
+def test_fractional_or_malformed_weight_index_is_refused(weight):
+    """(0.9, 1.7, 2.2) used to be truncated to (0, 1, 2) silently."""
+    model = dense_net()
+    with pytest.raises(ValueError, match="weight"):
+        emc2.perturbed(model, weight, 0.5)
+    with pytest.raises(ValueError, match="weight"):
+        emc2.render_perturbations(model, [weight], [0.5], res=8)
+
+
+def test_a_judge_that_edits_reference_in_place_cannot_corrupt_later_batches():
+    model = dense_net()
+    judge = _Recorder(vandal=True)
+    result = emc2.compositional_score(model, judge, "x", res=8, batch_size=4, progress=False)
+    truth = model.render(8)
+    assert judge.calls > 2
+    assert all(torch.equal(r, truth) for r in judge.references)    # every batch saw the true reference
+    assert torch.equal(result.reference, truth)
+    assert [list(w) for w in result.weights] == [list(w) for w in emc2.nonzero_weights(model)]

@@ -497,3 +497,55 @@ def test_score_or_fall_back_uses_the_fallback_only_on_a_cache_miss(tmp_path):
 
     with pytest.raises(ValueError, match="a real error"):
         judges.score_or_fall_back(broken, cache, "fallback")
+# -- issue 15: cache integrity ---------------------------------------------------------------------------------
+def _filled(tmp_path, n=2):
+    cache = CachedJudge(tmp_path, CountingJudge(), mode="fill")
+    cache(levels(*[0.9, 0.1][:n]), "skull", questions=[question(weight=[0, 0, k]) for k in range(n)])
+    return cache
+
+
+@pytest.mark.parametrize("verdict,match", [("false", "conflicting verdicts True and False"),
+                                           ("true", "twice, with the same verdict")])
+def test_duplicate_keys_in_a_cache_file_are_refused(tmp_path, verdict, match):
+    """What a bad merge produces: the same key twice. It used to load silently, the last entry winning."""
+    cache = _filled(tmp_path, 1)
+    lines = cache.path.read_text().splitlines()
+    entry = next(i for i, l in enumerate(lines) if '"verdict": true' in l)
+    twin = lines[entry].replace('"verdict": true', f'"verdict": {verdict}')
+    lines[entry:entry + 1] = [lines[entry] + ",", twin]
+    cache.path.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match=match):
+        CachedJudge(cache.path)
+
+
+def test_a_hand_edited_verdict_is_detected_by_the_digest(tmp_path):
+    cache = _filled(tmp_path)
+    text = cache.path.read_text()
+    cache.path.write_text(text.replace('"verdict": false', '"verdict": true'))   # keys still match
+    with pytest.raises(ValueError, match="digest does not match"):
+        CachedJudge(cache.path)
+    data = json.loads(text)                                                     # an entry removed
+    data["entries"].pop(next(iter(data["entries"])))
+    cache.path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="digest does not match"):
+        CachedJudge(cache.path)
+    del data["digest"]                                                          # the seal removed
+    cache.path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="no 'digest'"):
+        CachedJudge(cache.path)
+    judges.write_cache(cache.path, *judges.read_cache(cache.path, verify_digest=False))   # re-sealed by hand
+    assert len(CachedJudge(cache.path)) == 1
+
+
+def test_cache_path_that_is_a_directory(tmp_path):
+    """A directory named like a cache file used to raise IsADirectoryError."""
+    folder = tmp_path / "verdicts.json"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="is a directory, not a cache file"):
+        CachedJudge(folder, CountingJudge(), mode="fill")
+    with pytest.raises(ValueError, match="is a directory, not a file"):
+        judges.read_cache(folder)
+    plain = tmp_path / "verdicts"
+    plain.write_text("{}")
+    with pytest.raises(ValueError, match="file without the .json suffix"):
+        CachedJudge(plain, CountingJudge(), mode="fill")

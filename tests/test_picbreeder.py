@@ -154,3 +154,38 @@ def test_zip_bomb_member_refused(tmp_path):
         z.writestr("a", b"0" * (picbreeder.MAX_XML_BYTES + 1))
     with pytest.raises(GenomeError, match="too large"):
         load_genome(bomb)
+
+
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+def test_render_over_the_budget_is_refused_quickly(genomes):
+    import time
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"res=20000: .* render budget of 2,048 MiB"):
+        render(genomes["skull"], 20000)
+    with pytest.raises(ValueError, match="render budget of 1 MiB"):
+        render(genomes["skull"], 256, budget_mb=1)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("value", ["1e308", "-1e308", "2000"])
+def test_huge_finite_weight_refused_at_load(skull_xml, value):
+    """±1e308 used to load as valid and render NaN; layerize then blamed "NaN or inf" weights."""
+    bad = skull_xml.replace("<weight>-0.4450539653659765</weight>", f"<weight>{value}</weight>", 1)
+    with pytest.raises(GenomeError, match=r"beyond the range \[-1000, 1000\]"):
+        parse_genome(bad)
+
+
+def test_overflowing_render_raises_not_nan(skull_xml, monkeypatch):
+    """Weights within the range can still overflow along a long chain: the render says so instead of NaN."""
+    import re
+    monkeypatch.setattr(picbreeder, "MAX_WEIGHT", 1e308)
+    g = parse_genome(re.sub(r"<weight>[^<]*</weight>", "<weight>1e308</weight>", skull_xml))
+    with pytest.raises(GenomeError, match="overflows to NaN or inf"):
+        render(g, 16)
+    with pytest.raises(GenomeError, match="overflow torch.float32"):     # not "weights contain NaN or inf"
+        layerize(g)
+
+
+def test_genome_path_that_is_a_directory(tmp_path):
+    with pytest.raises(ValueError, match="is a directory, not a file"):
+        load_genome(tmp_path)

@@ -308,3 +308,14 @@ def test_bad_arguments_raise(trained, target):
         prune.remove_neurons(trained.masks, [(trained.depth, 0)])
     with pytest.raises(ValueError, match="target"):
         prune.similarity_prune(trained, target * 2)
+
+
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+def test_negative_threshold_on_absolute_similarity_is_refused(trained, target):
+    """|cos| >= 0 > threshold made every pair "redundant"; it used to be accepted with absolute=True."""
+    with pytest.raises(ValueError, match=r"threshold \(on \|cos\|, absolute=True\) must be a finite number >= 0"):
+        prune.similarity_prune(trained, target, threshold=-0.5, rounds=1, retrain_steps=0)
+    with pytest.raises(ValueError, match="threshold"):
+        prune.similarity_prune_many([trained], target, threshold=-0.01, rounds=1, retrain_steps=0)
+    r = prune.similarity_prune(trained, target, threshold=-0.5, rounds=1, retrain_steps=0, absolute=False)
+    assert r.final_sparsity >= 0                       # signed cosine: a negative threshold is meaningful

@@ -292,3 +292,20 @@ def test_bad_rho_inputs_raise_value_error(call):
 def test_trimmed_drops_dead_units():
     t = T.LayeredDAG.trimmed((np.ones((2, 2)), np.array([[1, 0]])))
     assert t.widths == [1] and t.n_edges == 3
+
+
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("r,d", [(math.inf, 2), (2, math.inf), (math.nan, 2), (2.5, 2), ("3", 2)])
+def test_welch_bound_refuses_non_integers_with_value_error(r, d):
+    """welch_bound(inf, 2) used to raise OverflowError."""
+    with pytest.raises(ValueError, match="must be an integer >= 1"):
+        T.welch_bound(r, d)
+
+
+def test_coherence_of_complex_vectors_uses_the_hermitian_product():
+    """Used to drop the imaginary parts (with a ComplexWarning) and return 1.0."""
+    F = np.array([[1, 0], [1, 1j]])
+    assert T.coherence(F) == pytest.approx(1 / math.sqrt(2))
+    assert T.coherence(np.array([[1, 1j], [1, -1j]])) == pytest.approx(0.0, abs=1e-12)   # orthogonal in C^2
+    with pytest.raises(ValueError, match="complex"):
+        T.normalise_rows(F)                                   # the real-frame tools refuse complex input

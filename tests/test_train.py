@@ -124,3 +124,44 @@ def test_autograd_gradients_give_the_same_fit(target):
         assert torch.all(b[mask == 0] == 0)
     with pytest.raises(ValueError, match="gradients must be one of"):
         train.fit(m, target, steps=1, progress=False, gradients="finite differences")
+
+
+# -- issue 15: hardening ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("lr,match", [("0.01", "lr must be a finite number > 0, got '0.01'"),
+                                      (float("inf"), "lr must be a finite number > 0, got inf"),
+                                      (float("nan"), "lr must be a finite number"), (None, "lr must be")])
+def test_lr_must_be_a_finite_positive_number(target, lr, match):
+    """lr="0.01" used to raise TypeError; lr=inf trained, then blamed the weights."""
+    with pytest.raises(ValueError, match=match):
+        train.fit(uniform_cppn(1, 2), target, steps=1, lr=lr, progress=False)
+
+
+def test_unknown_optimizer_lists_the_known_names(target):
+    """optimizer="sgd" used to raise KeyError 'sgd'."""
+    with pytest.raises(ValueError, match=r"optimizer must be one of \['adam', 'muon'\], got 'sgd'"):
+        train.fit(uniform_cppn(1, 2), target, steps=1, optimizer="sgd", progress=False)
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        train.fit_many([uniform_cppn(1, 2)], target, steps=1, optimizer=3, progress=False)
+
+
+def test_an_empty_target_is_reported_as_the_target(target):
+    """A (0, 0, 3) target used to be reported as a bad "res"."""
+    with pytest.raises(ValueError, match=r"target: shape \(0, 0, 3\) is not a square RGB image"):
+        train.fit(uniform_cppn(1, 2), np.zeros((0, 0, 3)), steps=1, progress=False)
+
+
+def test_fit_many_refuses_mixed_dtypes_before_training(target):
+    """Mixed float32 / float64 models used to give a torch RuntimeError after 2.4 s of work."""
+    import time
+    m32 = uniform_cppn(2, 4, seed=0)
+    m64 = m32.clone_with(weights=[w.detach().double() for w in m32.weights],
+                         masks=[m.double() for m in m32.masks])
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"models\[1\] is torch.float64 but models\[0\] is torch.float32"):
+        train.fit_many([m32, m64], target, steps=500, progress=False)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_divergence_is_reported_as_the_training_not_the_weights(target):
+    with pytest.raises(ValueError, match="training diverged: .* use a smaller lr"):
+        train.fit(uniform_cppn(2, 4, "identity"), target, steps=5, lr=1e38, progress=False)

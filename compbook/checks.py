@@ -1,0 +1,171 @@
+"""Argument checks shared by every module: one place that says what a valid argument is (issue 15).
+
+Each check returns the value converted (``int``, ``float``, ``Path``, a tensor) or raises ``ValueError`` whose
+message names the argument, what was expected and what was given, e.g.
+``"res must be an integer >= 1, got 2.5"``. They are cheap (no copies of large data) so a public function can
+call them first, before any heavy work.
+
+The render budget lives here too: :func:`check_render_size` refuses a render whose buffers would exceed
+:func:`render_budget_mb` (default :data:`RENDER_BUDGET_MB`, or ``$COMPBOOK_RENDER_BUDGET_MB``) before anything
+is allocated.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+
+#: Default budget for one render's buffers, in MiB (our choice: a 2-core, 24 GiB CI machine renders its
+#: largest book images, 256 px, with a few MiB; a reader's 2000 px render of a 12 x 22 CPPN fits).
+RENDER_BUDGET_MB = 2048
+RENDER_BUDGET_VARIABLE = "COMPBOOK_RENDER_BUDGET_MB"
+
+
+def integer(value, name: str, minimum: int | None = 1, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` in ``[minimum, maximum]`` (bools, strings, NaN, inf and fractions refused)."""
+    ok = isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not ok and isinstance(value, (numbers.Real, np.floating)) and not isinstance(value, bool):
+        ok = math.isfinite(value) and float(value).is_integer()   # 3.0 is the integer 3
+    if ok and minimum is not None and value < minimum or ok and maximum is not None and value > maximum:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be an integer {_interval(minimum, maximum)}, got {value!r}")
+    return int(value)
+
+
+def optional_integer(value, name: str, minimum: int | None = 1, maximum: int | None = None) -> int | None:
+    """``None``, or :func:`integer`."""
+    return None if value is None else integer(value, name, minimum, maximum)
+
+
+def _interval(minimum, maximum) -> str:
+    if minimum is not None and maximum is not None:
+        return f"in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f">= {minimum}"
+    return f"<= {maximum}" if maximum is not None else "(any)"
+
+
+def real(value, name: str, low: float | None = None, high: float | None = None, *, low_open: bool = False,
+         high_open: bool = False, nonzero: bool = False) -> float:
+    """``value`` as a finite ``float`` in the interval ``low .. high`` (open ends when ``low_open`` /
+    ``high_open``; ``nonzero`` also refuses 0). Strings, bools, complex numbers, NaN and inf are refused."""
+    ok = isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
+    ok = ok and math.isfinite(float(value))
+    if ok:
+        v = float(value)
+        ok = not (low is not None and (v < low or low_open and v == low)) \
+            and not (high is not None and (v > high or high_open and v == high)) and not (nonzero and v == 0)
+    if not ok:
+        lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+        hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
+        rng = " and ".join(p for p in (lo, hi) if p)
+        what = "a finite non-zero number" if nonzero else "a finite number"
+        raise ValueError(f"{name} must be {what}{' ' + rng if rng else ''}, got {value!r}")
+    return float(value)
+
+
+def instance(value, name: str, cls: type, hint: str = ""):
+    """``value`` if it is an instance of ``cls``, else ``ValueError`` naming ``name``, ``cls`` and what was given."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{name} must be a {cls.__module__}.{cls.__name__}{hint}, got {type(value).__name__}")
+    return value
+
+
+def choice(value, name: str, options: Iterable[str]) -> str:
+    """``value`` if it is one of ``options`` (names), else ``ValueError`` listing them."""
+    options = list(options)
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def boolean(value, name: str) -> bool:
+    """``value`` if it is a bool (a string such as ``"False"`` would be true: refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def non_empty_str(value, name: str) -> str:
+    """``value`` as a non-empty, non-blank string."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def file_path(path, what: str = "file") -> Path:
+    """``path`` as a ``Path`` to an existing regular file: ``FileNotFoundError`` when nothing is there,
+    ``ValueError`` when it is a folder or something else (both messages name the path and ``what``)."""
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise ValueError(f"{what} path must be a str or os.PathLike, got {path!r}")
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{what} {p} is a directory, not a file")
+    if not p.exists():
+        raise FileNotFoundError(f"{what} {p} does not exist")
+    if not p.is_file():
+        raise ValueError(f"{what} {p} is not a regular file")
+    return p
+
+
+def tensor(value, name: str, shape: Sequence[int | None] | None = None, *, low: float | None = None,
+           high: float | None = None, floating: bool = True, finite: bool = True) -> torch.Tensor:
+    """``value`` (tensor, array or nested list) as a real tensor with optional ``shape`` (``None`` entries are
+    free), finite values (unless ``finite=False``), within ``[low, high]`` when given. Complex values are
+    refused."""
+    try:
+        t = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise ValueError(f"{name} must be a tensor or array of numbers, got {type(value).__name__} ({e})") from None
+    if t.is_complex():
+        raise ValueError(f"{name}: complex values are not supported, got dtype {t.dtype}")
+    if floating and not t.is_floating_point():
+        raise ValueError(f"{name} must hold floating-point numbers, got dtype {t.dtype}")
+    if shape is not None and (t.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, t.shape))):
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(t.shape)}")
+    if finite and t.numel() and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains NaN or inf")
+    if t.numel() and (low is not None or high is not None):
+        lo, hi = float(t.min()), float(t.max())
+        if (low is not None and lo < low) or (high is not None and hi > high):
+            raise ValueError(f"{name} must lie in [{low if low is not None else '-inf'}, "
+                             f"{high if high is not None else 'inf'}], got values in [{lo:.4g}, {hi:.4g}]")
+    return t
+
+
+def render_budget_mb() -> float:
+    """The render budget in MiB: ``$COMPBOOK_RENDER_BUDGET_MB`` if set, else :data:`RENDER_BUDGET_MB`."""
+    raw = os.environ.get(RENDER_BUDGET_VARIABLE, "").strip()
+    if not raw:
+        return float(RENDER_BUDGET_MB)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"${RENDER_BUDGET_VARIABLE}={raw!r}: expected a positive number of MiB")
+    return value
+
+
+def check_render_size(res, values_per_pixel: float, bytes_per_value: int, what: str,
+                      budget_mb: float | None = None, batch: int = 1) -> int:
+    """Check ``res`` (a positive integer) and refuse a render whose buffers would need more than the budget.
+
+    ``values_per_pixel`` is how many numbers the render keeps per pixel at its peak (a caller's estimate),
+    ``batch`` how many images at once. ``budget_mb`` (MiB) defaults to :func:`render_budget_mb`. Returns ``res``.
+    """
+    res = integer(res, "res")
+    budget = render_budget_mb() if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
+    need = float(res) * res * values_per_pixel * bytes_per_value * max(int(batch), 1) / 2**20
+    if need > budget:
+        raise ValueError(f"res={res}: {what} would need about {need:,.0f} MiB of buffers, over the render budget "
+                         f"of {budget:,.0f} MiB (pass budget_mb=..., or set ${RENDER_BUDGET_VARIABLE})")
+    return res
