@@ -223,9 +223,10 @@ def _outline_px(res: int) -> float:
     return max(2.0 * res / 224, 1.0)
 
 
-@functools.lru_cache(maxsize=20000)
+@functools.lru_cache(maxsize=8192)
 def _stamp(space: ObjectSpace, object_id: int, layout: str, slot: int, res: int):
-    """One object drawn alone: (coverage (H, W) float64, colour sum (H, W, 3) float64); cached.
+    """One object drawn alone, on its crop only: (crop (row slice, col slice), coverage (h, w) float64,
+    colour sum (h, w, 3) float64); cached (crops keep the cache small).
 
     coverage = fraction of each output pixel under the object's footprint; colour sum = the block mean of the
     object's colour over its footprint (zero elsewhere), so image = canvas * (1 - sum cov) + sum colour sums.
@@ -256,13 +257,11 @@ def _stamp(space: ObjectSpace, object_id: int, layout: str, slot: int, res: int)
     rgb[foot & ~inner] = OUTLINE
     rgb = rgb / 255.0
     shape = (r1 - r0, s, c1 - c0, s)
-    cov = np.zeros((res, res))
-    col = np.zeros((res, res, 3))
-    cov[r0:r1, c0:c1] = foot.reshape(shape).mean(axis=(1, 3))
-    col[r0:r1, c0:c1] = rgb.reshape(shape + (3,)).mean(axis=(1, 3))
+    cov = foot.reshape(shape).mean(axis=(1, 3))
+    col = rgb.reshape(shape + (3,)).mean(axis=(1, 3))
     cov.flags.writeable = False
     col.flags.writeable = False
-    return cov, col
+    return (slice(r0, r1), slice(c0, c1)), cov, col
 
 
 # ---------------------------------------------------------------- vocabulary and captions
@@ -452,9 +451,13 @@ def _check_scene(space, objects, slots, layout, res):
 
 
 def _compose(space, objects, slots, layout, res):
-    stamps = [_stamp(space, o, layout, s, res) for o, s in zip(objects, slots)]
-    cov = np.stack([c for c, _ in stamps])
-    img = np.asarray(CANVAS, float) / 255 * (1 - cov.sum(0))[..., None] + sum(c for _, c in stamps)
+    cov = np.zeros((len(objects), res, res))
+    col = np.zeros((res, res, 3))
+    for i, (o, s) in enumerate(zip(objects, slots)):
+        crop, c, rgb = _stamp(space, o, layout, s, res)
+        cov[i][crop] = c
+        col[crop] += rgb
+    img = np.asarray(CANVAS, float) / 255 * (1 - cov.sum(0))[..., None] + col
     return np.clip(img, 0, 1).astype(np.float32), cov
 
 

@@ -57,8 +57,9 @@ def scene_sets(setup: Setup) -> dict:
 def evaluate(stack: DualStack, pairs, res: int) -> dict:
     """Recognition accuracies of every model on two-object scenes ``pairs`` (N, 2).
 
-    Returns {"concept", "object", "swap"}: (M,) accuracies; "swap" = the present objects above the two swapped
-    ones only (scenes where a swap changes something).
+    Returns {"concept", "object", "swap", "caption"}: (M,) accuracies; "swap" = the present objects above the
+    two swapped ones only (scenes where a swap changes something); "caption" = the scene's own two-object
+    caption above its swapped caption (same scenes).
     """
     space = S.clevr2d()
     imgs = S.render_images(space, pairs, res=res)
@@ -72,11 +73,15 @@ def evaluate(stack: DualStack, pairs, res: int) -> dict:
     cand = np.zeros_like(opos)
     for i in np.flatnonzero(keep):
         cand[i, sq[i]] = True
-    out = {"concept": [], "object": [], "swap": []}
+    zt = stack.encode_texts(D.tokenize(space, [D.scene_caption(space, r) for r in pairs], MAX_LEN))
+    zs = stack.encode_texts(D.tokenize(space, [D.scene_caption(space, r[2:]) for r in sq[keep]], MAX_LEN))
+    out = {"concept": [], "object": [], "swap": [], "caption": []}
     for m in range(stack.n_models):
         out["concept"].append(concept_recognition(zi[m], {c: zc[c][m] for c in zc}, vpos).mean())
         out["object"].append(recognition(zi[m], zo[m], opos).mean())
         out["swap"].append(recognition(zi[m][keep], zo[m], opos[keep], cand[keep]).mean())
+        own, other = (zi[m][keep] * zt[m][keep]).sum(-1), (zi[m][keep] * zs[m]).sum(-1)
+        out["caption"].append((own > other).float().mean().item())
     return {k: np.array(v) for k, v in out.items()}
 
 

@@ -1,0 +1,63 @@
+"""Figures of chapters 10-11: scenes with their masks, one scene's logits, the 3-D MDS."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .. import scenes as S
+
+
+def scene_figure(scene: S.Scene, title: str | None = None, width: float = 7.0):
+    """The image, its masks (one colour per object) and the patch labels of a 8 px grid, side by side."""
+    fig, ax = plt.subplots(1, 3, figsize=(width, width / 3 + 0.4))
+    ax[0].imshow(scene.image)
+    lab = np.full(scene.masks.shape[1:], -1)
+    for i, m in enumerate(scene.masks):
+        lab[m] = i
+    ax[1].imshow(lab, cmap="tab10", vmin=-1, vmax=9, interpolation="nearest")
+    p = max(scene.image.shape[0] // 8, 1)
+    pg = scene.patches(p)
+    ax[2].imshow(pg.labels.reshape(pg.grid), cmap="tab10", vmin=-1, vmax=9, interpolation="nearest")
+    for a, t in zip(ax, ("image", "masks", f"patch labels ({p} px)")):
+        a.set_title(t, fontsize=9)
+        a.axis("off")
+    fig.suptitle(title or scene.caption, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
+    """One scene's cosine logits for every object query as a (colour x shape) grid; P = present, S = swapped."""
+    k_col, k_shp = space.concept_index("colour"), space.concept_index("shape")
+    grid = np.zeros((space.sizes[k_col], space.sizes[k_shp]))
+    for o in range(space.n_objects):
+        v = space.object_values(o)
+        grid[v[k_col], v[k_shp]] = logits[o]
+    im = ax.imshow(grid, cmap="viridis", aspect="auto")
+    for o, mark in [(o, "P") for o in present] + [(o, "S") for o in swapped]:
+        v = space.object_values(int(o))
+        ax.text(v[k_shp], v[k_col], mark, ha="center", va="center", color="w", fontsize=9, weight="bold")
+    ax.set_xticks(range(space.sizes[k_shp]), space.values[k_shp], fontsize=8)
+    ax.set_yticks(range(space.sizes[k_col]), space.values[k_col], fontsize=8)
+    ax.set_title(title, fontsize=9)
+    return im
+
+
+def mds_figure(points: dict, title: str = "", width: float = 7.0):
+    """3-D MDS coordinates {group: (coords (n, 3), labels)} shown as two 2-D views (dims 1-2 and 1-3)."""
+    fig, ax = plt.subplots(1, 2, figsize=(width, width / 2))
+    markers = {0: "o", 1: "s", 2: "^", 3: "x"}
+    for g, (name, (xyz, labels)) in enumerate(points.items()):
+        for a, (i, j) in zip(ax, ((0, 1), (0, 2))):
+            a.scatter(xyz[:, i], xyz[:, j], s=18 if g < 2 else 8, marker=markers.get(g, "o"), label=name,
+                      alpha=0.8)
+            if labels is not None and g < 2:
+                for p, lab in zip(xyz, labels):
+                    a.annotate(lab, (p[i], p[j]), fontsize=6)
+            a.set_xlabel(f"MDS {i + 1}", fontsize=8)
+            a.set_ylabel(f"MDS {j + 1}", fontsize=8)
+    ax[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
