@@ -8,7 +8,8 @@ import torch
 
 from compbook.binding.controlled import (ControlledConfig, contrastive_loss, init_params, object_tokens,
                                          scene_tokens, swaps, train_controlled)
-from compbook.binding.sweep import SweepConfig, check_coverages, run_size, sweep_splits
+from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
+                                   transition)
 from compbook.scenes import SymbolicTokens, coverage_split
 
 TINY = ControlledConfig(n_concepts=2, n_values=3, d_model=8, n_layers=1, n_heads=2, d_out=8, steps=6, batch=4,
@@ -101,3 +102,17 @@ def test_sweep_splits_keep_test_objects_out_of_train_and_val():
 def test_coverage_grid_outside_0_1_is_rejected(bad):
     with pytest.raises(ValueError, match="coverages"):
         check_coverages(bad)
+
+
+def test_transition_interpolates_the_first_crossing():
+    assert transition([0.1, 0.2, 0.3, 0.4], [0.0, 0.2, 0.8, 1.0]) == pytest.approx(0.25)
+    assert np.isnan(transition([0.1, 0.2], [0.0, 0.1]))
+
+
+def test_spearman_bootstrap_brackets_rho():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60)
+    rho, lo, hi = spearman_bootstrap(x, x + 0.5 * rng.normal(size=60), n_boot=300)
+    assert lo <= rho <= hi and rho > 0.7
+    rho0, lo0, hi0 = spearman_bootstrap(x, rng.normal(size=60), n_boot=300)
+    assert lo0 < 0 < hi0, "independent samples: the interval should hold 0"

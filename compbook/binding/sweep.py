@@ -132,6 +132,44 @@ def load_sweep(n_values: int, directory=None) -> dict:
     return record
 
 
+def coverage_curve(record: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(coverages (n,), mean (n,), std (n,)) of test recognition over seeds, per coverage of a record."""
+    cov = np.asarray(record["coverages"])
+    acc = np.asarray(record["test_recognition"])
+    grid = np.unique(cov)
+    return grid, np.array([acc[cov == c].mean() for c in grid]), np.array([acc[cov == c].std() for c in grid])
+
+
+def transition(coverages, accuracy, level: float = 0.5) -> float:
+    """The coverage where a curve first reaches ``level`` (linear interpolation); NaN if it never does."""
+    c, a = np.asarray(coverages, float), np.asarray(accuracy, float)
+    above = np.flatnonzero(a >= level)
+    if not len(above):
+        return float("nan")
+    i = above[0]
+    if i == 0:
+        return float(c[0])
+    return float(c[i - 1] + (level - a[i - 1]) * (c[i] - c[i - 1]) / (a[i] - a[i - 1]))
+
+
+def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's rho of x and y (scipy) and a percentile bootstrap interval over resampled pairs."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise ValueError(f"x, y: need two equal-length 1-D arrays of >= 3 values, got {x.shape} and {y.shape}")
+    rho = float(spearmanr(x, y).statistic)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(x), len(x))
+        if np.ptp(x[i]) > 0 and np.ptp(y[i]) > 0:
+            boots.append(spearmanr(x[i], y[i]).statistic)
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return rho, float(lo), float(hi)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Train the coverage sweep of controlled models (chapter 13).")
     ap.add_argument("--out", default=str(data_dir() / "binding"))
