@@ -153,7 +153,8 @@ def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) ->
     """The complexity table for the saved controlled models of one seed (one per coverage) of a sweep record
     (:func:`compbook.binding.sweep.load_sweep`); rows labelled by coverage."""
     from ..scenes import coverage_split
-    from .sweep import _rows, scene_embeddings
+    from .controlled import subsample
+    from .sweep import scene_embeddings
 
     ccfg = record["config"]
     space = ccfg.tokens.space
@@ -163,14 +164,22 @@ def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) ->
         split = coverage_split(space.n_objects, record["coverages"][m], seed=seed,
                                max_scenes=record["sweep"]["max_scenes"])
         one = {k: v[m:m + 1] for k, v in record["params"].items()}
-        tr = _rows(np.asarray(split.train), cfg.fit_scenes, cfg.seed)
-        te = _rows(np.asarray(split.test), cfg.eval_scenes, cfg.seed)
+        tr = subsample(np.asarray(split.train), cfg.fit_scenes, cfg.seed)
+        te = subsample(np.asarray(split.test), cfg.eval_scenes, cfg.seed)
         tr_v.append(space.object_values(tr)), te_v.append(space.object_values(te))
         tr_z.append(scene_embeddings(one, ccfg, tr[None])[0]), te_z.append(scene_embeddings(one, ccfg, te[None])[0])
     n_tr, n_te = min(map(len, tr_v)), min(map(len, te_v))
     stack = lambda xs, n: np.stack([x[:n] for x in xs])   # noqa: E731 (equal scene counts for the stack)
     return complexity_table(stack(tr_v, n_tr), stack(tr_z, n_tr), stack(te_v, n_te), stack(te_z, n_te),
                             space.sizes, cfg, labels=[record["coverages"][m] for m in keep])
+
+
+def load_complexity(n_values: int, directory=None) -> dict:
+    """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``."""
+    from ..paths import data_dir
+
+    path = Path(directory or data_dir() / "binding") / f"complexity_V{n_values}.json"
+    return json.loads(path.read_text())
 
 
 def main(argv=None) -> None:

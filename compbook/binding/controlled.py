@@ -195,7 +195,7 @@ def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scen
     return np.array(out)
 
 
-def _eval_rows(rows: np.ndarray, n: int, seed: int) -> np.ndarray:
+def subsample(rows: np.ndarray, n: int, seed: int) -> np.ndarray:
     """A fixed, seeded subset of at most ``n`` scenes (the same at every evaluation)."""
     if len(rows) <= n:
         return rows
@@ -240,7 +240,7 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
     M = len(splits)
     train = _padded([p[0] for p in parts])
     n_train = torch.as_tensor([len(p[0]) for p in parts])
-    val_rows = [_eval_rows(p[1], cfg.eval_scenes, s) for p, s in zip(parts, seeds)]
+    val_rows = [subsample(p[1], cfg.eval_scenes, s) for p, s in zip(parts, seeds)]
     val, n_val = _padded(val_rows), [len(v) for v in val_rows]
     cands = _padded([p[2] for p in parts])
     params = init_params(cfg, M, seeds)
@@ -275,3 +275,15 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
             best_step[better.numpy()] = step + 1
     return ControlledResult({k: v.detach() for k, v in best_params.items()}, np.array(losses), np.array(lrs),
                             np.array(vals), best_step, time.perf_counter() - t0, list(seeds))
+
+
+@torch.no_grad()
+def swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """One model's cosine logits (S, 2^C) of two-object scenes (S, 2) against the present objects and their
+    swaps, in :func:`swaps` order (column 0 the left object, the last column the right one): the chapter's
+    recognition matrix."""
+    scenes = np.asarray(scenes)[None]
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)
+    sw = swaps(cfg, scenes)                                             # (1, S, 2^C)
+    q = encode(params, "query", object_tokens(cfg, sw.reshape(1, -1)), cfg).reshape(*sw.shape, -1)
+    return torch.einsum("msd,msqd->msq", z, q)[0].numpy()

@@ -22,7 +22,8 @@ from safetensors.torch import load_file, save_file
 from ..config import by_mode
 from ..paths import data_dir
 from ..scenes import coverage_split
-from .controlled import ControlledConfig, encode, object_recognition, paper_config, scene_tokens, train_controlled
+from .controlled import (ControlledConfig, encode, object_recognition, paper_config, scene_tokens, subsample,
+                         train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 
 FORMAT = "compbook-controlled-sweep/1"
@@ -63,15 +64,9 @@ def sweep_splits(sweep: SweepConfig, n_values: int, n_concepts: int = 3):
     return splits, [s for _, s in rows], [c for c, _ in rows]
 
 
-def _rows(a: np.ndarray, n: int, seed: int) -> np.ndarray:
-    if len(a) <= n:
-        return a
-    return a[np.sort(np.random.default_rng(seed).choice(len(a), n, replace=False))]
-
-
 def test_recognition(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.ndarray:
     """Unseen-object recognition (M,): test scenes of held-out objects, every object of the space a candidate."""
-    test = [_rows(np.asarray(s.test), n_scenes, s.seed) for s in splits]
+    test = [subsample(np.asarray(s.test), n_scenes, s.seed) for s in splits]
     n = [len(t) for t in test]
     padded = np.stack([t[np.arange(max(n)) % len(t)] for t in test])
     cands = np.tile(np.arange(cfg.tokens.space.n_objects), (len(splits), 1))
@@ -89,8 +84,8 @@ def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dic
     space = cfg.tokens.space
     out = {k: [] for k in PROBE_KINDS}
     for m, s in enumerate(splits):
-        tr = _rows(np.asarray(s.train), sweep.probe_scenes, s.seed)
-        te = _rows(np.asarray(s.test), sweep.test_scenes, s.seed)
+        tr = subsample(np.asarray(s.train), sweep.probe_scenes, s.seed)
+        te = subsample(np.asarray(s.test), sweep.test_scenes, s.seed)
         one = {k: v[m:m + 1] for k, v in params.items()}
         z_tr, z_te = scene_embeddings(one, cfg, tr[None])[0], scene_embeddings(one, cfg, te[None])[0]
         v_tr, v_te = space.object_values(tr), space.object_values(te)
