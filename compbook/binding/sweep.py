@@ -148,7 +148,8 @@ def transition(coverages, accuracy, level: float = 0.5) -> float:
 
 
 def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """Spearman's rho of x and y (scipy) and a percentile bootstrap interval over resampled pairs."""
+    """Spearman's rho of x and y (scipy) and a percentile bootstrap interval over resampled pairs (resamples
+    in which x or y is constant are skipped; all NaN when x or y is constant)."""
     from scipy.stats import spearmanr
 
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -161,6 +162,8 @@ def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int 
         i = rng.integers(0, len(x), len(x))
         if np.ptp(x[i]) > 0 and np.ptp(y[i]) > 0:
             boots.append(spearmanr(x[i], y[i]).statistic)
+    if not boots:   # a constant x or y: rho is undefined (NaN), and so is its interval
+        return rho, float("nan"), float("nan")
     lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
     return rho, float(lo), float(hi)
 
