@@ -89,3 +89,9 @@ def test_bad_input_names_the_argument():
     p = fit_probe("additive", v, y, n_values=N_VALUES)
     with pytest.raises(ValueError, match="out of range"):
         p.predict(v + 10)
+
+
+def test_fit_probe_is_exported_by_the_package():
+    import compbook.binding
+
+    assert compbook.binding.fit_probe is fit_probe
