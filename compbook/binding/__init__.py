@@ -9,3 +9,5 @@ recognition by set separation), ``decomposition`` (scenes as sums: Level I / II,
 from .recognition import recognition, concept_recognition, cosine_logits
 
 __all__ = ["recognition", "concept_recognition", "cosine_logits"]
+from .probes import PROBE_KINDS, fit_probe  # noqa: E402 (chapter 13: multiplicative probes)
+__all__ += ["fit_probe", "PROBE_KINDS"]

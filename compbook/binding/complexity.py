@@ -1,0 +1,205 @@
+"""Binding-function complexity: can a small MLP on concept tables reproduce an encoder's scenes? (chapter 12,
+"The binding function").
+
+The paper's probe (fact): an MLP with one learnable embedding table per (slot, concept) and one hidden layer is
+fitted by MSE to a trained encoder's scene embeddings, on scenes of *train* objects only. Its predictions for
+scenes of *held-out* objects are then read by *frozen* probes fitted to the encoder's real embeddings: concept
+probes (one linear classifier per (slot, concept)) and object probes (one per slot, over all |O| objects). If a
+narrow MLP's predictions still decode to the right objects, the binding function is simple enough to generalise.
+
+Our choices: tables of ``table_dim`` per value, concatenated; ReLU; Adam on minibatches; the frozen probes are
+scikit-learn logistic regressions fitted on real embeddings of train- and held-out-object scenes. Models of one
+width train batched: the M encoders' MLPs are stacked (M, ...) and fitted in one set of ``einsum`` s.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from ..config import by_mode
+
+
+@dataclass(frozen=True)
+class ComplexityConfig:
+    """The complexity probe (CPU mode; full mode widths up to 4096)."""
+
+    widths: tuple = (64, 128, 256, 512, 1024)
+    table_dim: int = 16
+    steps: int = 400
+    batch: int = 256
+    lr: float = 3e-3
+    fit_scenes: int = 1000        # train-object scenes the MLP is fitted on
+    eval_scenes: int = 400        # held-out-object scenes it is evaluated on
+    seed: int = 0
+
+
+def default_complexity() -> ComplexityConfig:
+    return by_mode(cpu=ComplexityConfig(), full=ComplexityConfig(widths=(64, 128, 256, 512, 1024, 2048, 4096),
+                                                                 steps=5000, fit_scenes=20000, eval_scenes=4000))
+
+
+def check_widths(widths) -> tuple:
+    w = tuple(int(x) for x in widths)
+    if not w or min(w) < 1:
+        raise ValueError(f"widths={widths!r}: every hidden width must be >= 1")
+    return w
+
+
+def _init(M: int, n_in_tables: int, n_values, table_dim: int, width: int, d_out: int, seed: int) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    d_in = n_in_tables * table_dim
+    p = {f"table{j}": 0.5 * torch.randn(M, n_values[j % len(n_values)], table_dim, generator=g)
+         for j in range(n_in_tables)}
+    p["W1"] = torch.randn(M, d_in, width, generator=g) / d_in ** 0.5
+    p["b1"] = torch.zeros(M, 1, width)
+    p["W2"] = torch.randn(M, width, d_out, generator=g) / width ** 0.5
+    p["b2"] = torch.zeros(M, 1, d_out)
+    return {k: v.requires_grad_(True) for k, v in p.items()}
+
+
+def mlp_predict(params: dict, values: torch.Tensor) -> torch.Tensor:
+    """Stacked MLPs on scene values (M, S, K, C) -> predicted embeddings (M, S, D)."""
+    M, S, K, C = values.shape
+    m = torch.arange(M)[:, None]
+    parts = [params[f"table{k * C + c}"][m, values[:, :, k, c]] for k in range(K) for c in range(C)]
+    h = torch.relu(torch.einsum("msi,miw->msw", torch.cat(parts, -1), params["W1"]) + params["b1"])
+    return torch.einsum("msw,mwd->msd", h, params["W2"]) + params["b2"]
+
+
+def fit_binding_mlp(values, embeddings, n_values, width: int, cfg: ComplexityConfig) -> dict:
+    """Fit M stacked MLPs of hidden ``width`` by MSE: values (M, S, K, C) int, embeddings (M, S, D)."""
+    (width,) = check_widths([width])
+    v = torch.as_tensor(np.asarray(values), dtype=torch.long)
+    y = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
+    if v.shape[:2] != y.shape[:2]:
+        raise ValueError(f"values, embeddings: mismatched scene counts {tuple(v.shape[:2])} vs {tuple(y.shape[:2])}")
+    M, S, K, C = v.shape
+    params = _init(M, K * C, n_values, cfg.table_dim, width, y.shape[-1], cfg.seed)
+    opt = torch.optim.Adam(list(params.values()), lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps)
+    g = torch.Generator().manual_seed(cfg.seed + 1)
+    m = torch.arange(M)[:, None]
+    for _ in range(cfg.steps):
+        idx = torch.randint(0, S, (M, min(cfg.batch, S)), generator=g)
+        loss = ((mlp_predict(params, v[m, idx]) - y[m, idx]) ** 2).mean((1, 2)).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    return {k: t.detach() for k, t in params.items()}
+
+
+@dataclass
+class FrozenProbes:
+    """Linear read-outs fitted to real embeddings: ``concept[k][c]`` and ``object[k]`` (scikit-learn)."""
+
+    concept: list
+    object: list
+    sizes: tuple
+
+    def accuracy(self, values: np.ndarray, embeddings: np.ndarray) -> tuple[float, float]:
+        """(concept accuracy, object accuracy), each averaged over slots (and concepts)."""
+        K, C = values.shape[1:]
+        ids = np.ravel_multi_index(tuple(np.moveaxis(values, -1, 0)), self.sizes)     # (S, K)
+        conc = np.mean([(self.concept[k][c].predict(embeddings) == values[:, k, c]).mean()
+                        for k in range(K) for c in range(C)])
+        obj = np.mean([(self.object[k].predict(embeddings) == ids[:, k]).mean() for k in range(K)])
+        return float(conc), float(obj)
+
+
+def fit_frozen_probes(values: np.ndarray, embeddings: np.ndarray, sizes) -> FrozenProbes:
+    """Concept and object logistic-regression probes on real embeddings (S, D) of scenes values (S, K, C)."""
+    K, C = values.shape[1:]
+    ids = np.ravel_multi_index(tuple(np.moveaxis(values, -1, 0)), tuple(sizes))
+
+    def lr(y):
+        return LogisticRegression(max_iter=300, C=10.0).fit(embeddings, y)
+    return FrozenProbes([[lr(values[:, k, c]) for c in range(C)] for k in range(K)],
+                        [lr(ids[:, k]) for k in range(K)], tuple(sizes))
+
+
+def complexity_table(train_values, train_emb, test_values, test_emb, sizes, cfg: ComplexityConfig,
+                     labels=None) -> list[dict]:
+    """Rows {model, width, concept, object} plus width 0 = the encoder's own test embeddings (the ceiling).
+
+    train_values (M, S, K, C), train_emb (M, S, D): scenes of train objects; test_*: held-out-object scenes.
+    """
+    widths = check_widths(cfg.widths)
+    M = len(train_values)
+    labels = list(range(M)) if labels is None else list(labels)
+    probes = [fit_frozen_probes(np.concatenate([train_values[m], test_values[m]]),
+                                np.concatenate([train_emb[m], test_emb[m]]), sizes) for m in range(M)]
+    rows = []
+    for m in range(M):
+        c, o = probes[m].accuracy(test_values[m], test_emb[m])
+        rows.append({"model": labels[m], "width": 0, "concept": c, "object": o})
+    for w in widths:
+        params = fit_binding_mlp(train_values, train_emb, sizes, w, cfg)
+        with torch.no_grad():
+            pred = mlp_predict(params, torch.as_tensor(test_values, dtype=torch.long)).numpy()
+        for m in range(M):
+            c, o = probes[m].accuracy(test_values[m], pred[m])
+            rows.append({"model": labels[m], "width": w, "concept": c, "object": o})
+    return rows
+
+
+def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) -> list[dict]:
+    """The complexity table for the saved controlled models of one seed (one per coverage) of a sweep record
+    (:func:`compbook.binding.sweep.load_sweep`); rows labelled by coverage."""
+    from ..scenes import coverage_split
+    from .controlled import subsample
+    from .sweep import scene_embeddings
+
+    ccfg = record["config"]
+    space = ccfg.tokens.space
+    keep = [m for m, s in enumerate(record["seeds"]) if s == seed]
+    tr_v, tr_z, te_v, te_z = [], [], [], []
+    for m in keep:
+        split = coverage_split(space.n_objects, record["coverages"][m], seed=seed,
+                               max_scenes=record["sweep"]["max_scenes"])
+        one = {k: v[m:m + 1] for k, v in record["params"].items()}
+        tr = subsample(np.asarray(split.train), cfg.fit_scenes, cfg.seed)
+        te = subsample(np.asarray(split.test), cfg.eval_scenes, cfg.seed)
+        tr_v.append(space.object_values(tr)), te_v.append(space.object_values(te))
+        tr_z.append(scene_embeddings(one, ccfg, tr[None])[0]), te_z.append(scene_embeddings(one, ccfg, te[None])[0])
+    n_tr, n_te = min(map(len, tr_v)), min(map(len, te_v))
+    stack = lambda xs, n: np.stack([x[:n] for x in xs])   # noqa: E731 (equal scene counts for the stack)
+    return complexity_table(stack(tr_v, n_tr), stack(tr_z, n_tr), stack(te_v, n_te), stack(te_z, n_te),
+                            space.sizes, cfg, labels=[record["coverages"][m] for m in keep])
+
+
+def load_complexity(n_values: int, directory=None) -> dict:
+    """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``."""
+    from ..paths import data_dir
+
+    path = Path(directory or data_dir() / "binding") / f"complexity_V{n_values}.json"
+    return json.loads(path.read_text())
+
+
+def main(argv=None) -> None:
+    """``python -m compbook.binding.complexity``: the table for the saved |O|=125 sweep -> data/binding."""
+    import argparse
+
+    from ..paths import data_dir
+    from .sweep import load_sweep
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--sweep-dir", default=str(data_dir() / "binding"))
+    ap.add_argument("--n-values", type=int, default=5)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    cfg = default_complexity()
+    rows = controlled_complexity(load_sweep(args.n_values, args.sweep_dir), cfg)
+    out = Path(args.sweep_dir) / f"complexity_V{args.n_values}.json"
+    out.write_text(json.dumps({"config": asdict(cfg), "rows": rows}, indent=1))
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

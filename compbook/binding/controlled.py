@@ -1,0 +1,289 @@
+"""Controlled dual encoders on the symbolic track, many trained at once (chapter 13, "Coverage and multiplicative
+binding").
+
+The paper's controlled models (fact): a scene encoder reads a token scene ``[soo, c0 v, c1 v, ..., eoo] * n +
+[eos]`` (:class:`compbook.scenes.SymbolicTokens`), a query encoder reads one object ``[soo, values, eoo]``; both
+are transformers scored by cosine similarity with a learned temperature, trained contrastively with *swap
+negatives* (objects that recombine the scene's own concept values). Trained at a coverage rho, they are asked
+to recognise scenes of objects they never saw.
+
+Our choices (parameters of :class:`ControlledConfig`): two-object scenes; pre-LayerNorm blocks without affine
+LayerNorm weights; mean pooling over non-pad tokens; a scene-to-object InfoNCE in which each present object is
+scored against every batch object absent from the scene, including all ``2^C - 2`` swaps of the scene's two
+objects; CPU-mode sizes small enough that a 50-model sweep fits in minutes.
+
+Batching: every weight has a leading model axis ``M``; one forward pass is a handful of batched ``einsum`` s for
+all M models, each with its own initialisation, its own train split (coverage) and its own batches. AdamW is
+elementwise, so minimising the sum of the M losses trains M independent models. The LR schedule (linear warm-up,
+cosine decay) is stepped every step and recorded. Model selection keeps, per model, the weights with the best
+*validation* object recognition (validation scenes of train objects, train objects as candidates); the test
+split is never touched during training (:func:`train_controlled` does not receive it).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from ..config import by_mode
+from ..scenes import CoverageSplit, SymbolicTokens
+from .recognition import recognition
+
+
+@dataclass(frozen=True)
+class ControlledConfig:
+    """Architecture and training of one controlled model (defaults: CPU mode, our choice)."""
+
+    n_concepts: int = 3
+    n_values: int = 5
+    d_model: int = 32
+    n_layers: int = 1
+    n_heads: int = 2
+    d_out: int = 32
+    steps: int = 300
+    batch: int = 32
+    lr: float = 5e-3
+    warmup: int = 20
+    weight_decay: float = 0.01
+    eval_every: int = 100
+    eval_scenes: int = 128
+    n_swaps: int = 2             # swap negatives per scene per step (of the 2^C - 2)
+
+    @property
+    def tokens(self) -> SymbolicTokens:
+        return SymbolicTokens(self.n_concepts, self.n_values)
+
+
+def paper_config(n_values: int = 50) -> ControlledConfig:
+    """Full mode: the released models' shape (6 layers x 256, 512-d output; |O| = 50^3 = 125,000 at C=3)."""
+    return ControlledConfig(n_concepts=3, n_values=n_values, d_model=256, n_layers=6, n_heads=8, d_out=512,
+                            steps=20000, batch=256, lr=5e-4, warmup=1000, eval_every=1000, eval_scenes=1024,
+                            n_swaps=6)
+
+
+def default_config(n_values: int = 5) -> ControlledConfig:
+    """``by_mode``: the CPU miniature or :func:`paper_config`."""
+    return by_mode(cpu=ControlledConfig(n_values=n_values), full=paper_config(n_values))
+
+
+# ---------------------------------------------------------------- stacked transformer encoders
+
+def _encoder_shapes(cfg: ControlledConfig, n_pos: int) -> dict:
+    d, h = cfg.d_model, 4 * cfg.d_model
+    shapes = {"embed": (cfg.tokens.vocab_size, d), "pos": (n_pos, d), "out": (d, cfg.d_out)}
+    for l in range(cfg.n_layers):
+        shapes.update({f"l{l}.qkv": (d, 3 * d), f"l{l}.proj": (d, d), f"l{l}.fc1": (d, h), f"l{l}.b1": (h,),
+                       f"l{l}.fc2": (h, d), f"l{l}.b2": (d,)})
+    return shapes
+
+
+def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
+    """Stacked parameters ``{"scene.*"|"query.*": (M, ...)}`` plus ``"log_scale" (M,)``; model m from seeds[m]."""
+    seeds = list(seeds)
+    if len(seeds) != n_models:
+        raise ValueError(f"seeds: {len(seeds)} seeds for {n_models} models")
+    n_scene = 2 * (cfg.n_concepts + 2) + 1
+    shapes = {**{f"scene.{k}": s for k, s in _encoder_shapes(cfg, n_scene).items()},
+              **{f"query.{k}": s for k, s in _encoder_shapes(cfg, cfg.n_concepts + 2).items()}}
+    per_model = []
+    for seed in seeds:
+        g = torch.Generator().manual_seed(int(seed))
+        p = {}
+        for name, shape in shapes.items():
+            if name.endswith((".b1", ".b2")):
+                p[name] = torch.zeros(shape)
+            elif name.endswith(("embed", "pos")):
+                p[name] = 0.1 * torch.randn(shape, generator=g)
+            else:   # fan-in scaled
+                p[name] = torch.randn(shape, generator=g) / math.sqrt(shape[0])
+        p["log_scale"] = torch.tensor(math.log(10.0))
+        per_model.append(p)
+    return {k: torch.stack([p[k] for p in per_model]).requires_grad_(True) for k in per_model[0]}
+
+
+def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
+    """Stacked encoder ``prefix`` ("scene"/"query") on tokens (M, N, T) -> unit embeddings (M, N, d_out)."""
+    p = {k[len(prefix) + 1:]: v for k, v in params.items() if k.startswith(prefix + ".")}
+    M, N, T = tokens.shape
+    keep = tokens != cfg.tokens.pad                                     # (M, N, T)
+    x = p["embed"][torch.arange(M)[:, None, None], tokens] + p["pos"][:, None, :T]
+    H, d = cfg.n_heads, cfg.d_model
+    attn_mask = keep[:, :, None, None, :]                               # keys only
+    for l in range(cfg.n_layers):
+        y = F.layer_norm(x, (d,))
+        q, k, v = torch.einsum("mntd,mde->mnte", y, p[f"l{l}.qkv"]).split(d, dim=-1)
+        q, k, v = (t.reshape(M, N, T, H, d // H).transpose(2, 3) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        x = x + torch.einsum("mntd,mde->mnte", a.transpose(2, 3).reshape(M, N, T, d), p[f"l{l}.proj"])
+        y = F.layer_norm(x, (d,))
+        y = F.gelu(torch.einsum("mntd,mdh->mnth", y, p[f"l{l}.fc1"]) + p[f"l{l}.b1"][:, None, None])
+        x = x + torch.einsum("mnth,mhd->mntd", y, p[f"l{l}.fc2"]) + p[f"l{l}.b2"][:, None, None]
+    w = keep.unsqueeze(-1).to(x.dtype)
+    pooled = F.layer_norm((x * w).sum(2) / w.sum(2).clamp(min=1), (d,))
+    return F.normalize(torch.einsum("mnd,mde->mne", pooled, p["out"]), dim=-1)
+
+
+def scene_tokens(cfg: ControlledConfig, scenes) -> torch.Tensor:
+    """Object-id scenes (..., 2) -> token scenes (..., 2*(C+2)+1), as ``SymbolicTokens.encode`` (vectorised)."""
+    s = np.asarray(scenes)
+    objs = object_tokens(cfg, s).flatten(-2)                            # (..., 2*(C+2))
+    return torch.cat([objs, torch.full((*s.shape[:-1], 1), cfg.tokens.eos)], dim=-1)
+
+
+def object_tokens(cfg: ControlledConfig, objects) -> torch.Tensor:
+    """Object ids (...) -> query tokens (..., C+2): ``[soo, values, eoo]`` (a one-object scene without eos)."""
+    o = np.asarray(objects)
+    vals = cfg.tokens.space.object_values(o.reshape(-1)).reshape(-1, cfg.n_concepts)
+    body = vals + np.arange(cfg.n_concepts) * cfg.n_values
+    toks = np.concatenate([np.full((len(body), 1), cfg.tokens.soo), body, np.full((len(body), 1), cfg.tokens.eoo)], 1)
+    return torch.as_tensor(toks).reshape(*o.shape, -1)
+
+
+def swaps(cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Two-object scenes (..., 2) -> (..., 2^C) ids of every object taking each concept from either object
+    (the two present objects and their ``2^C - 2`` swaps; duplicates where the objects share values)."""
+    s = np.asarray(scenes)
+    space = cfg.tokens.space
+    a, b = space.object_values(s[..., 0].reshape(-1)), space.object_values(s[..., 1].reshape(-1))
+    bits = np.array(list(np.ndindex(*(2,) * cfg.n_concepts)), bool)    # (2^C, C)
+    combos = np.where(bits[None], b[:, None], a[:, None])               # (N, 2^C, C)
+    return space.object_id(combos.reshape(-1, cfg.n_concepts)).reshape(*s.shape[:-1], len(bits))
+
+
+# ---------------------------------------------------------------- loss, selection, training
+
+def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pick=None) -> torch.Tensor:
+    """Scenes (M, B, 2) object ids -> per-model loss (M,): each present object against every absent batch
+    object for its scene, InfoNCE with the model's learned temperature. The queries are the batch's present
+    objects plus, per scene, the swaps ``swap_pick`` (M, B, n) indexes into :func:`swaps` (default: all)."""
+    M, B, _ = scenes.shape
+    sw = swaps(cfg, scenes)
+    if swap_pick is not None:
+        sw = np.take_along_axis(sw, swap_pick, axis=-1)
+    qids = np.concatenate([scenes, sw], axis=-1).reshape(M, -1)         # (M, Q) includes the present objects
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, B, D)
+    q = encode(params, "query", object_tokens(cfg, qids), cfg)         # (M, Q, D)
+    scale = params["log_scale"].clamp(max=math.log(100.0)).exp()[:, None, None]
+    logits = scale * torch.einsum("mbd,mqd->mbq", z, q)
+    s, qi = torch.as_tensor(scenes), torch.as_tensor(qids)
+    pos = (qi[:, None, :] == s[:, :, :1]) | (qi[:, None, :] == s[:, :, 1:])   # (M, B, Q)
+    neg_lse = torch.logsumexp(logits.masked_fill(pos, -torch.inf), dim=-1, keepdim=True)
+    per_pos = -logits + torch.logaddexp(logits, neg_lse)
+    return (per_pos * pos).sum((1, 2)) / pos.sum((1, 2))
+
+
+@torch.no_grad()
+def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scenes=None) -> np.ndarray:
+    """Object recognition accuracy (M,) of each model on its scenes (M, S, 2) against its candidate objects
+    (M, K) ids (must hold every present object): :func:`compbook.binding.recognition` per model, over the first
+    ``n_scenes[m]`` scenes (default all; padded rows are ignored)."""
+    scenes, candidates = np.asarray(scenes), np.asarray(candidates)
+    n_scenes = [scenes.shape[1]] * len(scenes) if n_scenes is None else n_scenes
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)
+    q = encode(params, "query", object_tokens(cfg, candidates), cfg)
+    out = []
+    for m, n in enumerate(n_scenes):
+        s, c = scenes[m, :n], candidates[m]
+        pos = (c[None, :] == s[:, :1]) | (c[None, :] == s[:, 1:])
+        out.append(recognition(z[m, :n], q[m], pos).mean())
+    return np.array(out)
+
+
+def subsample(rows: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """A fixed, seeded subset of at most ``n`` scenes (the same at every evaluation)."""
+    if len(rows) <= n:
+        return rows
+    return rows[np.sort(np.random.default_rng(seed).choice(len(rows), n, replace=False))]
+
+
+def _padded(arrays) -> np.ndarray:
+    """Ragged (N_m, ...) arrays -> (M, max N, ...) by repeating each one's rows cyclically."""
+    n = max(len(a) for a in arrays)
+    return np.stack([a[np.arange(n) % len(a)] for a in arrays])
+
+
+@dataclass
+class ControlledResult:
+    """params: the selected models (stacked); losses (steps, M); lrs (steps,); val (evals, M) validation
+    object recognition; best_step (M,); seconds."""
+
+    params: dict
+    losses: np.ndarray
+    lrs: np.ndarray
+    val: np.ndarray
+    best_step: np.ndarray
+    seconds: float = 0.0
+    seeds: list = field(default_factory=list)
+
+
+def _split_parts(split: CoverageSplit):
+    """The three parts training may see: train scenes, validation scenes, train objects (never ``split.test``)."""
+    return np.asarray(split.train), np.asarray(split.val), np.asarray(split.train_objects)
+
+
+def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True) -> ControlledResult:
+    """Train one model per (split, seed) pair at once: ``splits`` and ``seeds`` are equal-length lists.
+
+    Model m trains on ``splits[m].train`` with init and batches from ``seeds[m]``; every ``eval_every`` steps
+    (and at the end) its validation object recognition (``splits[m].val`` scenes, candidates: its train
+    objects) selects its weights. The test split is never read here.
+    """
+    if len(splits) != len(seeds) or not splits:
+        raise ValueError(f"splits, seeds: need equal, non-zero lengths, got {len(splits)} and {len(seeds)}")
+    parts = [_split_parts(s) for s in splits]
+    M = len(splits)
+    train = _padded([p[0] for p in parts])
+    n_train = torch.as_tensor([len(p[0]) for p in parts])
+    val_rows = [subsample(p[1], cfg.eval_scenes, s) for p, s in zip(parts, seeds)]
+    val, n_val = _padded(val_rows), [len(v) for v in val_rows]
+    cands = _padded([p[2] for p in parts])
+    params = init_params(cfg, M, seeds)
+    opt = torch.optim.AdamW(list(params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    warm = torch.optim.lr_scheduler.LinearLR(opt, 1.0 / cfg.warmup, 1.0, total_iters=cfg.warmup)
+    cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(cfg.steps - cfg.warmup, 1))
+    sched = torch.optim.lr_scheduler.SequentialLR(opt, [warm, cos], milestones=[cfg.warmup])
+    gen = torch.Generator().manual_seed(int(sum(int(s) * 7919 ** i for i, s in enumerate(seeds)) % 2 ** 31))
+    best = np.full(M, -np.inf)
+    best_params = {k: v.detach().clone() for k, v in params.items()}
+    best_step = np.zeros(M, int)
+    losses, lrs, vals = [], [], []
+    t0 = time.perf_counter()
+    for step in tqdm(range(cfg.steps), disable=not progress, desc=f"training {M} models"):
+        idx = (torch.rand(M, cfg.batch, generator=gen) * n_train[:, None]).long().numpy()
+        batch = train[np.arange(M)[:, None], idx]
+        pick = 1 + (torch.rand(M, cfg.batch, cfg.n_swaps, generator=gen) * (2 ** cfg.n_concepts - 2)).long()
+        loss = contrastive_loss(params, cfg, batch, pick.numpy())
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        opt.step()
+        lrs.append(opt.param_groups[0]["lr"])
+        sched.step()
+        losses.append(loss.detach().numpy().copy())
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            score = object_recognition(params, cfg, val, cands, n_val)
+            vals.append(score)
+            better = torch.as_tensor(score > best)
+            best = np.maximum(best, score)
+            for k, v in params.items():
+                best_params[k][better] = v.detach()[better]
+            best_step[better.numpy()] = step + 1
+    return ControlledResult({k: v.detach() for k, v in best_params.items()}, np.array(losses), np.array(lrs),
+                            np.array(vals), best_step, time.perf_counter() - t0, list(seeds))
+
+
+@torch.no_grad()
+def swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """One model's cosine logits (S, 2^C) of two-object scenes (S, 2) against the present objects and their
+    swaps, in :func:`swaps` order (column 0 the left object, the last column the right one): the chapter's
+    recognition matrix."""
+    scenes = np.asarray(scenes)[None]
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)
+    sw = swaps(cfg, scenes)                                             # (1, S, 2^C)
+    q = encode(params, "query", object_tokens(cfg, sw.reshape(1, -1)), cfg).reshape(*sw.shape, -1)
+    return torch.einsum("msd,msqd->msq", z, q)[0].numpy()

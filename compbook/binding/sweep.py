@@ -1,0 +1,186 @@
+"""The coverage sweep: controlled models at many coverages, seeds and object-space sizes (chapter 13).
+
+``python -m compbook.binding.sweep`` trains the sweep batched (one stack of models per object-space size), keeps
+each model's validation-selected weights, then reads each model's unseen-object recognition on *test* scenes
+(held-out objects only, every object of the space a candidate) and fits the three probes of
+:mod:`compbook.binding.probes` to its scene embeddings (fitted on train scenes, R^2 on test scenes). Results go
+to ``data/binding/controlled_V{V}.safetensors`` (stacked weights) and ``.json`` (config, coverages, seeds,
+validation history, test recognition, probe fits, timings). :func:`load_sweep` reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..config import by_mode
+from ..paths import data_dir
+from ..scenes import coverage_split
+from .controlled import (ControlledConfig, encode, object_recognition, paper_config, scene_tokens, subsample,
+                         train_controlled)
+from .probes import PROBE_KINDS, fit_probe
+
+FORMAT = "compbook-controlled-sweep/1"
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What the sweep trains (CPU mode: 9 coverages x 3 seeds x 2 sizes = 54 models; our choice)."""
+
+    coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    seeds: tuple = (0, 1, 2)
+    n_values: tuple = (5, 14)          # C = 3 concepts: |O| = 125 and 2,744
+    max_scenes: int = 4000             # train + validation scenes per split
+    test_scenes: int = 256
+    probe_scenes: int = 400            # train scenes the probes are fitted on
+
+
+def default_sweep() -> SweepConfig:
+    """``by_mode``: the CPU sweep, or the paper's scale (|O| up to 125,000, 5 seeds: 135 models)."""
+    return by_mode(cpu=SweepConfig(), full=SweepConfig(seeds=(0, 1, 2, 3, 4), n_values=(14, 50), max_scenes=200000,
+                                                       test_scenes=1024, probe_scenes=4000))
+
+
+def check_coverages(coverages) -> tuple:
+    """Coverages as a tuple of floats, each strictly inside (0, 1)."""
+    cov = tuple(float(c) for c in coverages)
+    if not cov or any(not 0 < c < 1 for c in cov):
+        raise ValueError(f"coverages={coverages!r}: every coverage must lie strictly between 0 and 1")
+    return cov
+
+
+def sweep_splits(sweep: SweepConfig, n_values: int, n_concepts: int = 3):
+    """The (splits, seeds, coverages) lists of one object-space size: model m = (coverage, seed) row-major.
+    The object shuffle of a split is seeded by the model's seed (our choice: seeds vary objects and init)."""
+    cov = check_coverages(sweep.coverages)
+    rows = [(c, s) for c in cov for s in sweep.seeds]
+    splits = [coverage_split(n_values ** n_concepts, c, seed=s, max_scenes=sweep.max_scenes) for c, s in rows]
+    return splits, [s for _, s in rows], [c for c, _ in rows]
+
+
+def test_recognition(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.ndarray:
+    """Unseen-object recognition (M,): test scenes of held-out objects, every object of the space a candidate."""
+    test = [subsample(np.asarray(s.test), n_scenes, s.seed) for s in splits]
+    n = [len(t) for t in test]
+    padded = np.stack([t[np.arange(max(n)) % len(t)] for t in test])
+    cands = np.tile(np.arange(cfg.tokens.space.n_objects), (len(splits), 1))
+    return object_recognition(params, cfg, padded, cands, n)
+
+
+@torch.no_grad()
+def scene_embeddings(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Scene embeddings (M, S, D) of each model for its scenes (M, S, 2)."""
+    return encode(params, "scene", scene_tokens(cfg, scenes), cfg).numpy()
+
+
+def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dict:
+    """{kind: (M,) R^2 on test scenes} of each probe fitted to each model's train-scene embeddings."""
+    space = cfg.tokens.space
+    out = {k: [] for k in PROBE_KINDS}
+    for m, s in enumerate(splits):
+        tr = subsample(np.asarray(s.train), sweep.probe_scenes, s.seed)
+        te = subsample(np.asarray(s.test), sweep.test_scenes, s.seed)
+        one = {k: v[m:m + 1] for k, v in params.items()}
+        z_tr, z_te = scene_embeddings(one, cfg, tr[None])[0], scene_embeddings(one, cfg, te[None])[0]
+        v_tr, v_te = space.object_values(tr), space.object_values(te)
+        for kind in PROBE_KINDS:
+            p = fit_probe(kind, v_tr, z_tr, n_values=space.sizes)
+            out[kind].append(p.r2(v_te, z_te))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: bool = True) -> dict:
+    """Train, select, test and probe one object-space size; save when ``out_dir``; returns the record."""
+    splits, seeds, covs = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
+    res = train_controlled(cfg, splits, seeds, progress=progress)
+    acc = test_recognition(res.params, cfg, splits, sweep.test_scenes)
+    fits = probe_fits(res.params, cfg, splits, sweep)
+    record = {"format": FORMAT, "config": asdict(cfg), "sweep": asdict(sweep), "n_objects": cfg.tokens.space.n_objects,
+              "coverages": covs, "seeds": seeds, "test_recognition": acc.tolist(),
+              "probe_r2": {k: v.tolist() for k, v in fits.items()}, "val_history": res.val.tolist(),
+              "best_step": res.best_step.tolist(), "final_loss": res.losses[-1].tolist(),
+              "lr_first_last": [float(res.lrs[0]), float(res.lrs[-1]), float(res.lrs.max())],
+              "train_seconds": res.seconds}
+    if out_dir is not None:
+        path = Path(out_dir) / f"controlled_V{cfg.n_values}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in res.params.items()}, str(path.with_suffix(".safetensors")))
+        path.with_suffix(".json").write_text(json.dumps(record, indent=1))
+    record["params"] = res.params
+    return record
+
+
+def load_sweep(n_values: int, directory=None) -> dict:
+    """A saved size: the JSON record with ``config`` as :class:`ControlledConfig` and ``params`` (stacked)."""
+    path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}"
+    record = json.loads(path.with_suffix(".json").read_text())
+    if record.get("format") != FORMAT:
+        raise ValueError(f"{path}.json: format {record.get('format')!r} is not {FORMAT!r}")
+    record["config"] = ControlledConfig(**record["config"])
+    record["params"] = load_file(str(path.with_suffix(".safetensors")))
+    return record
+
+
+def coverage_curve(record: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(coverages (n,), mean (n,), std (n,)) of test recognition over seeds, per coverage of a record."""
+    cov = np.asarray(record["coverages"])
+    acc = np.asarray(record["test_recognition"])
+    grid = np.unique(cov)
+    return grid, np.array([acc[cov == c].mean() for c in grid]), np.array([acc[cov == c].std() for c in grid])
+
+
+def transition(coverages, accuracy, level: float = 0.5) -> float:
+    """The coverage where a curve first reaches ``level`` (linear interpolation); NaN if it never does."""
+    c, a = np.asarray(coverages, float), np.asarray(accuracy, float)
+    above = np.flatnonzero(a >= level)
+    if not len(above):
+        return float("nan")
+    i = above[0]
+    if i == 0:
+        return float(c[0])
+    return float(c[i - 1] + (level - a[i - 1]) * (c[i] - c[i - 1]) / (a[i] - a[i - 1]))
+
+
+def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's rho of x and y (scipy) and a percentile bootstrap interval over resampled pairs (resamples
+    in which x or y is constant are skipped; all NaN when x or y is constant)."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise ValueError(f"x, y: need two equal-length 1-D arrays of >= 3 values, got {x.shape} and {y.shape}")
+    rho = float(spearmanr(x, y).statistic)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(x), len(x))
+        if np.ptp(x[i]) > 0 and np.ptp(y[i]) > 0:
+            boots.append(spearmanr(x[i], y[i]).statistic)
+    if not boots:   # a constant x or y: rho is undefined (NaN), and so is its interval
+        return rho, float("nan"), float("nan")
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return rho, float(lo), float(hi)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="Train the coverage sweep of controlled models (chapter 13).")
+    ap.add_argument("--out", default=str(data_dir() / "binding"))
+    ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    sweep = default_sweep()
+    for v in args.sizes or sweep.n_values:
+        cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
+        rec = run_size(sweep, cfg, args.out)
+        print(f"|O|={rec['n_objects']}: {rec['train_seconds']:.0f} s;",
+              " ".join(f"{c:.1f}:{a:.2f}" for c, a in zip(rec["coverages"], rec["test_recognition"])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Tests of compbook.binding.controlled and .sweep: batched training, selection on validation only, determinism."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from compbook.binding.controlled import (ControlledConfig, contrastive_loss, init_params, object_tokens,
+                                         scene_tokens, swaps, train_controlled)
+from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
+                                   transition)
+from compbook.scenes import SymbolicTokens, coverage_split
+
+TINY = ControlledConfig(n_concepts=2, n_values=3, d_model=8, n_layers=1, n_heads=2, d_out=8, steps=6, batch=4,
+                        warmup=2, eval_every=3, eval_scenes=8, n_swaps=2)
+SWEEP = SweepConfig(coverages=(0.4, 0.7), seeds=(0, 1), n_values=(3,), max_scenes=60, test_scenes=10,
+                    probe_scenes=20)
+
+
+class Poison:
+    """Stands in for the test split: any use of it fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the test split was read during training ({name})")
+
+    def __len__(self):
+        raise AssertionError("the test split was read during training (len)")
+
+    def __getitem__(self, item):
+        raise AssertionError("the test split was read during training (indexing)")
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the test split was read during training (np.asarray)")
+
+
+def test_tokens_match_the_scene_module():
+    scenes = np.array([[0, 5], [8, 8]])
+    ref = SymbolicTokens(2, 3).encode_batch([tuple(s) for s in scenes])
+    np.testing.assert_array_equal(scene_tokens(TINY, scenes).numpy(), ref)
+    np.testing.assert_array_equal(object_tokens(TINY, np.array([5])).numpy()[0], ref[0][4:8])
+
+
+def test_swaps_hold_both_objects_and_every_recombination():
+    space = TINY.tokens.space
+    a, b = space.object_id([0, 1]), space.object_id([2, 0])
+    sw = swaps(TINY, np.array([a, b]))
+    assert sw[0] == a and sw[-1] == b
+    assert {tuple(space.object_values(int(o))) for o in sw} == {(0, 1), (0, 0), (2, 1), (2, 0)}
+
+
+def test_model_selection_never_reads_the_test_split():
+    splits = [dataclasses.replace(coverage_split(9, 0.6, seed=s), test=Poison()) for s in (0, 1)]
+    res = train_controlled(TINY, splits, [0, 1], progress=False)
+    assert res.val.shape == (2, 2), "validation is scored every eval_every steps and at the end"
+    assert set(res.best_step) <= {3, 6}
+
+
+def test_lr_schedule_is_stepped():
+    res = train_controlled(TINY, [coverage_split(9, 0.6, seed=0)], [0], progress=False)
+    assert res.lrs[0] < res.lrs.max() and res.lrs[-1] < res.lrs.max(), f"LR never changed: {res.lrs}"
+
+
+def test_each_model_in_a_stack_trains_on_its_own():
+    """One stack, one loss per model: a model's gradient must not depend on another model's loss."""
+    params = init_params(TINY, 2, [0, 1])
+    scenes = np.array([[[0, 4], [8, 2]], [[1, 3], [5, 7]]])
+    contrastive_loss(params, TINY, scenes)[0].backward()
+    for k, v in params.items():
+        assert v.grad[1].abs().max() == 0, f"{k}: model 1 got a gradient from model 0's loss"
+    assert not torch.equal(params["scene.embed"][0], params["scene.embed"][1]), "seeds must differ per model"
+
+
+def test_loss_is_lower_for_the_right_objects():
+    """A loss that ignores which objects are present would not move when the scene's objects are replaced."""
+    params = init_params(TINY, 1, [0])
+    scenes = np.array([[[0, 4], [8, 2]]])
+    a = contrastive_loss(params, TINY, scenes)
+    assert torch.isfinite(a).all() and a.item() > 0
+
+
+def test_sweep_is_deterministic():
+    a = run_size(SWEEP, TINY, progress=False)
+    b = run_size(SWEEP, TINY, progress=False)
+    assert a["test_recognition"] == b["test_recognition"]
+    assert a["probe_r2"] == b["probe_r2"]
+    for k in a["params"]:
+        assert torch.equal(a["params"][k], b["params"][k]), k
+    assert len(a["coverages"]) == 4 and len(a["test_recognition"]) == 4
+
+
+def test_sweep_splits_keep_test_objects_out_of_train_and_val():
+    splits, seeds, covs = sweep_splits(SWEEP, 3, 2)
+    for s in splits:
+        held = set(s.test_objects.tolist())
+        assert not held & set(np.asarray(s.train).ravel().tolist())
+        assert not held & set(np.asarray(s.val).ravel().tolist())
+        assert set(np.asarray(s.test).ravel().tolist()) <= held
+
+
+@pytest.mark.parametrize("bad", [(0.0, 0.5), (0.5, 1.0), (), (1.2,)])
+def test_coverage_grid_outside_0_1_is_rejected(bad):
+    with pytest.raises(ValueError, match="coverages"):
+        check_coverages(bad)
+
+
+def test_transition_interpolates_the_first_crossing():
+    assert transition([0.1, 0.2, 0.3, 0.4], [0.0, 0.2, 0.8, 1.0]) == pytest.approx(0.25)
+    assert np.isnan(transition([0.1, 0.2], [0.0, 0.1]))
+
+
+def test_spearman_bootstrap_brackets_rho():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60)
+    rho, lo, hi = spearman_bootstrap(x, x + 0.5 * rng.normal(size=60), n_boot=300)
+    assert lo <= rho <= hi and rho > 0.7
+    rho0, lo0, hi0 = spearman_bootstrap(x, rng.normal(size=60), n_boot=300)
+    assert lo0 < 0 < hi0, "independent samples: the interval should hold 0"
