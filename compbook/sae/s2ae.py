@@ -181,6 +181,6 @@ def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainRe
         loss.backward()
         opt.step()
         sae.normalize_decoder()
-        res.losses.append(float(loss))
+        res.losses.append(loss.item())
     res.seconds = time.perf_counter() - t0
     return res
