@@ -51,3 +51,12 @@ def test_perfect_latent_scores_one():
 def test_bad_masks():
     with pytest.raises(ValueError, match="masks"):
         latent_iou(torch.zeros(2, 6, 3), torch.zeros(2, 4, 5, dtype=torch.bool))
+
+
+def test_region_purity():
+    from compbook.sae.metrics import region_purity
+
+    labels = torch.tensor([[0, 0, 1, 1, -1, -1]])
+    assert region_purity(torch.tensor([[0, 0, 1, 1, 2, 2]]), labels) == 1.0
+    assert region_purity(torch.tensor([[0, 0, 0, 1, 1, 1]]), labels) == pytest.approx(4 / 6)
+    assert region_purity(torch.zeros(1, 6, dtype=torch.long), labels) == pytest.approx(2 / 6)

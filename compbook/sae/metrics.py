@@ -51,3 +51,15 @@ def sae_report(sae, x: torch.Tensor, z_img: torch.Tensor | None = None, masks: t
         if z_img is not None:
             out["mIoU"] = miou(z_img, masks)
     return out
+
+
+def region_purity(regions: torch.Tensor, labels: torch.Tensor) -> float:
+    """Fraction of patches whose ground-truth label (object or background, ``labels`` (N, P)) is the majority
+    label of their region (``regions`` (N, P)): 1 when every region lies inside one object or the background."""
+    regions, labels = torch.as_tensor(regions).long(), torch.as_tensor(labels).long() + 1
+    if regions.shape != labels.shape:
+        raise ValueError(f"regions: shape {tuple(regions.shape)} differs from labels {tuple(labels.shape)}")
+    n, p = regions.shape
+    g, o = int(regions.max()) + 1, int(labels.max()) + 1
+    counts = torch.zeros(n, g * o).scatter_add_(1, regions * o + labels, torch.ones(n, p))
+    return float(counts.reshape(n, g, o).amax(2).sum() / (n * p))

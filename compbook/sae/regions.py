@@ -76,7 +76,7 @@ def check_n_regions(n_regions: int, n_patches: int) -> int:
 def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
     """Average-linkage agglomerative clustering of a batch of precomputed distances, all images at once.
 
-    ``dist`` (B, P, P) symmetric (or (P, P)); returns int64 labels (B, P) in 0..n_clusters-1, numbered by first
+    ``dist`` (B, P, P) (or (P, P)), read from its upper triangle as scikit-learn does; returns int64 labels (B, P) in 0..n_clusters-1, numbered by first
     appearance. Each of the ``P - n_clusters`` merges joins, in every image, the two clusters with the smallest
     average distance, and updates distances by Lance-Williams: ``d(i+j, m) = (n_i d(i, m) + n_j d(j, m)) / (n_i + n_j)``.
     """
@@ -88,24 +88,25 @@ def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
         raise ValueError(f"dist: shape {tuple(d.shape)}, expected (B, P, P)")
     b, p, _ = d.shape
     n_clusters = check_n_regions(n_clusters, p)
+    d = d.triu(1) + d.triu(1).transpose(1, 2)          # the upper triangle, as scikit-learn reads it
     ar = torch.arange(b)
-    eye = torch.eye(p, dtype=torch.bool)
-    d = d.masked_fill(eye, float("inf"))
+    d.diagonal(dim1=1, dim2=2).fill_(float("inf"))
     size = torch.ones(b, p, dtype=torch.float64)
     labels = torch.arange(p).expand(b, p).clone()
+    rows = torch.cat([ar, ar])
     for _ in range(p - n_clusters):
-        flat = d.reshape(b, -1).argmin(1)
-        i, j = flat // p, flat % p
-        i, j = torch.minimum(i, j), torch.maximum(i, j)       # keep the lower index, drop j
-        si, sj = size[ar, i, None], size[ar, j, None]
-        new = (si * d[ar, i] + sj * d[ar, j]) / (si + sj)      # (B, P)
+        # d is symmetric, so the first minimum in row-major order has i < j: keep i, retire j
+        flat = d.view(b, -1).argmin(1)
+        i, j = flat.div(p, rounding_mode="floor"), flat % p
+        si, sj = size[ar, i], size[ar, j]
+        new = (si[:, None] * d[ar, i] + sj[:, None] * d[ar, j]) / (si + sj)[:, None]      # (B, P)
+        ij = torch.cat([i, j])
         new[ar, i] = float("inf")
         new[ar, j] = float("inf")
-        d[ar, i] = new
-        d[ar, :, i] = new
-        d[ar, j] = float("inf")
-        d[ar, :, j] = float("inf")
-        size[ar, i] += sj[:, 0]
+        new = torch.cat([new, torch.full_like(new, float("inf"))])                      # rows i, then j
+        d[rows, ij] = new
+        d[rows, :, ij] = new
+        size[ar, i] = si + sj
         size[ar, j] = 0
         labels = torch.where(labels == j[:, None], i[:, None], labels)
     out = _first_appearance(labels)

@@ -88,7 +88,7 @@ class TopKSAE(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Sparse code (N, d_sae): the top ``k`` of the ReLU'd pre-activations, zeros elsewhere."""
         pre = self.pre_acts(x)
-        vals, idx = pre.topk(self.k, dim=-1)
+        vals, idx = pre.topk(self.k, dim=-1, sorted=False)
         return torch.zeros_like(pre).scatter(-1, idx, vals)
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
