@@ -43,7 +43,7 @@ def step_fn(sae, opt, data, cfg, idx, regions):
         reg = None
         if cfg.lam > 0:
             reg = regions[idx] if regions is not None else average_linkage(
-                region_distance(data.attn[idx], data.grid), cfg.n_regions)
+                region_distance(data.attn[idx], data.grid), 20)
         loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx, reg, cfg)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -78,3 +78,11 @@ def test_bad_inputs():
         average_linkage(random_distances(1, 16, 0), 17)
     with pytest.raises(ValueError, match="attn"):
         region_distance(torch.rand(2, 10, 10), (3, 3))
+
+
+def test_more_regions_than_patches_raises_and_default_is_min_20_p():
+    attn = torch.softmax(torch.randn(2, 9, 9), -1)
+    with pytest.raises(ValueError, match="n_regions=10"):
+        patch_regions(attn, (3, 3), n_regions=10)
+    assert patch_regions(attn, (3, 3)).max() == 8, "default: min(20, P) = 9 regions of 9 patches"
+    assert len(torch.unique(patch_regions(torch.softmax(torch.randn(1, 36, 36), -1), (6, 6)))) == 20

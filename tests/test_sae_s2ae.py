@@ -106,6 +106,8 @@ def toy_data(n=24, p=16, t=20, d=8, seed=0):
 def test_trainer_deterministic_and_learns():
     data = toy_data()
     cfg = TrainConfig(d_sae=32, k=4, lam=0.01, n_regions=5, steps=30, batch_images=8, seed=3)
+    with pytest.raises(ValueError, match="n_regions=17"):
+        train_sae(data, TrainConfig(d_sae=32, k=4, lam=0.01, n_regions=17, steps=1), progress=False)
     a, b = train_sae(data, cfg, progress=False), train_sae(data, cfg, progress=False)
     assert torch.equal(a.sae.W_enc, b.sae.W_enc), "same seed and data must give the same SAE"
     assert a.losses[-1] < a.losses[0]

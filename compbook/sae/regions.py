@@ -94,21 +94,30 @@ def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
     size = torch.ones(b, p, dtype=torch.float64)
     labels = torch.arange(p).expand(b, p).clone()
     rows = torch.cat([ar, ar])
+    nn_val, nn_idx = d.min(2)              # each cluster's nearest neighbour: (B, P)
     for _ in range(p - n_clusters):
-        # d is symmetric, so the first minimum in row-major order has i < j: keep i, retire j
-        flat = d.view(b, -1).argmin(1)
-        i, j = flat.div(p, rounding_mode="floor"), flat % p
+        a = nn_val.argmin(1)
+        c = nn_idx[ar, a]
+        i, j = torch.minimum(a, c), torch.maximum(a, c)            # keep i, retire j
         si, sj = size[ar, i], size[ar, j]
         new = (si[:, None] * d[ar, i] + sj[:, None] * d[ar, j]) / (si + sj)[:, None]      # (B, P)
-        ij = torch.cat([i, j])
         new[ar, i] = float("inf")
         new[ar, j] = float("inf")
-        new = torch.cat([new, torch.full_like(new, float("inf"))])                      # rows i, then j
-        d[rows, ij] = new
-        d[rows, :, ij] = new
+        both = torch.cat([i, j])
+        upd = torch.cat([new, torch.full_like(new, float("inf"))])                      # rows i, then j
+        d[rows, both] = upd
+        d[rows, :, both] = upd
         size[ar, i] = si + sj
         size[ar, j] = 0
         labels = torch.where(labels == j[:, None], i[:, None], labels)
+        # average linkage: d(m, i+j) >= min(d(m, i), d(m, j)) >= nn_val[m], so only the merged row and the rows
+        # whose nearest neighbour was i or j can change their nearest neighbour
+        stale = (nn_idx == i[:, None]) | (nn_idx == j[:, None])
+        stale[ar, i] = True
+        stale[ar, j] = False
+        nn_val[ar, j] = float("inf")
+        bi, mi = stale.nonzero(as_tuple=True)
+        nn_val[bi, mi], nn_idx[bi, mi] = d[bi, mi].min(1)
     out = _first_appearance(labels)
     return out[0] if single else out
 
@@ -123,11 +132,17 @@ def _first_appearance(labels: torch.Tensor) -> torch.Tensor:
     return rank.gather(1, labels)
 
 
-def patch_regions(attn: torch.Tensor, grid: tuple[int, int], n_regions: int = N_REGIONS,
+def default_regions(n_regions: int | None, n_patches: int) -> int:
+    """``n_regions``, or the paper's ``min(20, P)`` when None; ValueError when more regions than patches."""
+    return min(N_REGIONS, n_patches) if n_regions is None else check_n_regions(n_regions, n_patches)
+
+
+def patch_regions(attn: torch.Tensor, grid: tuple[int, int], n_regions: int | None = None,
                   exponent: float = SPATIAL_EXPONENT) -> torch.Tensor:
-    """Region labels (B, P) per image from image-block attention (B, P, P); ``min(n_regions, P)`` regions each."""
+    """Region labels (B, P) per image from image-block attention (B, P, P); ``n_regions`` each (default
+    ``min(20, P)``, the paper's choice)."""
     d = region_distance(attn, grid, exponent)
-    return average_linkage(d, min(int(n_regions), d.shape[-1]))
+    return average_linkage(d, default_regions(n_regions, d.shape[-1]))
 
 
 def sklearn_regions(dist: np.ndarray, n_clusters: int) -> np.ndarray:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from .regions import N_REGIONS, SPATIAL_EXPONENT, check_n_regions, patch_regions
+from .regions import SPATIAL_EXPONENT, default_regions, patch_regions
 from .topk import TopKSAE, check_activations, fvu_loss
 
 EPS = 1e-8
@@ -96,7 +96,7 @@ class TrainConfig:
     lam: float = 0.0
     gs_weight: float = GS_WEIGHT
     es_weight: float = ES_WEIGHT
-    n_regions: int = N_REGIONS
+    n_regions: int | None = None        # None: min(20, patches), the paper's choice
     exponent: float = SPATIAL_EXPONENT
     steps: int = 1000
     batch_images: int = 32
@@ -128,7 +128,7 @@ class SAEData:
         """All valid tokens (M, d), image patches and text."""
         return self.acts[self.valid]
 
-    def regions(self, n_regions: int = N_REGIONS, exponent: float = SPATIAL_EXPONENT) -> torch.Tensor:
+    def regions(self, n_regions: int | None = None, exponent: float = SPATIAL_EXPONENT) -> torch.Tensor:
         """Region labels (N, P) of every image (batched clustering)."""
         if self.attn is None:
             raise ValueError("attn: SAEData has no attention maps; S2AE needs them for the regions")
@@ -160,7 +160,7 @@ def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainRe
     d_in = data.acts.shape[-1]
     sae = TopKSAE(d_in, cfg.d_sae, cfg.k, seed=cfg.seed)
     n, p = data.acts.shape[0], len(data.patch_idx)
-    n_regions = check_n_regions(min(cfg.n_regions, p), p)
+    n_regions = default_regions(cfg.n_regions, p)
     with torch.no_grad():
         sae.b_dec.copy_(data.tokens.mean(0))                 # our choice: start b_dec at the data mean
     regions = None
