@@ -329,7 +329,10 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
     from .data import make_scenes
 
     recipe = recipe or Recipe()
-    paths = {name: data_file(f"{STORE}{suffix}") for name, suffix in (("vlm", ""), ("text", "_text_only"))}
+    paths = {}
+    for name, suffix in (("vlm", ""), ("text", "_text_only")):
+        for ext in (".json", ".safetensors"):     # in Colab (no checkout) fetched from the repository
+            paths[name] = data_file(f"{STORE}{suffix}{ext}", download=not retrain).with_suffix("")
     if not retrain and all(p.with_suffix(".json").is_file() for p in paths.values()):
         (vlm, meta), (text, _) = load_vlm(paths["vlm"]), load_vlm(paths["text"])
         if meta.get("recipe") == asdict(recipe):
