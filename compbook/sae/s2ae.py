@@ -33,9 +33,21 @@ ES_WEIGHT = 500.0
 LAMBDA = 0.01
 
 
+class _BinarizeSTE(torch.autograd.Function):
+    """Forward ``(z > 0)``, backward the identity: the value and gradient of ``bin(z) + z - sg(z)`` in one op."""
+
+    @staticmethod
+    def forward(ctx, z):
+        return (z > 0).to(z.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 def binarize_ste(z: torch.Tensor) -> torch.Tensor:
     """``bin(z) + z - sg(z)``: forward value 1 where ``z > 0`` (kept by TopK, positive), else 0; gradient of ``z``."""
-    return (z > 0).to(z.dtype) + z - z.detach()
+    return _BinarizeSTE.apply(z)
 
 
 def _check_regions(z_hat: torch.Tensor, regions) -> torch.Tensor:
@@ -149,7 +161,10 @@ def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: tor
     z = sae.encode(x.reshape(b * t, d))
     loss = fvu_loss(x[valid], sae.decode(z).reshape(b, t, d)[valid])
     if cfg.lam > 0:
-        z_img = z.reshape(b, t, -1)[:, patch_idx]
+        z = z.reshape(b, t, -1)
+        p = len(patch_idx)
+        contiguous = p > 0 and bool((patch_idx == torch.arange(int(patch_idx[0]), int(patch_idx[0]) + p)).all())
+        z_img = z[:, int(patch_idx[0]):int(patch_idx[0]) + p] if contiguous else z[:, patch_idx]
         gs, es = batch_penalties(binarize_ste(z_img), regions)
         loss = loss + cfg.lam * (cfg.gs_weight * gs + cfg.es_weight * es)
     return loss
