@@ -122,3 +122,23 @@ def test_sae_data_rejects_nan():
     acts[0, 0, 0] = float("nan")
     with pytest.raises(ValueError, match="acts: contains NaN"):
         SAEData(acts, data.valid, data.patch_idx, data.grid, data.attn)
+
+
+def test_sparse_penalties_equal_dense_values_and_gradients():
+    from compbook.sae import TopKSAE
+    from compbook.sae.s2ae import sparse_penalties
+
+    sae = TopKSAE(6, 24, 5, seed=0)
+    with torch.no_grad():
+        sae.b_enc.fill_(-0.3)                                  # some kept values are 0
+    x = torch.randn(3 * 10, 6, generator=torch.Generator().manual_seed(1))
+    regions = torch.randint(0, 4, (3, 10), generator=torch.Generator().manual_seed(2))
+    vals, idx = sae.encode_topk(x)
+    dense = sae.scatter(vals, idx).reshape(3, 10, 24)
+    gs_d, es_d = batch_penalties(binarize_ste(dense), regions)
+    gs_s, es_s = sparse_penalties(binarize_ste(vals.reshape(3, 10, 5)), idx.reshape(3, 10, 5), regions, 24)
+    assert torch.allclose(gs_d, gs_s) and torch.allclose(es_d, es_s)
+    g_dense = torch.autograd.grad(gs_d + 3 * es_d, sae.W_enc, retain_graph=True)[0]
+    g_sparse = torch.autograd.grad(gs_s + 3 * es_s, sae.W_enc)[0]
+    assert torch.allclose(g_dense, g_sparse, atol=1e-6)
+    assert g_sparse.abs().sum() > 0

@@ -154,18 +154,35 @@ class TrainResult:
     seconds: float = 0.0
 
 
+def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.Tensor,
+                     d_sae: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`batch_penalties` from the TopK's kept entries only: ``vals_hat`` (B, P, k) binarised kept values,
+    ``idx`` (B, P, k) their latents, ``regions`` (B, P) labels in ``0..G-1``. Same values and gradients (the
+    dense code is 0 elsewhere, where the square's gradient is 0), without touching the (B, P, d_sae) code."""
+    b, p, k = vals_hat.shape
+    if regions.shape != (b, p):
+        raise ValueError(f"regions: shape {tuple(regions.shape)}, expected {(b, p)}")
+    g = int(regions.max()) + 1
+    slot = (regions.long()[:, :, None] * d_sae + idx).reshape(b, -1)                          # (B, P k)
+    sums = vals_hat.new_zeros(b, g * d_sae).scatter_add(1, slot, vals_hat.pow(2).reshape(b, -1))
+    count = torch.zeros(b, g, dtype=vals_hat.dtype).scatter_add_(1, regions.long(), torch.ones(b, p))
+    present = (count > 0).to(vals_hat.dtype)[:, :, None]                                     # (B, G, 1)
+    s = torch.sqrt(sums.reshape(b, g, d_sae) / count.clamp_min(1)[:, :, None] + EPS) * present
+    n_groups = present.sum(1)                                                                 # (B, 1)
+    gs = s.mean(2).sum(1) / n_groups[:, 0]
+    es = (s.sum(1) / n_groups).pow(2).mean(1)
+    return gs.mean(), es.mean()
+
+
 def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: torch.Tensor,
               regions: torch.Tensor | None, cfg: TrainConfig) -> torch.Tensor:
     """One batch's loss: FVU over all valid tokens, plus ``lam (gs GS + es ES)`` over image patches (B, P)."""
     b, t, d = x.shape
-    z = sae.encode(x.reshape(b * t, d))
-    loss = fvu_loss(x[valid], sae.decode(z).reshape(b, t, d)[valid])
+    vals, idx = sae.encode_topk(x.reshape(b * t, d))
+    loss = fvu_loss(x[valid], sae.decode(sae.scatter(vals, idx)).reshape(b, t, d)[valid])
     if cfg.lam > 0:
-        z = z.reshape(b, t, -1)
-        p = len(patch_idx)
-        contiguous = p > 0 and bool((patch_idx == torch.arange(int(patch_idx[0]), int(patch_idx[0]) + p)).all())
-        z_img = z[:, int(patch_idx[0]):int(patch_idx[0]) + p] if contiguous else z[:, patch_idx]
-        gs, es = batch_penalties(binarize_ste(z_img), regions)
+        vals, idx = vals.reshape(b, t, -1)[:, patch_idx], idx.reshape(b, t, -1)[:, patch_idx]
+        gs, es = sparse_penalties(binarize_ste(vals), idx, regions, sae.d_sae)
         loss = loss + cfg.lam * (cfg.gs_weight * gs + cfg.es_weight * es)
     return loss
 

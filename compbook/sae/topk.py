@@ -85,11 +85,18 @@ class TopKSAE(nn.Module):
         x = check_activations(x, self.d_in).to(self.W_enc.dtype)
         return torch.relu((x - self.b_dec) @ self.W_enc + self.b_enc)
 
+    def encode_topk(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The kept values and their latent indices, both (N, k) (a value may be 0: ReLU before TopK)."""
+        return self.pre_acts(x).topk(self.k, dim=-1, sorted=False)
+
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Sparse code (N, d_sae): the top ``k`` of the ReLU'd pre-activations, zeros elsewhere."""
-        pre = self.pre_acts(x)
-        vals, idx = pre.topk(self.k, dim=-1, sorted=False)
-        return torch.zeros_like(pre).scatter(-1, idx, vals)
+        vals, idx = self.encode_topk(x)
+        return self.scatter(vals, idx)
+
+    def scatter(self, vals: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """Dense code (N, d_sae) from :meth:`encode_topk`'s values and indices."""
+        return torch.zeros(*vals.shape[:-1], self.d_sae, dtype=vals.dtype, device=vals.device).scatter(-1, idx, vals)
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """``z W_dec + b_dec``: (N, d_sae) -> (N, d_in)."""
