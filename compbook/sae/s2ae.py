@@ -92,7 +92,13 @@ def batch_penalties(z_hat: torch.Tensor, regions: torch.Tensor) -> tuple[torch.T
     onehot = torch.nn.functional.one_hot(regions.long(), g).transpose(1, 2).to(z_hat.dtype)   # (B, G, P)
     count = onehot.sum(2, keepdim=True)                                                        # (B, G, 1)
     present = (count > 0).to(z_hat.dtype)
-    s = torch.sqrt(torch.bmm(onehot, z_hat.pow(2)) / count.clamp_min(1) + EPS) * present      # (B, G, d)
+    return _gs_es(torch.bmm(onehot, z_hat.pow(2)) / count.clamp_min(1), present)
+
+
+def _gs_es(mean_sq: torch.Tensor, present: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """GS and ES averaged over images from ``mean_sq`` (B, G, d) = mean of Z_hat^2 per region; ``present``
+    (B, G, 1) is 1 for the regions an image has."""
+    s = torch.sqrt(mean_sq + EPS) * present
     n_groups = present.sum(1)                                                                  # (B, 1)
     gs = s.mean(2).sum(1) / n_groups[:, 0]
     es = (s.sum(1) / n_groups).pow(2).mean(1)
@@ -167,11 +173,7 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
     sums = vals_hat.new_zeros(b, g * d_sae).scatter_add(1, slot, vals_hat.pow(2).reshape(b, -1))
     count = torch.zeros(b, g, dtype=vals_hat.dtype).scatter_add_(1, regions.long(), torch.ones(b, p))
     present = (count > 0).to(vals_hat.dtype)[:, :, None]                                     # (B, G, 1)
-    s = torch.sqrt(sums.reshape(b, g, d_sae) / count.clamp_min(1)[:, :, None] + EPS) * present
-    n_groups = present.sum(1)                                                                 # (B, 1)
-    gs = s.mean(2).sum(1) / n_groups[:, 0]
-    es = (s.sum(1) / n_groups).pow(2).mean(1)
-    return gs.mean(), es.mean()
+    return _gs_es(sums.reshape(b, g, d_sae) / count.clamp_min(1)[:, :, None], present)
 
 
 def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: torch.Tensor,
