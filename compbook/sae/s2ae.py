@@ -10,9 +10,10 @@ Spec facts (``shared/spec/paper-c-s2ae.md``, the public trainer):
 * Loss ``FVU + lambda (100 GS + 500 ES)``, ``lambda = 0.01``, the penalties on image patches only;
   ``lambda = 0`` is the vanilla TopK SAE.
 
-:func:`group_sparsity` / :func:`exclusive_sparsity` take one image; :func:`batch_penalties` computes both for a
-batch of images at once (one batched matmul), and :func:`train_sae` trains vanilla or S2AE SAEs on the
-activations of :mod:`compbook.sae.vlm`. Our choices, all parameters of :class:`TrainConfig`: Adam, learning rate,
+:func:`group_sparsity` / :func:`exclusive_sparsity` take one image (the reference API); :func:`batch_penalties`
+computes both for a batch of images from the dense codes, and :func:`sparse_penalties` from the TopK's kept
+entries only (what the trainer uses: same values and gradients, a fraction of the work). :func:`train_sae` trains
+vanilla or S2AE SAEs on the activations of :mod:`compbook.sae.vlm`. Our choices, all parameters of :class:`TrainConfig`: Adam, learning rate,
 batch of whole images (all their tokens), ``b_dec`` initialised to the data mean, penalties averaged over images.
 """
 
