@@ -49,7 +49,7 @@ def image_attention(attentions: torch.Tensor, patch_idx: torch.Tensor) -> torch.
 
 
 def region_distance(attn: torch.Tensor, grid: tuple[int, int], exponent: float = SPATIAL_EXPONENT) -> torch.Tensor:
-    """The S2AE distance (B, P, P) in float64 from image-block attention ``attn`` (B, P, P) on a ``grid`` (rows, cols)."""
+    """The S2AE distance (B, P, P), float64, from image-block attention ``attn`` (B, P, P) on ``grid`` (rows, cols)."""
     a = torch.as_tensor(attn).double()
     single = a.ndim == 2
     if single:
@@ -77,9 +77,10 @@ def check_n_regions(n_regions: int, n_patches: int) -> int:
 def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
     """Average-linkage agglomerative clustering of a batch of precomputed distances, all images at once.
 
-    ``dist`` (B, P, P) (or (P, P)), read from its upper triangle as scikit-learn does; returns int64 labels (B, P) in 0..n_clusters-1, numbered by first
-    appearance. Each of the ``P - n_clusters`` merges joins, in every image, the two clusters with the smallest
-    average distance, and updates distances by Lance-Williams: ``d(i+j, m) = (n_i d(i, m) + n_j d(j, m)) / (n_i + n_j)``.
+    ``dist`` (B, P, P) (or (P, P)), read from its upper triangle as scikit-learn does; returns int64 labels (B, P)
+    in 0..n_clusters-1, numbered by first appearance. Each of the ``P - n_clusters`` merges joins, in every image,
+    the two clusters with the smallest average distance, and updates distances by Lance-Williams:
+    ``d(i+j, m) = (n_i d(i, m) + n_j d(j, m)) / (n_i + n_j)``.
     """
     d = torch.as_tensor(dist).detach().cpu().double().numpy().copy()   # numpy: small arrays, low overhead
     single = d.ndim == 2

@@ -13,8 +13,10 @@ Spec facts (``shared/spec/paper-c-s2ae.md``, the public trainer):
 :func:`group_sparsity` / :func:`exclusive_sparsity` take one image (the reference API); :func:`batch_penalties`
 computes both for a batch of images from the dense codes, and :func:`sparse_penalties` from the TopK's kept
 entries only (what the trainer uses: same values and gradients, a fraction of the work). :func:`train_sae` trains
-vanilla or S2AE SAEs on the activations of :mod:`compbook.sae.vlm`. Our choices, all parameters of :class:`TrainConfig`: Adam, learning rate,
-batch of whole images (all their tokens), ``b_dec`` initialised to the data mean, penalties averaged over images.
+vanilla or S2AE SAEs on the activations of :mod:`compbook.sae.vlm`. Our choices, all parameters of
+:class:`TrainConfig`: Adam, learning rate, batch of whole images (all their tokens), ``b_dec`` initialised to the
+data mean, penalties averaged over images, regions computed once per image (the VLM is frozen; the paper's
+trainer recomputes them each step, ``regions_every_step=True``, with the same result).
 """
 
 from __future__ import annotations
