@@ -1,0 +1,15 @@
+"""Part C: sparse autoencoders on a vision-language model's residual stream, vanilla vs S2AE (chapters 14-15).
+
+* :mod:`compbook.sae.topk`: :class:`TopKSAE` (SAELens names), :func:`fvu`, L0, dead latents, checkpoints.
+* :mod:`compbook.sae.regions`: patch regions from attention, batched average-linkage clustering.
+* :mod:`compbook.sae.s2ae`: straight-through binarisation, :func:`group_sparsity`, :func:`exclusive_sparsity`,
+  the trainer :func:`train_sae`.
+* :mod:`compbook.sae.vlm`: the tiny VLM trained on :mod:`compbook.scenes`, and :func:`extract` (tiny VLM or a
+  transformers Qwen2.5-VL).
+* :mod:`compbook.sae.metrics`: mIoU against exact masks, EV, L0, dead latents.
+"""
+
+from .s2ae import binarize_ste, exclusive_sparsity, group_sparsity
+from .topk import TopKSAE, fvu
+
+__all__ = ["TopKSAE", "fvu", "group_sparsity", "exclusive_sparsity", "binarize_ste"]

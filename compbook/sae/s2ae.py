@@ -1,0 +1,223 @@
+"""S2AE: structured sparsity on image patches, and the SAE trainer (chapter 15).
+
+Spec facts (``shared/spec/paper-c-s2ae.md``, the public trainer):
+
+* Binarise the TopK code with a straight-through estimator: ``Z_hat = bin(Z) + Z - sg(Z)``, ``bin = 1`` where a
+  latent is kept by the TopK and positive (:func:`binarize_ste`): the penalties count usage, not magnitude.
+* Group profile ``s^g_j = sqrt(mean over the patches of region g of Z_hat[:, j]^2 + 1e-8)``.
+* Group sparsity ``GS = mean_g mean_j s^g_j`` (within regions); exclusive sparsity
+  ``ES = mean_j (mean_g s^g_j)^2`` (across regions).
+* Loss ``FVU + lambda (100 GS + 500 ES)``, ``lambda = 0.01``, the penalties on image patches only;
+  ``lambda = 0`` is the vanilla TopK SAE.
+
+:func:`group_sparsity` / :func:`exclusive_sparsity` take one image (the reference API); :func:`batch_penalties`
+computes both for a batch of images from the dense codes, and :func:`sparse_penalties` from the TopK's kept
+entries only (what the trainer uses: same values and gradients, a fraction of the work). :func:`train_sae` trains
+vanilla or S2AE SAEs on the activations of :mod:`compbook.sae.vlm`. Our choices, all parameters of
+:class:`TrainConfig`: Adam, learning rate, batch of whole images (all their tokens), ``b_dec`` initialised to the
+data mean, penalties averaged over images, regions computed once per image (the VLM is frozen; the paper's
+trainer recomputes them each step, ``regions_every_step=True``, with the same result).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+from tqdm.auto import tqdm
+
+from .regions import SPATIAL_EXPONENT, default_regions, patch_regions
+from .topk import TopKSAE, check_activations, fvu_loss
+
+EPS = 1e-8
+GS_WEIGHT = 100.0
+ES_WEIGHT = 500.0
+LAMBDA = 0.01
+
+
+class _BinarizeSTE(torch.autograd.Function):
+    """Forward ``(z > 0)``, backward the identity: the value and gradient of ``bin(z) + z - sg(z)`` in one op."""
+
+    @staticmethod
+    def forward(ctx, z):
+        return (z > 0).to(z.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def binarize_ste(z: torch.Tensor) -> torch.Tensor:
+    """``bin(z) + z - sg(z)``: forward value 1 where ``z > 0`` (kept by TopK, positive), else 0; gradient of ``z``."""
+    return _BinarizeSTE.apply(z)
+
+
+def _check_regions(z_hat: torch.Tensor, regions) -> torch.Tensor:
+    regions = torch.as_tensor(regions)
+    if z_hat.ndim != 2:
+        raise ValueError(f"z_hat: shape {tuple(z_hat.shape)}, expected (P, d_sae) for one image")
+    if regions.shape != z_hat.shape[:1] or regions.dtype.is_floating_point:
+        raise ValueError(f"regions: expected an int array of shape ({z_hat.shape[0]},), got "
+                         f"{regions.dtype} {tuple(regions.shape)}")
+    return regions.long()
+
+
+def group_profiles(z_hat: torch.Tensor, regions) -> torch.Tensor:
+    """``s^g_j`` (G, d_sae) for one image: ``z_hat`` (P, d_sae), ``regions`` (P,) int labels (any values)."""
+    regions = _check_regions(z_hat, regions)
+    _, inv = torch.unique(regions, return_inverse=True)
+    onehot = torch.nn.functional.one_hot(inv).T.to(z_hat.dtype)        # (G, P)
+    mean_sq = (onehot @ z_hat.pow(2)) / onehot.sum(1, keepdim=True)
+    return torch.sqrt(mean_sq + EPS)
+
+
+def group_sparsity(z_hat: torch.Tensor, regions) -> torch.Tensor:
+    """GS = mean over regions g and latents j of ``s^g_j`` (a scalar tensor with gradients)."""
+    return group_profiles(z_hat, regions).mean()
+
+
+def exclusive_sparsity(z_hat: torch.Tensor, regions) -> torch.Tensor:
+    """ES = mean over latents j of ``(mean_g s^g_j)^2`` (a scalar tensor with gradients)."""
+    return group_profiles(z_hat, regions).mean(0).pow(2).mean()
+
+
+def batch_penalties(z_hat: torch.Tensor, regions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """GS and ES of every image of a batch, averaged over the images.
+
+    ``z_hat`` (B, P, d_sae); ``regions`` (B, P) int labels in ``0..G-1`` (a label may be unused in an image).
+    Equal to the mean over images of :func:`group_sparsity` / :func:`exclusive_sparsity` (tested).
+    """
+    b, p, _ = z_hat.shape
+    if regions.shape != (b, p):
+        raise ValueError(f"regions: shape {tuple(regions.shape)}, expected {(b, p)}")
+    g = int(regions.max()) + 1
+    onehot = torch.nn.functional.one_hot(regions.long(), g).transpose(1, 2).to(z_hat.dtype)   # (B, G, P)
+    count = onehot.sum(2, keepdim=True)                                                        # (B, G, 1)
+    present = (count > 0).to(z_hat.dtype)
+    return _gs_es(torch.bmm(onehot, z_hat.pow(2)) / count.clamp_min(1), present)
+
+
+def _gs_es(mean_sq: torch.Tensor, present: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """GS and ES averaged over images from ``mean_sq`` (B, G, d) = mean of Z_hat^2 per region; ``present``
+    (B, G, 1) is 1 for the regions an image has."""
+    s = torch.sqrt(mean_sq + EPS) * present
+    n_groups = present.sum(1)                                                                  # (B, 1)
+    gs = s.mean(2).sum(1) / n_groups[:, 0]
+    es = (s.sum(1) / n_groups).pow(2).mean(1)
+    return gs.mean(), es.mean()
+
+
+# -- training ------------------------------------------------------------------------------------------------------
+@dataclass
+class TrainConfig:
+    """How :func:`train_sae` trains (``lam = 0``: vanilla TopK SAE; the paper's S2AE: ``lam = 0.01``)."""
+    d_sae: int = 512
+    k: int = 16
+    lam: float = 0.0
+    gs_weight: float = GS_WEIGHT
+    es_weight: float = ES_WEIGHT
+    n_regions: int | None = None        # None: min(20, patches), the paper's choice
+    exponent: float = SPATIAL_EXPONENT
+    steps: int = 1000
+    batch_images: int = 32
+    lr: float = 1e-3
+    seed: int = 0
+    regions_every_step: bool = False    # True: cluster the batch's images inside each step, as the paper's trainer
+
+
+@dataclass
+class SAEData:
+    """Activations for SAE training, one row per image (from :func:`compbook.sae.vlm.extract`).
+
+    ``acts`` (N, T, d); ``valid`` (N, T) bool (False on padding); ``patch_idx`` (P,) positions of the image
+    patches (row-major on ``grid``); ``attn`` (N, P, P) image-block attention (mean over layers and heads).
+    """
+    acts: torch.Tensor
+    valid: torch.Tensor
+    patch_idx: torch.Tensor
+    grid: tuple[int, int]
+    attn: torch.Tensor | None = None
+
+    def __post_init__(self):
+        self.acts = check_activations(self.acts, self.acts.shape[-1], "acts")
+        if self.valid.shape != self.acts.shape[:2]:
+            raise ValueError(f"valid: shape {tuple(self.valid.shape)}, expected {tuple(self.acts.shape[:2])}")
+
+    @property
+    def tokens(self) -> torch.Tensor:
+        """All valid tokens (M, d), image patches and text."""
+        return self.acts[self.valid]
+
+    def regions(self, n_regions: int | None = None, exponent: float = SPATIAL_EXPONENT) -> torch.Tensor:
+        """Region labels (N, P) of every image (batched clustering)."""
+        if self.attn is None:
+            raise ValueError("attn: SAEData has no attention maps; S2AE needs them for the regions")
+        return patch_regions(self.attn, self.grid, n_regions, exponent)
+
+
+@dataclass
+class TrainResult:
+    sae: TopKSAE
+    losses: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.Tensor,
+                     d_sae: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`batch_penalties` from the TopK's kept entries only: ``vals_hat`` (B, P, k) binarised kept values,
+    ``idx`` (B, P, k) their latents, ``regions`` (B, P) labels in ``0..G-1``. Same values and gradients (the
+    dense code is 0 elsewhere, where the square's gradient is 0), without touching the (B, P, d_sae) code."""
+    b, p, k = vals_hat.shape
+    if regions.shape != (b, p):
+        raise ValueError(f"regions: shape {tuple(regions.shape)}, expected {(b, p)}")
+    g = int(regions.max()) + 1
+    slot = (regions.long()[:, :, None] * d_sae + idx).reshape(b, -1)                          # (B, P k)
+    sums = vals_hat.new_zeros(b, g * d_sae).scatter_add(1, slot, vals_hat.pow(2).reshape(b, -1))
+    count = torch.zeros(b, g, dtype=vals_hat.dtype).scatter_add_(1, regions.long(), torch.ones(b, p))
+    present = (count > 0).to(vals_hat.dtype)[:, :, None]                                     # (B, G, 1)
+    return _gs_es(sums.reshape(b, g, d_sae) / count.clamp_min(1)[:, :, None], present)
+
+
+def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: torch.Tensor,
+              regions: torch.Tensor | None, cfg: TrainConfig) -> torch.Tensor:
+    """One batch's loss: FVU over all valid tokens, plus ``lam (gs GS + es ES)`` over image patches (B, P)."""
+    b, t, d = x.shape
+    vals, idx = sae.encode_topk(x.reshape(b * t, d))
+    loss = fvu_loss(x[valid], sae.decode(sae.scatter(vals, idx)).reshape(b, t, d)[valid])
+    if cfg.lam > 0:
+        vals, idx = vals.reshape(b, t, -1)[:, patch_idx], idx.reshape(b, t, -1)[:, patch_idx]
+        gs, es = sparse_penalties(binarize_ste(vals), idx, regions, sae.d_sae)
+        loss = loss + cfg.lam * (cfg.gs_weight * gs + cfg.es_weight * es)
+    return loss
+
+
+def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainResult:
+    """Train a TopK SAE (``cfg.lam = 0``) or an S2AE (``cfg.lam > 0``) on ``data``; deterministic given ``cfg.seed``."""
+    d_in = data.acts.shape[-1]
+    sae = TopKSAE(d_in, cfg.d_sae, cfg.k, seed=cfg.seed)
+    n, p = data.acts.shape[0], len(data.patch_idx)
+    n_regions = default_regions(cfg.n_regions, p)
+    with torch.no_grad():
+        sae.b_dec.copy_(data.tokens.mean(0))                 # our choice: start b_dec at the data mean
+    regions = None
+    if cfg.lam > 0 and not cfg.regions_every_step:
+        regions = data.regions(n_regions, cfg.exponent)      # the VLM is frozen: same attention, same regions
+    opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)
+    g = torch.Generator().manual_seed(cfg.seed)
+    res = TrainResult(sae)
+    t0 = time.perf_counter()
+    for _ in tqdm(range(cfg.steps), disable=not progress, desc=f"SAE lam={cfg.lam:g}"):
+        idx = torch.randint(0, n, (min(cfg.batch_images, n),), generator=g)
+        reg = None
+        if cfg.lam > 0:
+            reg = (patch_regions(data.attn[idx], data.grid, n_regions, cfg.exponent)
+                   if cfg.regions_every_step else regions[idx])
+        loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx, reg, cfg)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sae.normalize_decoder()
+        res.losses.append(loss.item())
+    res.seconds = time.perf_counter() - t0
+    return res

@@ -1,0 +1,73 @@
+"""Figures for Part C: scenes with captions, where a latent fires, patch regions (chapters 14-15)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+WIDTH = 7.0
+
+
+def _grid_axes(n: int, ncols: int, height: float):
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, height * nrows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    return fig, axes.flat
+
+
+def show_scenes(scenes, idx, ncols: int = 4):
+    """Images with their captions (wrapped), one panel per scene index in ``idx``."""
+    fig, axes = _grid_axes(len(idx), ncols, 2.2)
+    for ax, i in zip(axes, idx):
+        ax.imshow(scenes.images[i], interpolation="nearest")
+        words = scenes.vocab.decode(scenes.tokens[i].tolist()).replace(" and ", "\nand ")
+        ax.set_title(words, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def overlay(image: np.ndarray, patch_values: np.ndarray, grid: tuple, colour=(1.0, 0.0, 0.0), alpha=0.6):
+    """``image`` (H, W, 3) with patches tinted by ``patch_values`` (P,) in [0, 1] (row-major on ``grid``)."""
+    h, w, _ = image.shape
+    v = np.asarray(patch_values, float).reshape(grid)
+    v = np.kron(v, np.ones((h // grid[0], w // grid[1])))[..., None]
+    return image * (1 - alpha * v) + alpha * v * np.asarray(colour)
+
+
+def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None):
+    """For each latent (a row), the first images where it fires with its active patches in red.
+
+    ``codes`` (N, P, d_sae) patch codes of ``scenes``.
+    """
+    active = np.asarray(codes != 0)
+    fig, axes = plt.subplots(len(latents), images_per_latent, squeeze=False,
+                             figsize=(WIDTH, 1.9 * len(latents)))
+    for r, j in enumerate(latents):
+        where = np.flatnonzero(active[:, :, j].any(1))[:images_per_latent]
+        for c in range(images_per_latent):
+            ax = axes[r, c]
+            ax.axis("off")
+            if c < len(where):
+                n = where[c]
+                ax.imshow(overlay(scenes.images[n], active[n, :, j], scenes.grid), interpolation="nearest")
+        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=8, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
+    """Images with their patch regions drawn as colours (``regions`` (N, P) labels)."""
+    fig, axes = _grid_axes(len(idx), ncols, 2.4)
+    cmap = plt.get_cmap("tab20")
+    for ax, i in zip(axes, idx):
+        lab = np.asarray(regions[i]).reshape(scenes.grid)
+        colours = cmap(lab % 20)[..., :3]
+        h = scenes.images[i].shape[0] // scenes.grid[0]
+        big = np.kron(colours, np.ones((h, h, 1)))
+        ax.imshow(0.45 * scenes.images[i] + 0.55 * big, interpolation="nearest")
+        ax.set_title(f"scene {i}: {len(np.unique(lab))} regions", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,361 @@
+"""A tiny vision-language model, and residual-stream + attention extraction (chapter 14).
+
+:class:`TinyVLM` is a small decoder-only transformer (nanoGPT style, pre-LayerNorm) that reads one sequence:
+the image's patch tokens (a linear embedding of each 4x4 RGB patch plus a learned position per grid cell), then
+the caption tokens. Attention is causal over the whole sequence, as in Qwen2.5-VL's language model. The loss is
+next-token cross-entropy on the caption only, so the caption is predicted *conditioned on the image*. With
+``text_only=True`` the same model sees the caption alone: the baseline that shows how much the image is read.
+
+:func:`extract` returns the residual stream after a chosen layer for every token, the token types (image patch /
+text / padding), the patches' grid coordinates and the attention probabilities of every layer and head. The same
+function accepts a transformers Qwen2.5-VL (loaded with ``attn_implementation="eager"``; see
+:func:`extract_hf`), which is how a reader with weights runs the paper's setting.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+FORMAT = "compbook-tiny-vlm/1"
+IMAGE, TEXT, PAD = 0, 1, -1
+
+
+@dataclass
+class TinyVLMConfig:
+    """Sizes of a :class:`TinyVLM` (our choice; ``text_only``: the caption-only baseline)."""
+    vocab_size: int
+    patch_dim: int = 48
+    grid: tuple = (8, 8)
+    max_text: int = 32
+    d_model: int = 64
+    n_layers: int = 4
+    n_heads: int = 4
+    d_mlp: int = 256
+    text_only: bool = False
+    pad_id: int = 0
+    seed: int = 0
+
+    @property
+    def n_patches(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm block; attention written out so that its probabilities can be returned."""
+
+    def __init__(self, cfg: TinyVLMConfig):
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_mlp), nn.GELU(), nn.Linear(cfg.d_mlp, cfg.d_model))
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(B, T, d) -> (B, T, d) and attention probabilities (B, H, T, T) (None unless ``need_weights``:
+        training uses the fused kernel, which computes the same attention without returning it)."""
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        probs = None
+        if need_weights:
+            scores = q @ k.transpose(-1, -2) / (d // self.n_heads) ** 0.5
+            causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            probs = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+            y = probs @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x)), probs
+
+
+class TinyVLM(nn.Module):
+    """``forward(patches (B, P, patch_dim), tokens (B, L)) -> logits (B, L, vocab)`` at the caption positions."""
+
+    def __init__(self, cfg: TinyVLMConfig):
+        super().__init__()
+        self.cfg = cfg
+        torch.manual_seed(cfg.seed)
+        self.patch_embed = nn.Linear(cfg.patch_dim, cfg.d_model)
+        self.patch_pos = nn.Parameter(0.02 * torch.randn(cfg.n_patches, cfg.d_model))
+        self.tok_embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.tok_pos = nn.Parameter(0.02 * torch.randn(cfg.max_text, cfg.d_model))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
+
+    def n_image_tokens(self) -> int:
+        return 0 if self.cfg.text_only else self.cfg.n_patches
+
+    def embed(self, patches: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """The input sequence (B, P + L, d): patch tokens then caption tokens (caption only when text_only)."""
+        if tokens.shape[1] > self.cfg.max_text:
+            raise ValueError(f"tokens: {tokens.shape[1]} caption tokens > max_text={self.cfg.max_text}")
+        text = self.tok_embed(tokens) + self.tok_pos[: tokens.shape[1]]
+        if self.cfg.text_only:
+            return text
+        if patches.shape[1:] != (self.cfg.n_patches, self.cfg.patch_dim):
+            raise ValueError(f"patches: shape {tuple(patches.shape)}, expected (B, {self.cfg.n_patches}, "
+                             f"{self.cfg.patch_dim})")
+        return torch.cat([self.patch_embed(patches) + self.patch_pos, text], 1)
+
+    def run(self, patches, tokens, need_weights: bool = True) -> tuple[torch.Tensor, list, list]:
+        """Logits (B, L, V), residual streams [(B, T, d)] * (n_layers + 1) (0: embeddings), attentions
+        [(B, H, T, T)] * n_layers (Nones unless ``need_weights``)."""
+        x = self.embed(patches, tokens)
+        hidden, attns = [x], []
+        for blk in self.blocks:
+            x, a = blk(x, need_weights)
+            hidden.append(x)
+            attns.append(a)
+        logits = self.head(self.ln_f(x[:, self.n_image_tokens():]))
+        return logits, hidden, attns
+
+    def forward(self, patches, tokens) -> torch.Tensor:
+        return self.run(patches, tokens, need_weights=False)[0]
+
+
+def caption_loss(model: TinyVLM, patches, tokens, pad_id: int) -> torch.Tensor:
+    """Next-token cross-entropy over the caption (targets tokens[1:], padding ignored)."""
+    logits = model(patches, tokens[:, :-1])
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1), ignore_index=pad_id)
+
+
+@torch.no_grad()
+def caption_accuracy(model: TinyVLM, scenes, batch: int = 256) -> dict:
+    """Teacher-forced next-token accuracy on ``scenes`` (a :class:`compbook.sae.data.SceneSet`): over all caption
+    targets (``all``) and over the words that name a colour or shape (``concept words``)."""
+    model.eval()
+    hits, total, chits, ctotal = 0, 0, 0, 0
+    for i in range(0, len(scenes), batch):
+        tok = scenes.tokens[i:i + batch]
+        pred = model(scenes.patches[i:i + batch], tok[:, :-1]).argmax(-1)
+        tgt = tok[:, 1:]
+        keep = tgt != scenes.vocab.pad_id
+        concept = scenes.token_concept[i:i + batch, 1:] >= 0
+        hits += int(((pred == tgt) & keep).sum())
+        total += int(keep.sum())
+        chits += int(((pred == tgt) & concept).sum())
+        ctotal += int(concept.sum())
+    return {"all": hits / total, "concept words": chits / ctotal}
+
+
+@dataclass
+class VLMTrainConfig:
+    """How :func:`train_vlm` trains (our choice)."""
+    steps: int = 1500
+    batch: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    seed: int = 0
+
+
+def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True) -> tuple[TinyVLM, dict]:
+    """Train a :class:`TinyVLM` on ``scenes``; AdamW with cosine decay; deterministic given the seeds."""
+    model = TinyVLM(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, tcfg.steps)
+    g = torch.Generator().manual_seed(tcfg.seed)
+    losses, t0 = [], time.perf_counter()
+    model.train()
+    for _ in tqdm(range(tcfg.steps), disable=not progress, desc="text-only" if cfg.text_only else "tiny VLM"):
+        idx = torch.randint(0, len(scenes), (tcfg.batch,), generator=g)
+        loss = caption_loss(model, scenes.patches[idx], scenes.tokens[idx], scenes.vocab.pad_id)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    model.eval()
+    return model, {"losses": losses, "seconds": time.perf_counter() - t0}
+
+
+def save_vlm(model: TinyVLM, path, metadata: dict | None = None) -> Path:
+    """``path.safetensors`` (weights) + ``path.json`` (config, metadata); returns the JSON path."""
+    path = Path(path).with_suffix("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path.with_suffix(".safetensors")))
+    path.with_suffix(".json").write_text(json.dumps(
+        {"format": FORMAT, "config": asdict(model.cfg), "metadata": metadata or {}}, indent=1))
+    return path.with_suffix(".json")
+
+
+def load_vlm(path) -> tuple[TinyVLM, dict]:
+    """A :func:`save_vlm` checkpoint -> (model in eval mode, metadata)."""
+    path = Path(path).with_suffix("")
+    meta = json.loads(path.with_suffix(".json").read_text())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}.json: format {meta.get('format')!r} is not {FORMAT!r}")
+    c = meta["config"]
+    model = TinyVLM(TinyVLMConfig(**{**c, "grid": tuple(c["grid"])}))
+    model.load_state_dict(load_file(str(path.with_suffix(".safetensors"))))
+    return model.eval(), meta["metadata"]
+
+
+# -- extraction ----------------------------------------------------------------------------------------------------
+@dataclass
+class Extraction:
+    """What :func:`extract` returns. ``resid`` (B, T, d) after the chosen layer; ``token_type`` (B, T) 0 image
+    patch, 1 text, -1 padding; ``patch_rc`` (B, T, 2) grid row/column of image patches (-1 elsewhere);
+    ``attentions`` (B, layers, heads, T, T); ``patch_idx`` (P,) positions of the patches (row-major), ``grid``."""
+    resid: torch.Tensor
+    token_type: torch.Tensor
+    patch_rc: torch.Tensor
+    attentions: torch.Tensor
+    patch_idx: torch.Tensor
+    grid: tuple
+    layer: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _check_layer(layer: int, n_layers: int) -> int:
+    if not 0 <= int(layer) <= n_layers:
+        raise ValueError(f"layer={layer}: must be in 0..{n_layers} (0 = embeddings, l = after block l)")
+    return int(layer)
+
+
+def _patch_coords(b: int, t: int, patch_idx: torch.Tensor, grid: tuple) -> torch.Tensor:
+    rc = torch.full((b, t, 2), -1, dtype=torch.long)
+    cells = torch.arange(grid[0] * grid[1])
+    rc[:, patch_idx] = torch.stack([cells // grid[1], cells % grid[1]], 1)
+    return rc
+
+
+def check_attentions(attentions, model_name: str) -> None:
+    """ValueError (argument ``model``) when a forward pass returned no attention probabilities."""
+    if attentions is None or len(attentions) == 0 or any(a is None for a in attentions):
+        raise ValueError(f"model: {model_name} returned no attentions; load it with "
+                         "attn_implementation='eager' (e.g. from_pretrained(..., attn_implementation='eager')) "
+                         "and call it with output_attentions=True (SDPA/flash attention never return them)")
+
+
+@torch.no_grad()
+def extract(model, inputs, layer: int) -> Extraction:
+    """Residual stream after ``layer``, token types, patch coordinates and all attention probabilities.
+
+    ``model`` a :class:`TinyVLM` with ``inputs = (patches (B, P, patch_dim), tokens (B, L))``, or a transformers
+    Qwen2.5-VL with ``inputs`` the processor's output (see :func:`extract_hf`).
+    """
+    if not isinstance(model, TinyVLM):
+        return extract_hf(model, inputs, layer)
+    patches, tokens = inputs
+    layer = _check_layer(layer, model.cfg.n_layers)
+    _, hidden, attns = model.run(patches, tokens)
+    check_attentions(attns, "TinyVLM")
+    b, t = hidden[layer].shape[:2]
+    p = model.n_image_tokens()
+    token_type = torch.full((b, t), TEXT, dtype=torch.long)
+    token_type[:, :p] = IMAGE
+    token_type[:, p:][tokens == model.cfg.pad_id] = PAD
+    patch_idx = torch.arange(p)
+    return Extraction(hidden[layer], token_type, _patch_coords(b, t, patch_idx, model.cfg.grid),
+                      torch.stack(attns, 1), patch_idx, model.cfg.grid if p else (0, 0), layer)
+
+
+@torch.no_grad()
+def extract_hf(model, inputs: dict, layer: int) -> Extraction:
+    """:func:`extract` for a transformers Qwen2.5-VL (one image per sample, the same grid for the batch).
+
+    ``inputs``: ``input_ids`` (B, T), ``attention_mask``, ``pixel_values``, ``image_grid_thw`` (B, 3) as the
+    processor returns them. Image tokens are where ``input_ids == config.image_token_id``; their grid is
+    ``(h, w) // spatial_merge_size`` from ``image_grid_thw``, row-major, as Qwen2.5-VL's merger lays them out.
+    """
+    cfg = model.config
+    n_layers = cfg.get_text_config().num_hidden_layers
+    layer = _check_layer(layer, n_layers)
+    out = model(**inputs, output_hidden_states=True, output_attentions=True, return_dict=True)
+    check_attentions(getattr(out, "attentions", None), type(model).__name__)
+    ids = inputs["input_ids"]
+    b, t = ids.shape
+    merge = cfg.vision_config.spatial_merge_size
+    thw = inputs["image_grid_thw"]
+    if len(thw) != b or not (thw == thw[0]).all() or int(thw[0, 0]) != 1:
+        raise ValueError("inputs: extract_hf needs one still image per sample and the same grid for the batch")
+    grid = (int(thw[0, 1]) // merge, int(thw[0, 2]) // merge)
+    is_img = ids == cfg.image_token_id
+    pos = is_img[0].nonzero().flatten()
+    if not (is_img.sum(1) == grid[0] * grid[1]).all() or not (is_img == is_img[0]).all():
+        raise ValueError(f"inputs: each sample needs {grid[0] * grid[1]} image tokens at the same positions")
+    token_type = torch.full((b, t), TEXT, dtype=torch.long)
+    token_type[is_img] = IMAGE
+    if "attention_mask" in inputs:
+        token_type[inputs["attention_mask"] == 0] = PAD
+    return Extraction(out.hidden_states[layer].float(), token_type, _patch_coords(b, t, pos, grid),
+                      torch.stack([a.float() for a in out.attentions], 1), pos, grid, layer)
+
+
+# -- the book's stored pair: the tiny VLM and its text-only baseline ---------------------------------------------
+@dataclass
+class Recipe:
+    """Everything that decides the stored models (our choice); a stored pair is used only if its recipe matches."""
+    n_train: int = 2000
+    n_test: int = 300
+    train_seed: int = 0
+    test_seed: int = 1
+    d_model: int = 48
+    n_layers: int = 3
+    n_heads: int = 4
+    d_mlp: int = 192
+    steps: int = 600
+    batch: int = 32
+    lr: float = 3e-3
+    seed: int = 0
+
+
+STORE = "sae/tiny_vlm"
+
+
+def vlm_config(scenes, recipe: Recipe, text_only: bool = False) -> TinyVLMConfig:
+    """The :class:`TinyVLMConfig` of ``recipe`` for scenes shaped like ``scenes``."""
+    return TinyVLMConfig(vocab_size=len(scenes.vocab), patch_dim=scenes.patches.shape[-1], grid=scenes.grid,
+                         max_text=scenes.tokens.shape[1], d_model=recipe.d_model, n_layers=recipe.n_layers,
+                         n_heads=recipe.n_heads, d_mlp=recipe.d_mlp, text_only=text_only,
+                         pad_id=scenes.vocab.pad_id, seed=recipe.seed)
+
+
+def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress: bool = True):
+    """(tiny VLM, text-only baseline, metadata) from ``data/sae/``; trains and stores both when ``retrain``,
+    when the files are missing or when their recipe differs from ``recipe``. Metadata holds the held-out caption
+    accuracies of both, their training seconds and the recipe."""
+    from ..paths import data_file
+    from .data import make_scenes
+
+    recipe = recipe or Recipe()
+    paths = {}
+    for name, suffix in (("vlm", ""), ("text", "_text_only")):
+        for ext in (".json", ".safetensors"):     # in Colab (no checkout) fetched from the repository
+            paths[name] = data_file(f"{STORE}{suffix}{ext}", download=not retrain).with_suffix("")
+    if not retrain and all(p.with_suffix(".json").is_file() for p in paths.values()):
+        (vlm, meta), (text, _) = load_vlm(paths["vlm"]), load_vlm(paths["text"])
+        if meta.get("recipe") == asdict(recipe):
+            return vlm, text, meta
+    train = make_scenes(recipe.n_train, seed=recipe.train_seed)
+    test = make_scenes(recipe.n_test, seed=recipe.test_seed)
+    tcfg = VLMTrainConfig(steps=recipe.steps, batch=recipe.batch, lr=recipe.lr, seed=recipe.seed)
+    vlm, vinfo = train_vlm(vlm_config(train, recipe), train, tcfg, progress)
+    text, tinfo = train_vlm(vlm_config(train, recipe, text_only=True), train, tcfg, progress)
+    meta = {"recipe": asdict(recipe), "torch": torch.__version__,
+            "accuracy": {"vlm": caption_accuracy(vlm, test), "text only": caption_accuracy(text, test)},
+            "seconds": {"vlm": vinfo["seconds"], "text only": tinfo["seconds"]},
+            "final loss": {"vlm": vinfo["losses"][-1], "text only": tinfo["losses"][-1]}}
+    save_vlm(vlm, paths["vlm"], meta)
+    save_vlm(text, paths["text"], meta)
+    return vlm, text, meta
+
+
+if __name__ == "__main__":      # python -m compbook.sae.vlm --retrain
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Train and store the book's tiny VLM and text-only baseline.")
+    ap.add_argument("--retrain", action="store_true", help="train even when data/sae/ holds a matching pair")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    print(json.dumps(pretrained_vlm(retrain=args.retrain)[2]["accuracy"], indent=1))

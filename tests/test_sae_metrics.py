@@ -1,0 +1,62 @@
+"""compbook.sae.metrics: per-latent IoU against exact masks, by a loop reference."""
+
+import math
+
+import pytest
+import torch
+
+from compbook.sae.metrics import latent_iou, miou
+
+
+def loop_iou(z, masks):
+    out = []
+    for j in range(z.shape[2]):
+        vals = []
+        for n in range(z.shape[0]):
+            a = set((z[n, :, j] != 0).nonzero().flatten().tolist())
+            if not a:
+                continue
+            best = 0.0
+            for m in masks[n]:
+                s = set(m.nonzero().flatten().tolist())
+                if s or a:
+                    best = max(best, len(a & s) / len(a | s))
+            vals.append(best)
+        out.append(sum(vals) / len(vals) if vals else float("nan"))
+    return out
+
+
+def test_latent_iou_matches_loop():
+    g = torch.Generator().manual_seed(0)
+    z = torch.relu(torch.randn(5, 12, 7, generator=g) - 0.8)
+    z[:, :, 3] = 0                                       # a dead latent
+    masks = torch.rand(5, 4, 12, generator=g) > 0.6
+    masks[:, 3] = False                                  # padding mask
+    ours = latent_iou(z, masks).tolist()
+    ref = loop_iou(z, masks)
+    for a, b in zip(ours, ref):
+        assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-6)
+    assert math.isnan(ours[3])
+    assert miou(z, masks) == pytest.approx(sum(v for v in ref if not math.isnan(v)) / 6, abs=1e-6)
+
+
+def test_perfect_latent_scores_one():
+    masks = torch.zeros(2, 2, 6, dtype=torch.bool)
+    masks[0, 0, :3] = True
+    masks[1, 1, 2:5] = True
+    z = masks.any(1).float()[..., None] * 0 + torch.stack([masks[0, 0], masks[1, 1]]).float()[..., None]
+    assert miou(z, masks) == 1.0
+
+
+def test_bad_masks():
+    with pytest.raises(ValueError, match="masks"):
+        latent_iou(torch.zeros(2, 6, 3), torch.zeros(2, 4, 5, dtype=torch.bool))
+
+
+def test_region_purity():
+    from compbook.sae.metrics import region_purity
+
+    labels = torch.tensor([[0, 0, 1, 1, -1, -1]])
+    assert region_purity(torch.tensor([[0, 0, 1, 1, 2, 2]]), labels) == 1.0
+    assert region_purity(torch.tensor([[0, 0, 0, 1, 1, 1]]), labels) == pytest.approx(4 / 6)
+    assert region_purity(torch.zeros(1, 6, dtype=torch.long), labels) == pytest.approx(2 / 6)
