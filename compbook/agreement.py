@@ -153,3 +153,14 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
     return c - h, c + h
+
+
+def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[int, str]) -> dict:
+    """The labeller against themself: ``relabel`` items (``"of"``: the original item number), ``first`` and
+    ``second`` answers ({item: 'y'|'n'|'?'}). Exact agreement over all three answers, and agreement and kappa
+    over the items answered yes/no both times."""
+    pairs = [(first[it["of"]], second[it["item"]]) for it in relabel if it["of"] in first and it["item"] in second]
+    both = [(a == "y", b == "y") for a, b in pairs if a != "?" and b != "?"]
+    m = metrics([a for a, _ in both], [b for _, b in both])
+    return {"n": len(pairs), "exact": float(np.mean([a == b for a, b in pairs])) if pairs else float("nan"),
+            "n_yes_no_both": len(both), "agreement_yes_no": m["agreement"], "kappa_yes_no": m["kappa"]}

@@ -40,3 +40,10 @@ def test_best_threshold_separates_separable_scores():
 def test_wilson_interval_contains_the_estimate():
     lo, hi = agreement.wilson(7, 10)
     assert lo < 0.7 < hi and 0 <= lo and hi <= 1
+
+
+def test_self_agreement_counts_pairs_by_original_item():
+    relabel = [{"item": 9001, "of": 5}, {"item": 9002, "of": 7}, {"item": 9003, "of": 9}]
+    s = agreement.self_agreement(relabel, {5: "y", 7: "n", 9: "?"}, {9001: "y", 9002: "y", 9003: "?"})
+    assert s["n"] == 3 and s["exact"] == pytest.approx(2 / 3) and s["n_yes_no_both"] == 2
+    assert s["agreement_yes_no"] == pytest.approx(0.5)
