@@ -1,0 +1,611 @@
+"""Synthetic multi-object scenes with exact masks, captions and token ids (Parts B and C).
+
+Chapters 10-11 (Part B, binding) and Part C (S2AE) read their data from here.
+
+* An **object space** is C concepts, concept k with V_k values; an object is a tuple of value indices and has an
+  id in ``range(prod V_k)`` (mixed radix, last concept fastest): :class:`ObjectSpace`, ``space.object_id(values)``,
+  ``space.object_values(id)``.
+* :func:`clevr2d` is the paper's CLEVR-2D: 8 CLEVR colours x 3 flat shapes = 24 objects, 576 ordered two-object
+  scenes on a light-grey (245, 245, 245) canvas, objects ~64 px wide at 224 px with a ~2 px black outline, left
+  centred at (70, 112), right at (154, 112), caption "a {colour} {shape} and a {colour} {shape}".
+* :func:`rich_space` is our choice of a larger space for coverage sweeps: colour x shape x size x pattern colour
+  x pattern (12 x 7 x 3 x 12 x 4 = 12,096 objects by default), legible at 64 px.
+* :func:`render_scene` draws a scene (a tuple of object ids, one per slot) at any resolution: anti-aliased by
+  drawing ``SUPERSAMPLE`` times larger and averaging blocks, deterministic. It returns a :class:`Scene` with the
+  image (H, W, 3) float32 in [0, 1], exact masks (n_obj, H, W) bool, the objects' values, the caption and its
+  token ids, and :meth:`Scene.patches` (the patch-grid view for Part C). :func:`render_images` draws many.
+* **Layouts** (our choice apart from ``"pair"``): ``"pair"`` (the spec's 2 slots), ``"grid2"`` (2x2, up to 4
+  objects), ``"grid3"`` (3x3, up to 9). Each slot's box lies inside its own cell, so objects never overlap and
+  the masks are disjoint by construction. A pixel belongs to object i's mask when at least half of its area (in
+  the supersampled drawing) is covered by the object's footprint (fill and outline).
+* :class:`Vocabulary` (:func:`vocabulary`) encodes captions; ``vocab.value_token(concept, value)`` says which
+  token id names which concept value (colour words are shared by "colour" and "pattern colour").
+* The **symbolic track** (the paper's released controlled models): :class:`SymbolicTokens` with value tokens
+  ``c*V + v`` and start/end-of-object, end-of-scene and pad tokens.
+* :func:`coverage_split` splits the object space by coverage (train objects = the first floor(|O| rho) of a
+  seeded shuffle) and returns train / validation scenes (train objects only, disjoint) and test scenes
+  (held-out objects only). Select models on validation, never on test.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import ndimage
+from skimage.draw import polygon2mask
+
+# ---------------------------------------------------------------- names and palettes
+
+#: CLEVR's 8 colours (RGB 0-255), the spec's palette, in the paper's order.
+CLEVR_COLOURS = {
+    "gray": (87, 87, 87), "red": (173, 35, 35), "blue": (42, 75, 215), "green": (29, 105, 20),
+    "brown": (129, 74, 25), "purple": (129, 38, 192), "cyan": (41, 208, 208), "yellow": (255, 238, 51),
+}
+#: Our choice: 4 more colours for larger spaces, far from the CLEVR 8 and from the canvas.
+EXTRA_COLOURS = {"orange": (255, 140, 0), "pink": (255, 120, 190), "lime": (150, 230, 60),
+                 "navy": (20, 25, 100)}
+COLOURS = {**CLEVR_COLOURS, **EXTRA_COLOURS}
+#: Flat shapes; the first 3 are CLEVR-2D's.
+SHAPES = ("square", "triangle", "circle", "diamond", "cross", "hexagon", "star")
+#: Size names and their scale inside the slot box (our choice).
+SIZES = {"small": 0.64, "medium": 0.82, "large": 1.0}
+#: Patterns painted in the pattern colour inside the shape, each edged by a thin black line so that a pattern in
+#: the fill's own colour is still visible (our choice).
+PATTERNS = ("core", "band", "stripe", "half")
+CANVAS = (245, 245, 245)
+OUTLINE = (0, 0, 0)
+SUPERSAMPLE = 4
+#: Slot centres (x, y) and box width, as fractions of the canvas. "pair" is the spec's CLEVR-2D layout.
+LAYOUTS = {
+    "pair": (((70 / 224, 112 / 224), (154 / 224, 112 / 224)), 64 / 224),
+    "grid2": (tuple((x, y) for y in (0.25, 0.75) for x in (0.25, 0.75)), 0.40),
+    "grid3": (tuple((x, y) for y in (1 / 6, 0.5, 5 / 6) for x in (1 / 6, 0.5, 5 / 6)), 0.28),
+}
+MIN_OBJECT_PX = 8.0     # the smallest object box (output pixels) we agree to draw
+CONCEPT_ORDER = ("size", "colour", "shape", "pattern colour", "pattern")
+
+
+# ---------------------------------------------------------------- object spaces
+
+@dataclass(frozen=True)
+class ObjectSpace:
+    """C concepts with named values; objects are value tuples with ids ``0 .. n_objects - 1``.
+
+    ``concepts``: concept names, e.g. ("colour", "shape"); ``values[k]``: the value names of concept k.
+    Object id = mixed-radix number of its value indices (last concept varies fastest).
+    """
+
+    concepts: tuple
+    values: tuple
+
+    def __post_init__(self):
+        if len(self.concepts) != len(self.values) or not self.concepts:
+            raise ValueError(f"concepts={self.concepts!r}: need one value list per concept, at least one")
+        if len(set(self.concepts)) != len(self.concepts):
+            raise ValueError(f"concepts={self.concepts!r}: names must be distinct")
+        for c, vs in zip(self.concepts, self.values):
+            if len(vs) < 1 or len(set(vs)) != len(vs):
+                raise ValueError(f"values of concept {c!r}: need distinct names, got {vs!r}")
+
+    @property
+    def sizes(self) -> tuple:
+        """(V_1, ..., V_C)."""
+        return tuple(len(v) for v in self.values)
+
+    @property
+    def n_objects(self) -> int:
+        """|O| = prod V_k."""
+        return math.prod(self.sizes)
+
+    def object_values(self, object_id) -> tuple:
+        """Value indices (C,) of an object id (or an array of ids -> (N, C) array)."""
+        ids = np.asarray(object_id)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.n_objects):
+            raise ValueError(f"object_id={object_id!r}: outside 0..{self.n_objects - 1}")
+        out = np.stack(np.unravel_index(ids, self.sizes), axis=-1)
+        return tuple(int(v) for v in out) if ids.ndim == 0 else out
+
+    def object_id(self, values) -> int:
+        """Id of an object from its value indices (C,), or (N, C) -> (N,)."""
+        v = np.asarray(values)
+        if v.shape[-1] != len(self.sizes) or np.any(v < 0) or np.any(v >= np.asarray(self.sizes)):
+            raise ValueError(f"values={values!r}: need {len(self.sizes)} indices below {self.sizes}")
+        ids = np.ravel_multi_index(tuple(np.moveaxis(v, -1, 0)), self.sizes)
+        return int(ids) if v.ndim == 1 else ids
+
+    def named(self, object_id) -> dict:
+        """{concept: value name} of one object."""
+        return {c: self.values[k][v] for k, (c, v) in enumerate(zip(self.concepts, self.object_values(object_id)))}
+
+    def value_of(self, concept: str, name: str) -> int:
+        """Index of a value name within a concept."""
+        k = self.concept_index(concept)
+        if name not in self.values[k]:
+            raise ValueError(f"{concept}={name!r}: not one of {self.values[k]}")
+        return self.values[k].index(name)
+
+    def concept_index(self, concept: str) -> int:
+        if concept not in self.concepts:
+            raise ValueError(f"concept={concept!r}: not one of {self.concepts}")
+        return self.concepts.index(concept)
+
+
+def _check_names(argument: str, names, known) -> tuple:
+    names = tuple(names)
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ValueError(f"{argument}: unknown name(s) {bad}; known: {tuple(known)}")
+    return names
+
+
+def make_space(colours=tuple(CLEVR_COLOURS), shapes=SHAPES[:3], sizes=None, pattern_colours=None,
+               patterns=None) -> ObjectSpace:
+    """A drawable object space from value names (unknown names raise ValueError naming the argument).
+
+    Concepts appear only when given: colour and shape always; size, pattern colour and pattern optional
+    (pattern colour and pattern go together).
+    """
+    concepts = {"colour": _check_names("colours", colours, COLOURS), "shape": _check_names("shapes", shapes, SHAPES)}
+    if sizes is not None:
+        concepts["size"] = _check_names("sizes", sizes, SIZES)
+    if (pattern_colours is None) != (patterns is None):
+        raise ValueError("pattern_colours, patterns: give both or neither")
+    if patterns is not None:
+        concepts["pattern colour"] = _check_names("pattern_colours", pattern_colours, COLOURS)
+        concepts["pattern"] = _check_names("patterns", patterns, PATTERNS)
+    return ObjectSpace(tuple(concepts), tuple(concepts.values()))
+
+
+def clevr2d() -> ObjectSpace:
+    """The paper's CLEVR-2D: 8 CLEVR colours x (square, triangle, circle) = 24 objects."""
+    return make_space(tuple(CLEVR_COLOURS), SHAPES[:3])
+
+
+def rich_space(n_colours=12, n_shapes=7, n_sizes=3, n_pattern_colours=12, n_patterns=4) -> ObjectSpace:
+    """Our larger space: the first n values of each list; default 12*7*3*12*4 = 12,096 objects (>= 10^4)."""
+    for name, n, top in (("n_colours", n_colours, len(COLOURS)), ("n_shapes", n_shapes, len(SHAPES)),
+                         ("n_sizes", n_sizes, len(SIZES)), ("n_pattern_colours", n_pattern_colours, len(COLOURS)),
+                         ("n_patterns", n_patterns, len(PATTERNS))):
+        if not 1 <= n <= top:
+            raise ValueError(f"{name}={n}: must be in 1..{top}")
+    names = list(COLOURS)
+    return make_space(names[:n_colours], SHAPES[:n_shapes], list(SIZES)[:n_sizes], names[:n_pattern_colours],
+                      PATTERNS[:n_patterns])
+
+
+# ---------------------------------------------------------------- drawing one object
+
+def _shape_mask(shape: str, x: np.ndarray, y: np.ndarray, r: float) -> np.ndarray:
+    """Inside test of a shape of half-width r centred at 0 on coordinate grids x, y (y down)."""
+    if shape == "square":
+        return np.maximum(abs(x), abs(y)) <= r
+    if shape == "circle":
+        return x * x + y * y <= r * r
+    if shape == "diamond":
+        return abs(x) + abs(y) <= r
+    if shape == "cross":
+        t = r / 3
+        return ((abs(x) <= t) & (abs(y) <= r)) | ((abs(y) <= t) & (abs(x) <= r))
+    if shape == "triangle":
+        verts = [(0, -r), (r, r * 0.8), (-r, r * 0.8)]
+    elif shape == "hexagon":
+        verts = [(r * math.cos(a), r * math.sin(a)) for a in np.arange(6) * math.pi / 3]
+    elif shape == "star":
+        verts = [((r if i % 2 == 0 else 0.45 * r) * math.sin(i * math.pi / 5),
+                  -(r if i % 2 == 0 else 0.45 * r) * math.cos(i * math.pi / 5)) for i in range(10)]
+    else:
+        raise ValueError(f"shape={shape!r}: not one of {SHAPES}")
+    # polygon in grid index units: x, y are regular grids, map vertices to (row, col)
+    x0, dx = x[0, 0], x[0, 1] - x[0, 0]
+    y0, dy = y[0, 0], y[1, 0] - y[0, 0]
+    rc = [((vy - y0) / dy, (vx - x0) / dx) for vx, vy in verts]
+    return polygon2mask(x.shape, rc)
+
+
+def _pattern_mask(pattern: str, shape: str, x, y, r) -> np.ndarray:
+    if pattern == "core":
+        return _shape_mask(shape, x, y, 0.5 * r)
+    if pattern == "band":
+        return abs(y) <= 0.22 * r
+    if pattern == "stripe":
+        return abs(x) <= 0.22 * r
+    if pattern == "half":
+        return x < 0
+    raise ValueError(f"pattern={pattern!r}: not one of {PATTERNS}")
+
+
+def _outline_px(res: int) -> float:
+    """Outline width in output pixels: 2 px at 224 (the spec), at least 1 px so it stays visible (our choice)."""
+    return max(2.0 * res / 224, 1.0)
+
+
+@functools.lru_cache(maxsize=20000)
+def _stamp(space: ObjectSpace, object_id: int, layout: str, slot: int, res: int):
+    """One object drawn alone: (coverage (H, W) float64, colour sum (H, W, 3) float64); cached.
+
+    coverage = fraction of each output pixel under the object's footprint; colour sum = the block mean of the
+    object's colour over its footprint (zero elsewhere), so image = canvas * (1 - sum cov) + sum colour sums.
+    """
+    centres, box = LAYOUTS[layout]
+    s = SUPERSAMPLE
+    named = space.named(object_id)
+    half = 0.5 * box * res * SIZES.get(named.get("size", "large"), 1.0)   # output pixels
+    cx, cy = centres[slot][0] * res, centres[slot][1] * res
+    # crop of whole output pixels around the object
+    c0, c1 = max(int(math.floor(cx - half)) - 1, 0), min(int(math.ceil(cx + half)) + 1, res)
+    r0, r1 = max(int(math.floor(cy - half)) - 1, 0), min(int(math.ceil(cy + half)) + 1, res)
+    # sub-pixel centres in output-pixel units, relative to the object centre
+    xs = c0 + (np.arange((c1 - c0) * s) + 0.5) / s - cx
+    ys = r0 + (np.arange((r1 - r0) * s) + 0.5) / s - cy
+    x, y = np.meshgrid(xs, ys)
+    foot = _shape_mask(named["shape"], x, y, half)
+    w = _outline_px(res) * s
+    inner = ndimage.distance_transform_edt(foot) > w
+    rgb = np.zeros(foot.shape + (3,))
+    rgb[inner] = COLOURS[named["colour"]]
+    if "pattern" in named:
+        pat = _pattern_mask(named["pattern"], named["shape"], x, y, half) & inner
+        rgb[pat] = COLOURS[named["pattern colour"]]
+        # a thin black edge where the pattern meets the fill (half the outline width)
+        edge = pat & (ndimage.distance_transform_edt(~(inner & ~pat)) <= 0.5 * w)
+        rgb[edge] = OUTLINE
+    rgb[foot & ~inner] = OUTLINE
+    rgb = rgb / 255.0
+    shape = (r1 - r0, s, c1 - c0, s)
+    cov = np.zeros((res, res))
+    col = np.zeros((res, res, 3))
+    cov[r0:r1, c0:c1] = foot.reshape(shape).mean(axis=(1, 3))
+    col[r0:r1, c0:c1] = rgb.reshape(shape + (3,)).mean(axis=(1, 3))
+    cov.flags.writeable = False
+    col.flags.writeable = False
+    return cov, col
+
+
+# ---------------------------------------------------------------- vocabulary and captions
+
+SPECIALS = ("<pad>", "<bos>", "<eos>", "a", "and", "with")
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A small fixed word vocabulary: special tokens, then every value name of the space (shared words once).
+
+    ``tokens``: id -> word. ``value_token(concept, value_index)``: the id of the word that names it.
+    """
+
+    tokens: tuple
+    space: ObjectSpace
+
+    @property
+    def index(self) -> dict:
+        return {t: i for i, t in enumerate(self.tokens)}
+
+    @property
+    def pad_id(self) -> int:
+        return 0
+
+    @property
+    def bos_id(self) -> int:
+        return 1
+
+    @property
+    def eos_id(self) -> int:
+        return 2
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def value_token(self, concept: str, value: int) -> int:
+        """Token id naming ``value`` (index) of ``concept``."""
+        k = self.space.concept_index(concept)
+        return self.index[self.space.values[k][value]]
+
+    def concept_tokens(self, concept: str) -> np.ndarray:
+        """(V_k,) token ids of all values of a concept, in value order."""
+        k = self.space.concept_index(concept)
+        return np.array([self.index[v] for v in self.space.values[k]])
+
+    def encode(self, text: str, specials: bool = True) -> np.ndarray:
+        """Caption -> (L,) int64 ids (with <bos> ... <eos> when ``specials``); unknown words raise ValueError."""
+        idx = self.index
+        words = text.split()
+        bad = [w for w in words if w not in idx]
+        if bad:
+            raise ValueError(f"text={text!r}: words {bad} are not in the vocabulary")
+        ids = [idx[w] for w in words]
+        return np.array([self.bos_id, *ids, self.eos_id] if specials else ids, dtype=np.int64)
+
+    def decode(self, ids) -> str:
+        """Ids -> caption (pad, bos and eos dropped)."""
+        return " ".join(self.tokens[int(i)] for i in ids if int(i) > 2)
+
+    def pad(self, seqs, length: int | None = None) -> np.ndarray:
+        """Right-pad id sequences with <pad> -> (N, length) int64."""
+        length = length or max(len(s) for s in seqs)
+        out = np.full((len(seqs), length), self.pad_id, dtype=np.int64)
+        for i, s in enumerate(seqs):
+            if len(s) > length:
+                raise ValueError(f"seqs[{i}]: length {len(s)} > length={length}")
+            out[i, :len(s)] = s
+        return out
+
+
+@functools.lru_cache(maxsize=64)
+def vocabulary(space: ObjectSpace) -> Vocabulary:
+    """The fixed vocabulary of a space (deterministic order: specials, then values by concept)."""
+    words = list(SPECIALS)
+    for vs in space.values:
+        words += [v for v in vs if v not in words]
+    return Vocabulary(tuple(words), space)
+
+
+def object_phrase(space: ObjectSpace, object_id: int) -> list:
+    """Words of one object: [(word, concept or None)], e.g. a small red square with a blue core."""
+    n = space.named(object_id)
+    words = [("a", None)] + [(n[c], c) for c in ("size", "colour", "shape") if c in n]
+    if "pattern" in n:
+        words += [("with", None), ("a", None), (n["pattern colour"], "pattern colour"), (n["pattern"], "pattern")]
+    return words
+
+
+def caption(space: ObjectSpace, objects) -> str:
+    """Caption of a scene, objects in slot order joined by "and": "a red square and a blue circle"."""
+    return " and ".join(" ".join(w for w, _ in object_phrase(space, o)) for o in objects)
+
+
+def caption_tokens(space: ObjectSpace, objects):
+    """(ids (L,), token_object (L,), token_concept (L,)) with <bos>/<eos>; -1 where a token names no object
+    (object index) or no concept (concept index)."""
+    vocab = vocabulary(space)
+    ids, tob, tcon = [vocab.bos_id], [-1], [-1]
+    for i, o in enumerate(objects):
+        if i:
+            ids.append(vocab.index["and"]); tob.append(-1); tcon.append(-1)
+        for w, c in object_phrase(space, o):
+            ids.append(vocab.index[w]); tob.append(i if c else -1)
+            tcon.append(space.concept_index(c) if c else -1)
+    ids.append(vocab.eos_id); tob.append(-1); tcon.append(-1)
+    return np.array(ids), np.array(tob), np.array(tcon)
+
+
+# ---------------------------------------------------------------- scenes
+
+@dataclass(frozen=True)
+class PatchGrid:
+    """Patch view of a scene: ``patches`` (P, p*p*3) row-major over the grid, ``labels`` (P,) object index or -1
+    (background: the largest share of the patch, background counted as one more "object"), ``fractions``
+    (P, n_obj) the fraction of each patch's pixels in each object's mask, ``grid`` (rows, cols), ``size`` p."""
+
+    patches: np.ndarray
+    labels: np.ndarray
+    fractions: np.ndarray
+    grid: tuple
+    size: int
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One rendered scene. Shapes: image (H, W, 3) float32 in [0, 1]; masks (n_obj, H, W) bool (disjoint);
+    values (n_obj, C) value indices; objects (n_obj,) ids; slots (n_obj,) slot indices; token_ids (L,) with
+    <bos>/<eos>; token_object / token_concept (L,) which object / concept each token names (-1: none)."""
+
+    image: np.ndarray
+    masks: np.ndarray
+    objects: tuple
+    slots: tuple
+    values: np.ndarray
+    caption: str
+    token_ids: np.ndarray
+    token_object: np.ndarray
+    token_concept: np.ndarray
+    space: ObjectSpace = field(repr=False)
+
+    def patches(self, p: int) -> PatchGrid:
+        """Cut the image into p x p patches (the resolution must be a multiple of p)."""
+        return patchify(self.image, self.masks, p)
+
+
+def patchify(image: np.ndarray, masks: np.ndarray, p: int) -> PatchGrid:
+    """image (H, W, 3), masks (n, H, W) -> :class:`PatchGrid` of p x p patches."""
+    h, w, _ = image.shape
+    if p < 1 or h % p or w % p:
+        raise ValueError(f"p={p}: the image is {h}x{w}, need a patch size dividing both")
+    gh, gw = h // p, w // p
+    patches = image.reshape(gh, p, gw, p, 3).transpose(0, 2, 1, 3, 4).reshape(gh * gw, p * p * 3)
+    frac = masks.reshape(len(masks), gh, p, gw, p).mean(axis=(2, 4)).reshape(len(masks), -1).T
+    full = np.concatenate([frac, 1 - frac.sum(1, keepdims=True)], axis=1)
+    lab = full.argmax(1)
+    lab[lab == len(masks)] = -1
+    return PatchGrid(patches, lab, frac, (gh, gw), p)
+
+
+def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) -> None:
+    """ValueError unless ``res`` draws this layout's smallest object at least MIN_OBJECT_PX wide."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: not one of {tuple(LAYOUTS)}")
+    smallest = 1.0
+    if space is not None and "size" in space.concepts:
+        smallest = min(SIZES[v] for v in space.values[space.concept_index("size")])
+    px = LAYOUTS[layout][1] * res * smallest
+    if not isinstance(res, (int, np.integer)) or px < MIN_OBJECT_PX:
+        raise ValueError(f"resolution={res!r}: too small to draw the shapes of layout {layout!r} "
+                         f"(objects would be {px:.1f} px wide, need >= {MIN_OBJECT_PX:g})")
+
+
+def _check_scene(space, objects, slots, layout, res):
+    check_resolution(res, layout, space)
+    n_slots = len(LAYOUTS[layout][0])
+    objects = tuple(int(o) for o in objects)
+    if not 1 <= len(objects) <= n_slots:
+        raise ValueError(f"objects: {len(objects)} objects, layout {layout!r} has {n_slots} slots")
+    slots = tuple(range(len(objects))) if slots is None else tuple(int(s) for s in slots)
+    if len(slots) != len(objects) or len(set(slots)) != len(slots) or not all(0 <= s < n_slots for s in slots):
+        raise ValueError(f"slots={slots!r}: need {len(objects)} distinct slots in 0..{n_slots - 1}")
+    for o in objects:
+        if not 0 <= o < space.n_objects:
+            raise ValueError(f"objects: id {o} outside 0..{space.n_objects - 1}")
+    return objects, slots
+
+
+def _compose(space, objects, slots, layout, res):
+    stamps = [_stamp(space, o, layout, s, res) for o, s in zip(objects, slots)]
+    cov = np.stack([c for c, _ in stamps])
+    img = np.asarray(CANVAS, float) / 255 * (1 - cov.sum(0))[..., None] + sum(c for _, c in stamps)
+    return np.clip(img, 0, 1).astype(np.float32), cov
+
+
+def render_scene(space: ObjectSpace, objects, res: int = 64, layout: str = "pair", slots=None) -> Scene:
+    """Draw one scene: ``objects`` ids in ``slots`` (default: slots 0..n-1) of ``layout`` at res x res.
+
+    ``render_scene(clevr2d(), (5, 13), res=224)`` is the paper's two-object CLEVR-2D scene.
+    """
+    objects, slots = _check_scene(space, objects, slots, layout, res)
+    image, cov = _compose(space, objects, slots, layout, res)
+    ids, tob, tcon = caption_tokens(space, objects)
+    return Scene(image, cov >= 0.5, objects, slots, space.object_values(np.array(objects)),
+                 caption(space, objects), ids, tob, tcon, space)
+
+
+def render_images(space: ObjectSpace, scenes, res: int = 64, layout: str = "pair", slots=None) -> np.ndarray:
+    """Images only, for training: ``scenes`` (N, k) object ids -> (N, res, res, 3) float32."""
+    scenes = np.asarray(scenes)
+    if scenes.ndim != 2:
+        raise ValueError(f"scenes: need an (N, k) array of object ids, got shape {scenes.shape}")
+    out = np.empty((len(scenes), res, res, 3), np.float32)
+    for i, objs in enumerate(scenes):
+        objs, sl = _check_scene(space, objs, slots, layout, res)
+        out[i] = _compose(space, objs, sl, layout, res)[0]
+    return out
+
+
+def all_pairs(object_ids) -> np.ndarray:
+    """Every ordered pair (repeats allowed) of the given objects -> (n^2, 2); CLEVR-2D: 576 scenes."""
+    ids = np.asarray(object_ids)
+    return np.stack(np.meshgrid(ids, ids, indexing="ij"), -1).reshape(-1, 2)
+
+
+# ---------------------------------------------------------------- symbolic track
+
+@dataclass(frozen=True)
+class SymbolicTokens:
+    """Token scenes of the released controlled models: C concepts x V values.
+
+    Ids: value v of concept c is ``c*V + v``; then ``soo`` (start of object) = C*V, ``eoo`` = C*V+1,
+    ``eos`` (end of scene) = C*V+2, ``pad`` = C*V+3; ``vocab_size`` = C*V+4.
+    """
+
+    n_concepts: int
+    n_values: int
+
+    def __post_init__(self):
+        if self.n_concepts < 1 or self.n_values < 1:
+            raise ValueError(f"n_concepts={self.n_concepts}, n_values={self.n_values}: both must be >= 1")
+
+    soo = property(lambda self: self.n_concepts * self.n_values)
+    eoo = property(lambda self: self.n_concepts * self.n_values + 1)
+    eos = property(lambda self: self.n_concepts * self.n_values + 2)
+    pad = property(lambda self: self.n_concepts * self.n_values + 3)
+    vocab_size = property(lambda self: self.n_concepts * self.n_values + 4)
+
+    @property
+    def space(self) -> ObjectSpace:
+        """The matching :class:`ObjectSpace` (concepts c0.., values v0..)."""
+        return ObjectSpace(tuple(f"c{c}" for c in range(self.n_concepts)),
+                           tuple(tuple(f"v{v}" for v in range(self.n_values)) for _ in range(self.n_concepts)))
+
+    def value_token(self, concept: int, value: int) -> int:
+        return concept * self.n_values + value
+
+    def encode(self, objects) -> np.ndarray:
+        """Object ids of one scene -> [soo, c0 v, c1 v, ..., eoo]*n + [eos] (int64)."""
+        vals = self.space.object_values(np.asarray(objects, dtype=np.int64).reshape(-1))
+        body = np.concatenate([np.full((len(vals), 1), self.soo), vals + np.arange(self.n_concepts) * self.n_values,
+                               np.full((len(vals), 1), self.eoo)], axis=1).reshape(-1)
+        return np.concatenate([body, [self.eos]]).astype(np.int64)
+
+    def encode_batch(self, scenes, length: int | None = None) -> np.ndarray:
+        """List of scenes (object-id sequences, lengths may differ) -> (N, length) padded with ``pad``."""
+        seqs = [self.encode(s) for s in scenes]
+        length = length or max(len(s) for s in seqs)
+        out = np.full((len(seqs), length), self.pad, dtype=np.int64)
+        for i, s in enumerate(seqs):
+            if len(s) > length:
+                raise ValueError(f"scenes[{i}]: {len(s)} tokens > length={length}")
+            out[i, :len(s)] = s
+        return out
+
+
+def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:
+    """``n_scenes`` scenes of objects drawn (with replacement) from ``object_ids``; ``n_objects`` an int or a
+    (low, high) range of objects per scene (inclusive). Deterministic in ``seed``."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (n_objects, n_objects) if np.isscalar(n_objects) else n_objects
+    if lo < 1 or hi < lo:
+        raise ValueError(f"n_objects={n_objects!r}: need 1 <= low <= high")
+    ids = np.asarray(object_ids)
+    return [tuple(int(o) for o in rng.choice(ids, size=rng.integers(lo, hi + 1))) for _ in range(n_scenes)]
+
+
+# ---------------------------------------------------------------- coverage splits
+
+@dataclass(frozen=True)
+class CoverageSplit:
+    """Objects and scenes of one coverage split. ``train_objects`` / ``test_objects`` (sorted ids);
+    ``train`` / ``val`` scenes (N, k) use train objects only and are disjoint; ``test`` (N, k) uses held-out
+    objects only."""
+
+    coverage: float
+    seed: int
+    train_objects: np.ndarray
+    test_objects: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+
+
+def _tuples(objs: np.ndarray, k: int, max_scenes: int, rng) -> np.ndarray:
+    """All ordered k-tuples (repeats allowed) of objs, or ``max_scenes`` distinct ones sampled when more."""
+    total = len(objs) ** k
+    if total <= max_scenes:
+        idx = np.array(list(itertools.product(range(len(objs)), repeat=k))).reshape(-1, k)
+    else:
+        idx = np.empty((0, k), dtype=np.int64)
+        while len(idx) < max_scenes:      # rejection: distinct tuples, in the order first drawn
+            more = np.concatenate([idx, rng.integers(len(objs), size=(max_scenes, k))])
+            _, first = np.unique(more, axis=0, return_index=True)
+            idx = more[np.sort(first)][:max_scenes]
+    return objs[idx]
+
+
+def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_scene: int = 2,
+                   val_fraction: float = 0.2, max_scenes: int = 20000) -> CoverageSplit:
+    """Split an object space of ``n_objects`` by coverage rho (the paper's rho_train).
+
+    Train objects: the first floor(n_objects * coverage) of a shuffle seeded by ``seed``; the rest are held out.
+    Scenes are ordered ``objects_per_scene``-tuples (repeats allowed): all of them while at most ``max_scenes``
+    (CLEVR-2D at rho 0.5: 144 train-object pairs), else ``max_scenes`` distinct ones sampled. A ``val_fraction``
+    of the train-object scenes becomes the validation split (for model selection); test scenes use only held-out
+    objects (for the final number, never for selection).
+    """
+    if not isinstance(n_objects, (int, np.integer)) or n_objects < 2:
+        raise ValueError(f"n_objects={n_objects!r}: need an int >= 2")
+    if not 0 < coverage < 1:
+        raise ValueError(f"coverage={coverage!r}: must lie strictly between 0 and 1")
+    n_train = int(math.floor(n_objects * coverage))
+    if not 1 <= n_train < n_objects:
+        raise ValueError(f"coverage={coverage!r}: gives {n_train} train objects of {n_objects}; need 1..n-1")
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction={val_fraction!r}: must lie strictly between 0 and 1")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n_objects)
+    train_obj, test_obj = np.sort(order[:n_train]), np.sort(order[n_train:])
+    seen = rng.permutation(_tuples(train_obj, objects_per_scene, max_scenes, rng))
+    n_val = max(1, int(round(len(seen) * val_fraction)))
+    if n_val >= len(seen):
+        raise ValueError(f"coverage={coverage!r}: {len(seen)} train-object scenes, too few for a validation split")
+    test = _tuples(test_obj, objects_per_scene, max_scenes, rng)
+    return CoverageSplit(coverage, seed, train_obj, test_obj, seen[n_val:], seen[:n_val], test)

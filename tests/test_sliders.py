@@ -1,0 +1,79 @@
+"""compbook.sliders: the static frame viewer holds one frame per knob combination; headless runs never go live."""
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
+
+from compbook import sliders
+
+
+def _draw(a, b=0):
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_title(f"{a},{b}")
+    return fig
+
+
+def test_render_frames_draws_every_combination_in_row_major_order():
+    seen = []
+
+    def draw(a, b):
+        seen.append((a, b))
+        return _draw(a, b)
+
+    frames = sliders.render_frames(draw, {"a": [1, 2], "b": ["x", "y", "z"]})
+    assert len(frames) == 6 and len(set(frames)) == 6, "each combination must give its own frame"
+    assert seen == [(1, "x"), (1, "y"), (1, "z"), (2, "x"), (2, "y"), (2, "z")], "last knob must vary fastest"
+    assert not plt.get_fignums(), "frames must close their figures (memory)"
+
+
+def test_frames_html_starts_on_the_requested_frame_and_embeds_all_frames():
+    knobs = {"a": [1, 2], "b": [10, 20, 30]}
+    frames = [f"F{i}" for i in range(6)]
+    page = sliders.frames_html(frames, knobs, start={"a": 2, "b": 20})
+    assert 'data-frame="4"' in page, "start (a=2, b=20) is frame 1*3+1 = 4 in row-major order"
+    assert all(f'"F{i}"' in page for i in range(6))
+    assert len(re.findall(r'type="range"', page)) == 2
+    assert "http" not in page, "the viewer must need no network"
+
+
+def test_headless_default_is_static(monkeypatch):
+    for v in ("JPY_SESSION_NAME", "VSCODE_PID", "VSCODE_CWD", sliders.WIDGETS_VARIABLE):
+        monkeypatch.delenv(v, raising=False)
+    assert sliders.widget_mode() == "static"
+    monkeypatch.setenv("JPY_SESSION_NAME", "/tmp/x.ipynb")
+    assert sliders.widget_mode() == "live"
+    monkeypatch.setenv(sliders.WIDGETS_VARIABLE, "static")
+    assert sliders.widget_mode() == "static", "the explicit setting must win over detection"
+    monkeypatch.setenv(sliders.WIDGETS_VARIABLE, "sometimes")
+    with pytest.raises(ValueError, match="COMPBOOK_WIDGETS"):
+        sliders.widget_mode()
+
+
+def test_static_frame_slider_never_imports_a_live_widget(monkeypatch):
+    monkeypatch.setenv(sliders.WIDGETS_VARIABLE, "static")
+    monkeypatch.setattr(sliders, "_live", lambda *a: pytest.fail("a live widget was started headless"))
+    page = sliders.frame_slider(_draw, a=[1, 2, 3], start={"a": 2})
+    assert page.count("iVBORw0KGgo") == 3 + 1, "three PNG frames plus the one shown first"
+    assert 'data-frame="1"' in page
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({}, "at least one knob"),
+    ({"a": []}, "knob 'a'"),
+    ({"a": "abc"}, "knob 'a'"),
+    ({"a": list(range(9)), "b": list(range(9))}, "81 frames"),
+    ({"a": [1, 2], "start": {"a": 5}}, r"start\['a'\]"),
+])
+def test_bad_knobs_raise_value_error(kwargs, match, monkeypatch):
+    monkeypatch.setenv(sliders.WIDGETS_VARIABLE, "static")
+    with pytest.raises(ValueError, match=match):
+        sliders.frame_slider(_draw, **kwargs)
+
+
+def test_draw_must_return_a_figure():
+    with pytest.raises(ValueError, match="expected a matplotlib Figure"):
+        sliders.render_frames(lambda a: None, {"a": [1]})
