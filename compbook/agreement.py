@@ -127,6 +127,7 @@ def main_choose() -> int:
     """Load the key and the human verdicts, run :func:`choose`, write ``data/semantic/choice.json``."""
     from . import labelling, semantic
     from .paths import data_dir
+    torch.set_num_threads(1)
     key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
     answers = labelling.answers_for(key)
     have = [j for j, a in enumerate(answers) if a is not None]
