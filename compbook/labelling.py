@@ -353,6 +353,8 @@ def main(argv=None) -> int:
     r.add_argument("--out-key", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--fraction", type=float, default=0.1)
+    r.add_argument("--start", type=int, default=9001, help="first item number of the re-label sheets")
+    r.add_argument("--seed", type=int, default=1)
     t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
     t.add_argument("--key", nargs="+", required=True)
     t.add_argument("--labels", nargs="+", required=True)
@@ -365,7 +367,7 @@ def main(argv=None) -> int:
         sheets = write_sheets(items, render_items(items), args.out)
         print(f"{len(items)} items, {len(sheets)} sheets in {args.out}; key {args.key}")
     elif args.command == "relabel":
-        items = relabel_items([it for k in args.key for it in _read_key(k)], args.fraction)
+        items = relabel_items([it for k in args.key for it in _read_key(k)], args.fraction, args.seed, args.start)
         _write_key(args.out_key, items, "re-label key: 'of' is the original item")
         sheets = write_sheets(items, render_items(items), args.out)
         print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")

@@ -28,22 +28,42 @@ def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> 
             float("nan"), "k": k, "n": n, "ci95": [lo, hi]} | (extra or {})
 
 
-def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, seed: int = 0,
-                   progress: bool = False) -> list[dict]:
-    """Rows (concept, network, judge, delta, score, k, n, ci95): Picbreeder networks over every non-zero weight,
-    the SGD twins over a seeded ``sample`` of weights each, pooled over seeds (``per_seed`` holds each)."""
+class _Recorder:
+    """Asks every judge of ``judge_map`` about the same renders (rendered once); answers with the first."""
+
+    def __init__(self, judge_map: dict):
+        self.judge_map, self.verdicts = judge_map, {k: [] for k in judge_map}
+        self.identity = "recorder:" + "|".join(j.identity for j in judge_map.values())
+
+    def __call__(self, images, concept, *, reference=None, questions=None):
+        out = None
+        for name, judge in self.judge_map.items():
+            v = judge(images, concept, reference=reference)
+            self.verdicts[name].append(v.numpy())
+            out = v if out is None else out
+        return out
+
+
+def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
+                   seed: int = 0, progress: bool = False) -> list[dict]:
+    """Rows (concept, network, judge, delta, score, k, n, ci95): Picbreeder networks over every non-zero weight
+    (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
+    (``per_seed`` holds each). Every judge sees the same renders."""
     rows = []
     for c in twins.TARGETS:
-        pb = picbreeder.layerize(picbreeder.load_genome(c))
-        sgd = twins.load_twins(c)
-        for name, judge in judge_map.items():
-            for d in deltas:
-                r = emc2.compositional_score(pb, judge, c, delta=d, progress=progress, seed=seed)
-                rows.append(_row(c, "picbreeder", name, d, r.verdicts.numpy()))
-                per = [emc2.compositional_score(m, judge, c, delta=d, sample=sample, seed=seed,
-                                                progress=progress) for m in sgd]
-                v = np.concatenate([p.verdicts.numpy() for p in per])
-                rows.append(_row(c, "sgd", name, d, v, {"per_seed": [round(p.score, 4) for p in per]}))
+        nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
+        nets += [("sgd", m, sample) for m in twins.load_twins(c)]
+        for d in deltas:
+            rec = {kind: [] for kind in ("picbreeder", "sgd")}
+            for kind, model, n in nets:
+                r = _Recorder(judge_map)
+                emc2.compositional_score(model, r, c, delta=d, sample=n, seed=seed, progress=progress)
+                rec[kind].append({k: np.concatenate(v) for k, v in r.verdicts.items()})
+            for kind, recs in rec.items():
+                for name in judge_map:
+                    v = np.concatenate([x[name] for x in recs])
+                    extra = {"per_seed": [round(float(x[name].mean()), 4) for x in recs]} if kind == "sgd" else {}
+                    rows.append(_row(c, kind, name, d, v, extra))
     return rows
 
 
@@ -63,7 +83,8 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dic
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m compbook.reread")
-    p.add_argument("--sample", type=int, default=200)
+    p.add_argument("--sample", type=int, default=200, help="weights per SGD twin")
+    p.add_argument("--pb-sample", type=int, default=None, help="weights per Picbreeder network (default: all)")
     p.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -73,10 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": j
                  for k, j in semantic.candidates(choice["thresholds"]).items()}
     judge_map["ssim (own render, 0.5)"] = judges.SSIMJudge(0.5)
-    rows = machine_scores(judge_map, tuple(args.deltas), args.sample)
+    rows = machine_scores(judge_map, tuple(args.deltas), args.sample, args.pb_sample)
     key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
     rows += human_scores(key, labelling.answers_for(key))
-    out = {"made_by": f"python -m compbook.reread --sample {args.sample} --deltas "
+    out = {"made_by": f"python -m compbook.reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
                       f"{' '.join(map(str, args.deltas))}", "seconds": round(time.perf_counter() - t0, 1),
            "twins": {c: [checkpoints.content_hash(m) for m in twins.load_twins(c)] for c in twins.TARGETS},
            "chosen": choice["chosen"], "rows": rows}
