@@ -465,6 +465,52 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
                        time.perf_counter() - t0, reference)
 
 
+# -- chapter 5's plumbing: engine timing and example renders ----------------------------------------------------
+def random_hidden_weights(model: CPPN, k: int = 4, seed: int = 0) -> list[tuple[int, int, int]]:
+    """``k`` non-zero weights feeding hidden neurons (not the output layer), drawn at random with ``seed``: the
+    weights chapter 1 sweeps (our choice)."""
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    hidden = [w for w in nonzero_weights(model) if w[0] < model.depth]
+    idx = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(int(seed)))[:int(k)]
+    return [hidden[i] for i in idx.tolist()]
+
+
+def compare_engines(model: CPPN, delta: float = 0.5, res: int = 64, sample: int | None = None) -> dict:
+    """Render the same perturbations with both engines (chapter 5).
+
+    Returns ``{"renders": M, "naive_s": seconds, "fast_s": seconds, "max_diff": max |naive - fast|}``.
+    """
+    weights, deltas = perturbation_plan(model, delta, sample=sample)
+    t0 = time.perf_counter()
+    naive = render_perturbations(model, weights, deltas, res, engine="naive")
+    t1 = time.perf_counter()
+    fast = render_perturbations(model, weights, deltas, res, engine="fast")
+    t2 = time.perf_counter()
+    return {"renders": len(weights), "naive_s": t1 - t0, "fast_s": t2 - t1,
+            "max_diff": float((naive - fast).abs().max())}
+
+
+def verdict_examples(model: CPPN, result: ScoreResult, scorer, k: int = 4, seed: int = 0):
+    """Up to ``k`` kept and ``k`` rejected perturbations of ``result`` (a seeded pick), rendered (chapter 5).
+
+    ``scorer(images, reference) -> (B,)`` gives each render a number to show (e.g. ``SSIMJudge.scores``).
+    Returns ``[(kept: bool, weights, images (n, res, res, 3), scores (n,))]``, kept first.
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    g = torch.Generator().manual_seed(int(seed))
+    out = []
+    for keep in (True, False):
+        idx = (result.verdicts == keep).nonzero().flatten()
+        idx = idx[torch.randperm(len(idx), generator=g)[:int(k)]].sort().values
+        weights = [result.weights[j] for j in idx.tolist()]
+        imgs = render_perturbations(model, weights, result.deltas[idx], result.res)
+        scores = scorer(imgs, result.reference) if len(idx) else torch.zeros(0)
+        out.append((keep, weights, imgs, torch.as_tensor(scores)))
+    return out
+
+
 # -- argument checks --------------------------------------------------------------------------------------------
 def _check_delta(delta) -> None:
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not math.isfinite(delta):

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -349,6 +349,29 @@ class CachedJudge:
     def __repr__(self) -> str:
         return (f"CachedJudge({str(self.path)!r}, identity={self.identity!r}, mode={self.mode!r}, "
                 f"{len(self)} entries, hits={self.hits}, misses={self.misses})")
+
+
+def stored_judge(identity: str, folder=None) -> CachedJudge | None:
+    """A strict :class:`CachedJudge` over the stored verdicts of judge ``identity`` (e.g. the VLM's, read on a
+    CPU), or None when this project has no such file (chapter 5)."""
+    if folder is not None:
+        path = cache_path(identity, folder)
+    else:
+        from .paths import data_file
+        try:   # outside a checkout (Colab) the file is fetched from the repository
+            path = data_file(f"{CACHE_FOLDER}/{cache_file_name(identity)}")
+        except FileNotFoundError:
+            return None
+    return CachedJudge(path, identity=identity) if path.exists() else None
+
+
+def score_or_fall_back(score: Callable, judge, fallback):
+    """``score(judge)``, or ``score(fallback)`` when ``judge`` is a cache without the verdict asked for
+    (:class:`CacheMiss`); the result's ``source`` names the judge that answered (chapter 5)."""
+    try:
+        return score(judge)
+    except CacheMiss:
+        return score(fallback)
 
 
 def __getattr__(name):

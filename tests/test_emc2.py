@@ -318,3 +318,44 @@ def test_bad_weights_and_judges_raise(skull):
     with pytest.raises(ValueError, match="judge"):
         emc2.compositional_score(skull, lambda imgs, c, **kw: torch.ones(len(imgs)), "skull", res=8,
                                  progress=False)  # floats, not bools
+
+
+# -- chapter 5's plumbing ---------------------------------------------------------------------------------------
+def test_compare_engines_counts_renders_and_agrees():
+    model = sparse_net(seed=3)
+    out = emc2.compare_engines(model, delta=0.5, res=16)
+    assert out["renders"] == len(emc2.nonzero_weights(model))
+    assert out["naive_s"] > 0 and out["fast_s"] > 0
+    assert out["max_diff"] < 1e-4, "the two engines must draw the same perturbed images"
+    assert emc2.compare_engines(model, res=16, sample=3)["renders"] == 3
+
+
+def test_verdict_examples_pick_kept_and_rejected_renders():
+    model = dense_net(seed=1)
+    calls = []
+
+    def judge(images, concept, reference=None, questions=None):
+        calls.append(len(images))
+        return torch.arange(len(images)) % 2 == 0          # alternate verdicts
+
+    result = emc2.compositional_score(model, judge, "x", res=16, progress=False)
+    rows = emc2.verdict_examples(model, result, lambda imgs, ref: (imgs - ref).abs().mean((1, 2, 3)), k=2)
+    assert [keep for keep, *_ in rows] == [True, False]
+    for keep, weights, imgs, scores in rows:
+        assert len(weights) == len(imgs) == len(scores) == 2
+        for w in weights:
+            assert bool(result.verdicts[result.weights.index(w)]) == keep, "a render shown under the wrong verdict"
+        naive = torch.stack([emc2.perturbed(model, w, 0.5).render(16) for w in weights])
+        assert (imgs - naive).abs().max() < 1e-4
+    with pytest.raises(ValueError, match="k must be"):
+        emc2.verdict_examples(model, result, lambda i, r: i, k=0)
+
+
+def test_random_hidden_weights_are_seeded_non_zero_and_hidden():
+    model = sparse_net(seed=2)
+    picked = emc2.random_hidden_weights(model, k=4, seed=0)
+    assert picked == emc2.random_hidden_weights(model, k=4, seed=0), "same seed, same weights"
+    assert len(set(picked)) == 4
+    nonzero = set(emc2.nonzero_weights(model))
+    assert all(w in nonzero and w[0] < model.depth for w in picked), "only non-zero weights of hidden layers"
+    assert picked != emc2.random_hidden_weights(model, k=4, seed=1)

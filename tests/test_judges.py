@@ -469,3 +469,31 @@ def test_fill_command_sample_matches_compositional_score_sample(tmp_path, skull)
     assert len(strict) == 20
     result = emc2.compositional_score(skull, strict, "skull", res=RES, sample=20, progress=False)
     assert strict.misses == 0 and strict.hits == 20 == len(result.verdicts)
+
+
+def test_stored_judge_reads_a_cache_or_says_none(tmp_path):
+    assert judges.stored_judge("no such judge", folder=tmp_path) is None
+    ssim = judges.SSIMJudge()
+    judges.write_cache(judges.cache_path(ssim.identity, tmp_path), ssim.identity, {})
+    found = judges.stored_judge(ssim.identity, folder=tmp_path)
+    assert isinstance(found, judges.CachedJudge) and found.mode == "strict" and found.identity == ssim.identity
+
+
+def test_score_or_fall_back_uses_the_fallback_only_on_a_cache_miss(tmp_path):
+    ssim = judges.SSIMJudge()
+    path = judges.write_cache(judges.cache_path(ssim.identity, tmp_path), ssim.identity, {})
+    cache = judges.CachedJudge(path)
+
+    def score(judge):
+        if judge is cache:
+            raise judges.CacheMiss("nothing stored")
+        return judge
+
+    assert judges.score_or_fall_back(score, cache, "fallback") == "fallback"
+    assert judges.score_or_fall_back(lambda j: j, cache, "fallback") is cache
+
+    def broken(judge):
+        raise ValueError("a real error")
+
+    with pytest.raises(ValueError, match="a real error"):
+        judges.score_or_fall_back(broken, cache, "fallback")

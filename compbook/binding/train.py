@@ -1,0 +1,206 @@
+"""Train many small dual encoders at once: stacked weights, ``torch.func.vmap`` (chapter 10, the benchmark).
+
+:class:`DualStack` holds M :class:`~compbook.binding.encoders.DualEncoder` s as stacked parameters (every
+tensor has a leading model axis M). One training step evaluates all M losses with ``vmap(functional_call)``
+and sums them: Adam(W) is elementwise, so this is exactly M independent trainings, each with its own seed and
+its own batches. The LR schedule (linear warm-up, cosine decay) is stepped after every step and recorded.
+Model selection keeps, per model, the weights with the best *validation* score; never the test split.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, asdict, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch.func import functional_call, stack_module_state, vmap
+from tqdm.auto import tqdm
+
+from .encoders import DualEncoder, EncoderConfig
+
+FORMAT = "compbook-dual-stack/1"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training knobs (our choices; CPU mode: one model in about a minute)."""
+
+    steps: int = 800
+    batch: int = 128
+    lr: float = 2e-3
+    weight_decay: float = 0.05
+    warmup: int = 50
+    swap_negatives: bool = True
+    p_full: float = 0.5          # probability of the full caption; else a partial one (one concept per object)
+    eval_every: int = 100
+    seed: int = 0
+
+
+class DualStack:
+    """M dual encoders with stacked parameters ``params[name]`` of shape (M, ...)."""
+
+    def __init__(self, cfg: EncoderConfig, n_models: int = 1, seed: int = 0, params: dict | None = None):
+        if n_models < 1:
+            raise ValueError(f"n_models={n_models}: need at least 1")
+        self.cfg, self.n_models, self.seed = cfg, n_models, seed
+        if params is None:
+            models = []
+            for m in range(n_models):
+                torch.manual_seed(seed * 1000 + m)
+                models.append(DualEncoder(cfg))
+            params, _ = stack_module_state(models)
+        self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+        self.base = DualEncoder(cfg).to("meta")
+
+    def loss(self, images, ids, swap=None, swap_valid=None) -> torch.Tensor:
+        """Per-model losses (M,) for per-model batches: images (M, B, H, W, 3), ids (M, B, L), swap (M, B, L),
+        swap_valid (M, B)."""
+        if swap is None:
+            return vmap(lambda p, x, t: _method_call(self.base, p, "loss", x, t))(self.params, images, ids)
+        return vmap(lambda p, x, t, s, v: _method_call(self.base, p, "loss", x, t, s, v))(
+            self.params, images, ids, swap, swap_valid)
+
+    @torch.no_grad()
+    def encode_images(self, images, chunk: int = 256) -> torch.Tensor:
+        """Shared images (N, H, W, 3) -> (M, N, D) unit embeddings of every model."""
+        f = vmap(lambda p, x: _method_call(self.base, p, "encode_image", x), in_dims=(0, None))
+        return torch.cat([f(self.params, torch.as_tensor(images[i:i + chunk]))
+                          for i in range(0, len(images), chunk)], dim=1)
+
+    @torch.no_grad()
+    def encode_texts(self, ids, chunk: int = 512) -> torch.Tensor:
+        """Shared token ids (N, L) -> (M, N, D) unit embeddings of every model."""
+        f = vmap(lambda p, t: _method_call(self.base, p, "encode_text", t), in_dims=(0, None))
+        return torch.cat([f(self.params, torch.as_tensor(ids[i:i + chunk]))
+                          for i in range(0, len(ids), chunk)], dim=1)
+
+    def model(self, m: int) -> DualEncoder:
+        """Model m as an ordinary DualEncoder (a copy)."""
+        net = DualEncoder(self.cfg)
+        net.load_state_dict({k: v[m].detach().clone() for k, v in self.params.items()})
+        return net
+
+    def save(self, path, metadata: dict | None = None) -> Path:
+        """Write ``path.safetensors`` (stacked weights) and ``path.json`` (configs, metadata); returns the JSON."""
+        path = Path(path).with_suffix("")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.params.items()},
+                  str(path.with_suffix(".safetensors")))
+        meta = {"format": FORMAT, "encoder": self.cfg.to_dict(), "n_models": self.n_models, "seed": self.seed,
+                "metadata": metadata or {}}
+        path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+        return path.with_suffix(".json")
+
+    @classmethod
+    def load(cls, path) -> "DualStack":
+        """Read a stack written by :meth:`save` (format and tensor names checked)."""
+        path = Path(path).with_suffix("")
+        for p in (path.with_suffix(".json"), path.with_suffix(".safetensors")):
+            if not p.is_file():
+                raise FileNotFoundError(f"checkpoint file {p} does not exist")
+        meta = json.loads(path.with_suffix(".json").read_text())
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}.json: format {meta.get('format')!r} is not {FORMAT!r}")
+        cfg = EncoderConfig.from_dict(meta["encoder"])
+        tensors = load_file(str(path.with_suffix(".safetensors")))
+        expected = set(DualEncoder(cfg).state_dict())
+        if set(tensors) != expected:
+            raise ValueError(f"{path}.safetensors: tensor names differ from the encoder's ({set(tensors) ^ expected})")
+        stack = cls(cfg, meta["n_models"], meta["seed"], params=tensors)
+        stack.metadata = meta["metadata"]
+        return stack
+
+
+def _method_call(base, params, method, *args):
+    """Call ``base.<method>(*args)`` with ``params`` swapped in (functional_call on a method wrapper)."""
+    return functional_call(_MethodModule(base, method), {f"m.{k}": v for k, v in params.items()}, args)
+
+
+class _MethodModule(torch.nn.Module):
+    """Wraps one method of a module as ``forward`` so that ``functional_call`` can reach it."""
+
+    def __init__(self, m, method):
+        super().__init__()
+        self.m, self.method = m, method
+
+    def forward(self, *args):
+        return getattr(self.m, self.method)(*args)
+
+
+def lr_lambda(cfg: TrainConfig):
+    """Step -> LR factor: linear warm-up over ``warmup`` steps, then cosine decay to 0 at ``steps``."""
+    def f(step):
+        if step < cfg.warmup:
+            return (step + 1) / cfg.warmup
+        return 0.5 * (1 + math.cos(math.pi * (step - cfg.warmup) / max(cfg.steps - cfg.warmup, 1)))
+    return f
+
+
+@dataclass
+class TrainResult:
+    """stack: the selected models; losses (steps, M); lrs (steps,) the LR actually used; val (evals, M) the
+    validation scores; best_step (M,) the step each model was selected at; seconds."""
+
+    stack: DualStack
+    losses: np.ndarray
+    lrs: np.ndarray
+    val: np.ndarray = field(default_factory=lambda: np.zeros((0,)))
+    best_step: np.ndarray = field(default_factory=lambda: np.zeros((0,)))
+    seconds: float = 0.0
+
+
+def _batch(data, idx, gen, cfg):
+    """Gather per-model batches: idx (M, B) rows of ``data``; caption variant drawn per item."""
+    m, b = idx.shape
+    n_var = data.captions.shape[1]
+    full = torch.rand(m, b, generator=gen) < cfg.p_full
+    var = torch.where(full, 0, torch.randint(1, max(n_var, 2), (m, b), generator=gen).clamp(max=n_var - 1))
+    ids = data.captions[idx, var]
+    return data.images[idx], ids, data.swap[idx], data.swap_valid[idx] & full
+
+
+def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, val_score=None,
+                progress: bool = True) -> TrainResult:
+    """Train ``n_models`` dual encoders on ``data`` (a :class:`~compbook.binding.data.PairData`) at once.
+
+    Model m starts from seed ``cfg.seed * 1000 + m`` and draws its own batches. ``val_score(stack) -> (M,)``
+    (higher is better), called every ``eval_every`` steps and at the end, selects each model's weights.
+    """
+    stack = DualStack(enc, n_models, cfg.seed)
+    opt = torch.optim.AdamW(list(stack.params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
+    gen = torch.Generator().manual_seed(cfg.seed)
+    n = len(data.images)
+    losses, lrs, vals, best = [], [], [], None
+    best_params = {k: v.detach().clone() for k, v in stack.params.items()}
+    best_step = np.zeros(n_models, int)
+    t0 = time.perf_counter()
+    for step in tqdm(range(cfg.steps), disable=not progress, desc=f"training {n_models} model(s)"):
+        idx = torch.randint(0, n, (n_models, cfg.batch), generator=gen)
+        x, ids, swap, valid = _batch(data, idx, gen, cfg)
+        loss = stack.loss(x, ids, swap, valid) if cfg.swap_negatives else stack.loss(x, ids)
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        opt.step()
+        lrs.append(opt.param_groups[0]["lr"])
+        sched.step()
+        losses.append(loss.detach().numpy().copy())
+        if val_score is not None and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+            score = np.asarray(val_score(stack), float)
+            vals.append(score)
+            better = score > (best if best is not None else -np.inf)
+            best = score if best is None else np.maximum(best, score)
+            for k, v in stack.params.items():
+                best_params[k][torch.as_tensor(better)] = v.detach()[torch.as_tensor(better)]
+            best_step[better] = step + 1
+    if val_score is not None:
+        with torch.no_grad():
+            for k, v in stack.params.items():
+                v.copy_(best_params[k])
+    return TrainResult(stack, np.array(losses), np.array(lrs), np.array(vals), best_step,
+                       time.perf_counter() - t0)
