@@ -106,7 +106,24 @@ def reference_scores(images, concept: str, scales=(64, 32, 16), shift: int = 2) 
     return total / len(scales)
 
 
-class ReferenceJudge:
+class _ThresholdJudge:
+    """A judge that says yes when ``self.scores(images, concept)`` is at least ``self.threshold``; the score is
+    kept in ``last_details`` under ``detail``. ``reference`` is ignored: these judges never need it."""
+
+    detail = "score"
+
+    def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
+        s = self.scores(images, concept)
+        if questions is not None:
+            judges.check_questions(questions, len(s))
+        self.last_details = [{self.detail: round(float(v), 4)} for v in s]
+        return s >= self.threshold
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identity})"
+
+
+class ReferenceJudge(_ThresholdJudge):
     """"Is this a <concept>?": multi-scale SSIM with the concept's reference render >= ``threshold``."""
 
     kind = "reference"
@@ -122,15 +139,6 @@ class ReferenceJudge:
     def scores(self, images, concept: str) -> torch.Tensor:
         return reference_scores(images, concept, self.scales, self.shift)
 
-    def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
-        s = self.scores(images, concept)
-        if questions is not None:
-            judges.check_questions(questions, len(s))
-        self.last_details = [{"score": round(float(v), 4)} for v in s]
-        return s >= self.threshold
-
-    def __repr__(self) -> str:
-        return f"ReferenceJudge({self.identity})"
 
 
 # -- the classifier ------------------------------------------------------------------------------------------------
@@ -168,10 +176,11 @@ def load_classifier(path=None) -> tuple[ConceptNet, str]:
     return net.eval(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
-class ClassifierJudge:
+class ClassifierJudge(_ThresholdJudge):
     """"Is this a <concept>?": the trained CNN's probability for the concept >= ``threshold``."""
 
     kind = "classifier"
+    detail = "p"
 
     def __init__(self, threshold: float = 0.5, path=None):
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
@@ -188,15 +197,6 @@ class ClassifierJudge:
         return torch.cat([torch.sigmoid(self.net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
             if len(x) else torch.zeros(0)
 
-    def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
-        s = self.scores(images, concept)
-        if questions is not None:
-            judges.check_questions(questions, len(s))
-        self.last_details = [{"p": round(float(v), 4)} for v in s]
-        return s >= self.threshold
-
-    def __repr__(self) -> str:
-        return f"ClassifierJudge({self.identity})"
 
 
 def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed: int = 0,
