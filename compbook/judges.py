@@ -186,6 +186,15 @@ class SSIMJudge:
         return f"SSIMJudge({self.identity})"
 
 
+
+def default_cpu_judge():
+    """The book's default CPU judge for "is this still a <concept>?": a semantic judge of
+    :mod:`compbook.semantic`, chosen by agreement with held-out blind human verdicts (``data/semantic/
+    choice.json``). Call it as ``judge(images (N, H, W, 3) in [0, 1], concept)``, no reference needed."""
+    from . import semantic
+    return semantic.default_judge()
+
+
 # -- cached verdicts -----------------------------------------------------------------------------------------------
 class CacheMiss(LookupError):
     """A strict :class:`CachedJudge` has no stored verdict for a question."""

@@ -1,0 +1,167 @@
+"""How well a CPU judge agrees with blind human verdicts (chapter 5, issue 11).
+
+Items are the labelling key's (:mod:`compbook.labelling`); "can't tell" answers are left out. The items are cut,
+seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
+one with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best
+held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.semantic choose`` does it and
+writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
+                  "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
+
+
+def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
+    """Agreement, balanced accuracy (mean of the judge's recall on human-yes and human-no items) and Cohen's
+    kappa of two bool sequences; ``n``, and the human "yes" rate. NaN where a class is missing."""
+    h, j = np.asarray(human, dtype=bool), np.asarray(judge, dtype=bool)
+    n = len(h)
+    if n == 0:
+        return {"n": 0, "agreement": float("nan"), "balanced_accuracy": float("nan"), "kappa": float("nan"),
+                "human_yes": float("nan")}
+    agree = float((h == j).mean())
+    tpr = float(j[h].mean()) if h.any() else float("nan")
+    tnr = float((~j[~h]).mean()) if (~h).any() else float("nan")
+    pe = h.mean() * j.mean() + (1 - h.mean()) * (1 - j.mean())
+    kappa = float((agree - pe) / (1 - pe)) if pe < 1 else float("nan")
+    return {"n": n, "agreement": agree, "balanced_accuracy": (tpr + tnr) / 2, "kappa": kappa,
+            "human_yes": float(h.mean())}
+
+
+def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
+    """Bool ``(N,)``: True for the held-out half, stratified by (concept, kind), seeded."""
+    rng = np.random.default_rng(seed)
+    held = np.zeros(len(items), dtype=bool)
+    groups: dict = {}
+    for j, it in enumerate(items):
+        groups.setdefault((it["concept"], it["kind"]), []).append(j)
+    for key in sorted(groups):
+        idx = rng.permutation(groups[key])
+        held[idx[: len(idx) // 2]] = True
+    return held
+
+
+def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list[dict], np.ndarray]:
+    """The items answered yes or no, and their verdicts (True = yes)."""
+    keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
+    return [items[j] for j in keep], np.array([answers[j] == "yes" for j in keep])
+
+
+def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.ndarray:
+    """Each item's continuous score under candidate ``kind`` (``"reference"``, ``"classifier"``, ``"ssim"``:
+    SSIM against the item's own network's unperturbed render, which the key's ``source`` rebuilds)."""
+    from . import labelling, semantic
+    out = np.zeros(len(items))
+    for c in sorted({it["concept"] for it in items}):
+        idx = [j for j, it in enumerate(items) if it["concept"] == c]
+        if kind == "reference":
+            out[idx] = semantic.reference_scores(images[idx], c).numpy()
+        elif kind == "classifier":
+            out[idx] = semantic.ClassifierJudge().scores(images[idx], c).numpy()
+        elif kind == "ssim":
+            from .judges import ssim_scores
+            for src in sorted({items[j]["source"] for j in idx}):
+                sub = [j for j in idx if items[j]["source"] == src]
+                with torch.no_grad():
+                    ref = labelling.load_network(src).render(labelling.RES)
+                out[sub] = ssim_scores(images[sub], ref).numpy()
+        else:
+            raise ValueError(f"kind must be 'reference', 'classifier' or 'ssim', got {kind!r}")
+    return out
+
+
+def best_threshold(scores: np.ndarray, human: np.ndarray, grid: Sequence[float]) -> float:
+    """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``human`` (first on ties)."""
+    ba = [metrics(human, scores >= t)["balanced_accuracy"] for t in grid]
+    return float(grid[int(np.nanargmax(ba))])
+
+
+def table(items, human, verdicts, held) -> list[dict]:
+    """Metrics rows: all items and per network kind, on the held-out half and on everything."""
+    rows = []
+    kinds = np.array([it["kind"] for it in items])
+    for part, mask in (("held-out", held), ("all", np.ones_like(held))):
+        for kind in ("all", "picbreeder", "sgd"):
+            m = mask & ((kinds == kind) if kind != "all" else True)
+            rows.append({"split": part, "network": kind} | metrics(human[m], verdicts[m]))
+    return rows
+
+
+def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
+           kinds=("reference", "classifier"), seed: int = 0) -> dict:
+    """Thresholds on the calibration half, then the default by held-out balanced accuracy (kappa on ties).
+
+    ``images`` ``(N, 64, 64, 3)`` are the items' renders. SSIM (own render, threshold 0.5 as documented) is
+    reported beside them but is not a candidate: it does not answer "is this a <concept>?".
+    """
+    keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
+    items_l, human = labelled(items, answers)
+    imgs = images[keep]
+    held = split(items_l, seed)
+    out = {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
+           "thresholds": {}, "tables": {}, "split_seed": seed}
+    scores = {k: judge_scores(k, imgs, items_l) for k in (*kinds, "ssim")}
+    for k in kinds:
+        t = best_threshold(scores[k][~held], human[~held], THRESHOLD_GRID[k])
+        out["thresholds"][k] = t
+        out["tables"][k] = table(items_l, human, scores[k] >= t, held)
+    out["tables"]["ssim (own render, 0.5)"] = table(items_l, human, scores["ssim"] >= 0.5, held)
+    held_rows = {k: out["tables"][k][0] for k in kinds}
+    out["chosen"] = max(kinds, key=lambda k: (held_rows[k]["balanced_accuracy"], held_rows[k]["kappa"]))
+    out["rule"] = ("candidate with the best held-out balanced accuracy (ties: kappa); thresholds: best "
+                   "balanced accuracy on the calibration half")
+    return out
+
+
+def main_choose() -> int:
+    """Load the key and the human verdicts, run :func:`choose`, write ``data/semantic/choice.json``."""
+    from . import labelling, semantic
+    from .paths import data_dir
+    torch.set_num_threads(1)
+    key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
+    answers = labelling.answers_for(key)
+    have = [j for j, a in enumerate(answers) if a is not None]
+    key, answers = [key[j] for j in have], [answers[j] for j in have]
+    images = labelling.render_items(key)
+    result = choose(key, answers, images)
+    path = semantic.choice_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    for name, rows in result["tables"].items():
+        for r in rows:
+            print(f"{name:24s} {r['split']:8s} {r['network']:10s} n={r['n']:3d} agree {r['agreement']:.3f} "
+                  f"bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
+    print(f"thresholds {result['thresholds']}; chosen: {result['chosen']}")
+    return 0
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (95% by default) of a binomial proportion ``k / n``."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return c - h, c + h
+
+
+def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[int, str]) -> dict:
+    """The labeller against themself: ``relabel`` items (``"of"``: the original item number), ``first`` and
+    ``second`` answers ({item: 'y'|'n'|'?'}). Exact agreement over all three answers, and agreement and kappa
+    over the items answered yes/no both times."""
+    pairs = [(first[it["of"]], second[it["item"]]) for it in relabel if it["of"] in first and it["item"] in second]
+    both = [(a == "y", b == "y") for a, b in pairs if a != "?" and b != "?"]
+    m = metrics([a for a, _ in both], [b for _, b in both])
+    return {"n": len(pairs), "exact": float(np.mean([a == b for a, b in pairs])) if pairs else float("nan"),
+            "n_yes_no_both": len(both), "agreement_yes_no": m["agreement"], "kappa_yes_no": m["kappa"]}

@@ -1,0 +1,386 @@
+"""Blind human verdicts for EMC2-Bench: contact sheets, a notebook widget, and their judge cache (chapter 5).
+
+The protocol (``PROTOCOL``; written out in ``data/judge_cache/README.md``): each item is one 64x64 render, a
+perturbation ``w + delta`` of one weight of a network (or the network's unperturbed render). The labeller sees
+only the concept's name and its Picbreeder reference render beside the item, answers "would you still call this
+a <concept>?" with yes / no / can't tell, and never sees which network (Picbreeder or SGD, which seed), which
+weight or which delta made it: items are shuffled across network kinds, seeds and deltas, and numbered in the
+shuffled order. The *key* (item number -> network and question) is a separate file the labeller does not open.
+
+Verdicts go to a :class:`~compbook.judges.CachedJudge` cache whose identity names the protocol and the labeller
+(:func:`human_identity`), keyed by the same question dicts :func:`compbook.emc2.compositional_score` asks, so a
+human verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
+with ``detail: {"answer": "can't tell"}`` (like a VLM answer with no yes/no); agreement tables leave it out.
+
+Two ways to label: :func:`write_sheets` (PNG contact sheets, then a text file ``<item> y|n|?`` per line, read by
+:func:`read_labels`) and :class:`LabelWidget` (Jupyter only).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from PIL import Image, ImageDraw, ImageFont
+
+from . import checkpoints, emc2, judges, picbreeder, twins
+
+PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the concept's Picbreeder reference "
+            "render and its name only; question 'Would you still call this a {concept}?'; answers yes / no / "
+            "can't tell (stored false, detail can't tell); items shuffled across network kinds, seeds and "
+            "deltas; key kept apart")
+LABELLER = "book authors"
+ANSWERS = {"y": "yes", "n": "no", "?": "can't tell"}
+RES = 64
+
+
+def human_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str:
+    """The judge identity of human verdicts: the labeller and the protocol (both part of every cache key)."""
+    if not labeller.strip() or not protocol.strip():
+        raise ValueError("labeller and protocol must be non-empty")
+    return f"human:{labeller}|protocol={protocol}"
+
+
+# -- the items ---------------------------------------------------------------------------------------------------
+@dataclass
+class Network:
+    """A network items are drawn from: ``source`` says how to rebuild it (``picbreeder:<name>`` or a
+    checkpoint path relative to ``data/``)."""
+    concept: str
+    kind: str          # "picbreeder" or "sgd"
+    seed: int
+    source: str
+    model: object
+
+
+def networks(concepts: Sequence[str] = twins.TARGETS) -> list[Network]:
+    """The layerized Picbreeder network and the stored SGD twins (:func:`compbook.twins.load_twins`) per concept."""
+    out = []
+    for c in concepts:
+        out.append(Network(c, "picbreeder", 0, f"picbreeder:{c}",
+                           picbreeder.layerize(picbreeder.load_genome(c))))
+        paths = twins.stored(c)
+        models = twins.load_twins(c)
+        hashes = {checkpoints.content_hash(m): m for m in models}
+        for p in paths:
+            meta = json.loads(p.read_text())
+            if meta["content_hash"] in hashes:
+                rel = p.relative_to(p.parents[1]).with_suffix("").as_posix()
+                out.append(Network(c, "sgd", meta["metadata"]["seed"], rel, hashes[meta["content_hash"]]))
+    return out
+
+
+def load_network(source: str):
+    """Rebuild a network from a key's ``source`` (``picbreeder:<name>`` or ``emc2/<checkpoint stem>``)."""
+    if source.startswith("picbreeder:"):
+        return picbreeder.layerize(picbreeder.load_genome(source.split(":", 1)[1]))
+    from .paths import data_dir
+    return checkpoints.load_cppn(data_dir() / source)
+
+
+def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: int = 22, per_sgd: int = 8,
+               seed: int = 0, start: int = 1) -> list[dict]:
+    """The key: one dict per item (``concept``, ``kind``, ``seed``, ``source``, ``question``), shuffled.
+
+    Per network: its unperturbed render (``weight: None, delta: 0``) and, for each delta, a seeded sample of
+    ``per_picbreeder`` (Picbreeder) or ``per_sgd`` (each SGD twin) non-zero weights, moved by ``+delta``.
+    Items are then shuffled within each concept (one concept per sheet) and numbered from ``start``.
+    """
+    rng = np.random.default_rng(seed)
+    by_concept: dict[str, list[dict]] = {}
+    for net in nets:
+        h = checkpoints.content_hash(net.model)
+        base = dict(concept=net.concept, kind=net.kind, seed=net.seed, source=net.source)
+        items = [base | {"question": _question(h, None, 0.0)}]
+        weights = emc2.nonzero_weights(net.model)
+        k = per_picbreeder if net.kind == "picbreeder" else per_sgd
+        for d in deltas:
+            pick = rng.choice(len(weights), size=min(k, len(weights)), replace=False)
+            items += [base | {"question": _question(h, weights[j], float(d))} for j in sorted(pick)]
+        by_concept.setdefault(net.concept, []).extend(items)
+    out = []
+    for c in sorted(by_concept):
+        items = by_concept[c]
+        out += [items[j] for j in rng.permutation(len(items))]
+    for n, item in enumerate(out, start):
+        item["item"] = n
+    return out
+
+
+def _question(model_hash: str, weight, delta: float) -> dict:
+    """The question dict of one item: as :func:`compbook.emc2.questions_for` (``weight: None`` = unperturbed)."""
+    return {"model": model_hash, "weight": None if weight is None else [int(x) for x in weight],
+            "delta": float(delta), "policy": "plus", "res": RES}
+
+
+def render_items(items: Sequence[dict], models: dict | None = None) -> torch.Tensor:
+    """The images ``(N, 64, 64, 3)`` of key items, in order (networks rebuilt from ``source``, or ``models``)."""
+    models = dict(models or {})
+    out = torch.zeros(len(items), RES, RES, 3)
+    by_source: dict[str, list[int]] = {}
+    for j, it in enumerate(items):
+        by_source.setdefault(it["source"], []).append(j)
+    for src, idx in by_source.items():
+        model = models.setdefault(src, load_network(src))
+        if checkpoints.content_hash(model) != items[idx[0]]["question"]["model"]:
+            raise ValueError(f"items: network {src} is not the one the key names (content hash differs)")
+        plain = [j for j in idx if items[j]["question"]["weight"] is None]
+        moved = [j for j in idx if items[j]["question"]["weight"] is not None]
+        with torch.no_grad():
+            for j in plain:
+                out[j] = model.render(RES)
+        if moved:
+            out[moved] = emc2.render_perturbations(model, [tuple(items[j]["question"]["weight"]) for j in moved],
+                                                   [items[j]["question"]["delta"] for j in moved], RES)
+    return out
+
+
+def reference(concept: str, res: int = RES) -> np.ndarray:
+    """The concept's Picbreeder reference render ``(res, res, 3)`` (the float64 genome render)."""
+    return picbreeder.render(picbreeder.load_genome(concept), res)
+
+
+# -- contact sheets --------------------------------------------------------------------------------------------
+def _font(size: int):
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:     # Pillow < 10.1
+        return ImageFont.load_default()
+
+
+def _to_pil(img, scale: int) -> Image.Image:
+    a = np.clip(np.asarray(img, dtype=np.float64), 0, 1)
+    pil = Image.fromarray(np.round(a * 255).astype(np.uint8))
+    return pil.resize((a.shape[1] * scale, a.shape[0] * scale), Image.NEAREST)
+
+
+def contact_sheet(images, numbers: Sequence[int], concept: str, rows: int = 4, cols: int = 6,
+                  scale: int = 3) -> Image.Image:
+    """One sheet: the reference render and the concept's name at the top, then ``rows x cols`` items, each
+    ``scale`` times enlarged under its big item number. Nothing else is drawn (no network, weight or delta)."""
+    n, side = len(images), RES * scale
+    if n > rows * cols or n != len(numbers):
+        raise ValueError(f"images: {n} items for {len(numbers)} numbers and a {rows}x{cols} sheet")
+    pad, label, head = 10, 34, side + 20
+    sheet = Image.new("RGB", (cols * (side + pad) + pad, head + rows * (side + label + pad) + pad), "white")
+    draw = ImageDraw.Draw(sheet)
+    sheet.paste(_to_pil(reference(concept), scale), (pad, 10))
+    draw.text((side + 3 * pad, 20), f"reference: {concept}", fill="black", font=_font(32))
+    draw.text((side + 3 * pad, 70), f"Would you still call this a {concept}?  y / n / ?", fill="black",
+              font=_font(24))
+    for k, (img, num) in enumerate(zip(images, numbers)):
+        r, c = divmod(k, cols)
+        x, y = pad + c * (side + pad), head + r * (side + label + pad)
+        draw.text((x, y), str(num), fill="black", font=_font(30))
+        sheet.paste(_to_pil(img, scale), (x, y + label))
+    return sheet
+
+
+def write_sheets(items: Sequence[dict], images, folder, per_sheet: int = 24, cols: int = 6,
+                 scale: int = 3) -> list[Path]:
+    """Contact sheets ``sheet_NN_<concept>.png`` of key items (one concept per sheet, in item order)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out, start = [], 0
+    while start < len(items):
+        c = items[start]["concept"]
+        stop = start
+        while stop < len(items) and stop - start < per_sheet and items[stop]["concept"] == c:
+            stop += 1
+        sheet = contact_sheet(images[start:stop], [it["item"] for it in items[start:stop]], c,
+                              rows=-(-per_sheet // cols), cols=cols, scale=scale)
+        path = folder / f"sheet_{len(out) + 1:02d}_{c}.png"
+        sheet.save(path)
+        out.append(path)
+        start = stop
+    return out
+
+
+def read_labels(path) -> dict[int, str]:
+    """A labels file: one ``<item> <y|n|?>`` per line (``#`` comments, blank lines ignored) -> {item: answer}."""
+    out = {}
+    for lineno, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not parts[0].isdigit() or parts[1] not in ANSWERS:
+            raise ValueError(f"{path}:{lineno}: expected '<item> y|n|?', got {line!r}")
+        if int(parts[0]) in out:
+            raise ValueError(f"{path}:{lineno}: item {parts[0]} labelled twice")
+        out[int(parts[0])] = parts[1]
+    return out
+
+
+# -- the cache ---------------------------------------------------------------------------------------------------
+def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, identity: str | None = None) -> Path:
+    """Write the labelled key items into the human-verdict cache (``CachedJudge`` format); returns its path.
+
+    An existing file must have the same identity (else ``ValueError``); a question already stored with another
+    answer is an error too (a verdict is never silently replaced)."""
+    identity = identity or human_identity()
+    path = Path(path) if path is not None else judges.cache_path(identity)
+    entries = judges.read_cache(path)[1] if path.exists() else {}
+    if path.exists() and judges.read_cache(path)[0] != identity:
+        raise ValueError(f"{path} holds verdicts of {judges.read_cache(path)[0]!r}, not {identity!r}")
+    by_item = {it["item"]: it for it in items}
+    for n, a in labels.items():
+        if n not in by_item:
+            raise ValueError(f"labels: item {n} is not in the key")
+        it = by_item[n]
+        key = judges.entry_key(identity, it["concept"], it["question"])
+        entry = {"concept": it["concept"], "question": json.loads(judges.canonical_json(it["question"])),
+                 "verdict": a == "y", "detail": {"answer": ANSWERS[a]}}
+        if key in entries and entries[key]["detail"] != entry["detail"]:
+            raise ValueError(f"item {n}: already stored as {entries[key]['detail']['answer']!r}, now {ANSWERS[a]!r}")
+        entries[key] = entry
+    return judges.write_cache(path, identity, entries)
+
+
+def human_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
+    """The stored human verdicts as a strict :class:`~compbook.judges.CachedJudge` (refuses another identity)."""
+    identity = identity or human_identity()
+    return judges.CachedJudge(path if path is not None else judges.cache_path(identity), identity=identity)
+
+
+def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -> list[str | None]:
+    """The stored answer (``"yes"``, ``"no"``, ``"can't tell"``) of each key item, None where none is stored."""
+    identity = identity or human_identity()
+    _, entries = judges.read_cache(path if path is not None else judges.cache_path(identity))
+    out = []
+    for it in items:
+        e = entries.get(judges.entry_key(identity, it["concept"], it["question"]))
+        out.append(None if e is None else e["detail"]["answer"])
+    return out
+
+
+# -- the notebook widget -----------------------------------------------------------------------------------------
+class LabelWidget:
+    """Label items in Jupyter: the reference render and the item, buttons yes / no / can't tell (chapter 5).
+
+    ``items`` are key dicts (:func:`plan_items`), ``images`` their renders. Answers collect in ``.labels``
+    ({item: 'y'|'n'|'?'}); with ``path`` each answer is also stored at once (:func:`store_verdicts`). Call
+    ``.show()`` in a live kernel only (the chapter checks that it is not headless).
+    """
+
+    def __init__(self, items: Sequence[dict], images, path=None, identity: str | None = None):
+        if len(items) != len(images):
+            raise ValueError(f"images: {len(images)} for {len(items)} items")
+        self.items, self.images, self.path, self.identity = list(items), images, path, identity
+        self.labels: dict[int, str] = {}
+        self.pos = 0
+
+    def show(self):
+        import ipywidgets as w
+        from IPython.display import display
+        self._img, self._ref = w.Image(format="png"), w.Image(format="png")
+        self._text = w.HTML()
+        buttons = [w.Button(description=ANSWERS[a]) for a in ANSWERS]
+        for b, a in zip(buttons, ANSWERS):
+            b.on_click(lambda _, a=a: self.answer(a))
+        self._update()
+        display(w.VBox([self._text, w.HBox([self._ref, self._img]), w.HBox(buttons)]))
+
+    def answer(self, a: str) -> None:
+        """Record answer ``a`` ('y', 'n' or '?') for the current item and move to the next."""
+        if a not in ANSWERS or self.pos >= len(self.items):
+            return
+        n = self.items[self.pos]["item"]
+        self.labels[n] = a
+        if self.path is not None:
+            store_verdicts(self.items, {n: a}, self.path, self.identity)
+        self.pos += 1
+        if hasattr(self, "_img"):
+            self._update()
+
+    def _update(self) -> None:
+        import io
+        if self.pos >= len(self.items):
+            self._text.value = f"<b>done: {len(self.labels)} answers</b>"
+            return
+        it = self.items[self.pos]
+        for widget, img in ((self._ref, reference(it["concept"])), (self._img, self.images[self.pos])):
+            buf = io.BytesIO()
+            _to_pil(img, 3).save(buf, format="png")
+            widget.value = buf.getvalue()
+        self._text.value = (f"item {self.pos + 1} of {len(self.items)}: would you still call the right "
+                            f"image a <b>{it['concept']}</b>? (left: the reference)")
+
+
+# -- command line ------------------------------------------------------------------------------------------------
+def relabel_items(items: Sequence[dict], fraction: float = 0.1, seed: int = 1, start: int = 9001) -> list[dict]:
+    """A seeded ``fraction`` of ``items``, shuffled again and renumbered from ``start`` (``"of"``: the original
+    item number), for the labeller's self-agreement."""
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(len(items), size=max(1, round(fraction * len(items))), replace=False)
+    by_concept: dict[str, list[dict]] = {}
+    for j in pick:
+        by_concept.setdefault(items[j]["concept"], []).append(dict(items[j]) | {"of": items[j]["item"]})
+    out = [it for c in sorted(by_concept) for it in by_concept[c]]
+    for n, it in enumerate(out, start):
+        it["item"] = n
+    return out
+
+
+def _read_key(path) -> list[dict]:
+    return json.loads(Path(path).read_text())["items"]
+
+
+def _write_key(path, items, note: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"note": note, "protocol": PROTOCOL, "items": items}, indent=0))
+
+
+def main(argv=None) -> int:
+    """``python -m compbook.labelling sheets|relabel|store ...`` (see ``data/judge_cache/README.md``)."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m compbook.labelling")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sheets", help="plan items of one concept, write the key and the contact sheets")
+    s.add_argument("--concept", required=True, choices=twins.TARGETS)
+    s.add_argument("--key", required=True, help="the key file (JSON) to write; do not open it while labelling")
+    s.add_argument("--out", required=True, help="folder for the sheets")
+    s.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    s.add_argument("--per-picbreeder", type=int, default=22)
+    s.add_argument("--per-sgd", type=int, default=8)
+    s.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("relabel", help="sheets of a shuffled fraction of labelled items, renumbered")
+    r.add_argument("--key", nargs="+", required=True)
+    r.add_argument("--out-key", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--fraction", type=float, default=0.1)
+    r.add_argument("--start", type=int, default=9001, help="first item number of the re-label sheets")
+    r.add_argument("--seed", type=int, default=1)
+    t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
+    t.add_argument("--key", nargs="+", required=True)
+    t.add_argument("--labels", nargs="+", required=True)
+    args = p.parse_args(argv)
+    if args.command == "sheets":
+        start = 1000 * (twins.TARGETS.index(args.concept) + 1)
+        items = plan_items(networks([args.concept]), tuple(args.deltas), args.per_picbreeder, args.per_sgd,
+                           args.seed + start, start)
+        _write_key(args.key, items, f"key of {args.concept} items (seed {args.seed})")
+        sheets = write_sheets(items, render_items(items), args.out)
+        print(f"{len(items)} items, {len(sheets)} sheets in {args.out}; key {args.key}")
+    elif args.command == "relabel":
+        items = relabel_items([it for k in args.key for it in _read_key(k)], args.fraction, args.seed, args.start)
+        _write_key(args.out_key, items, "re-label key: 'of' is the original item")
+        sheets = write_sheets(items, render_items(items), args.out)
+        print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")
+    else:
+        items = [it for k in args.key for it in _read_key(k)]
+        labels = {}
+        for f in args.labels:
+            labels |= read_labels(f)
+        print(f"wrote {store_verdicts(items, labels)} ({len(labels)} labels)")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    from compbook.labelling import main as _main
+    sys.exit(_main())

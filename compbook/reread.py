@@ -1,0 +1,115 @@
+"""Picbreeder against SGD twins under every judge, with intervals (chapter 5 and Part A's claims table).
+
+``python -m compbook.reread`` scores the three Picbreeder networks and their stored SGD twins
+(:mod:`compbook.twins`) with each judge (the default semantic judge, the other semantic candidate, SSIM to the own
+render) at several deltas, and reads the blind human verdicts (:mod:`compbook.labelling`) of the same networks;
+every score comes with a 95% Wilson interval over its perturbations. Writes ``data/emc2/reread.json``, which the
+chapters load (a precomputed result: about ten CPU minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from . import agreement, checkpoints, emc2, judges, labelling, picbreeder, semantic, twins
+
+
+def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
+    k, n = int(verdicts.sum()), len(verdicts)
+    lo, hi = agreement.wilson(k, n)
+    return {"concept": concept, "network": kind, "judge": judge_name, "delta": delta, "score": k / n if n else
+            float("nan"), "k": k, "n": n, "ci95": [lo, hi]} | (extra or {})
+
+
+class _Recorder:
+    """Asks every judge of ``judge_map`` about the same renders (rendered once); answers with the first."""
+
+    def __init__(self, judge_map: dict):
+        self.judge_map, self.verdicts = judge_map, {k: [] for k in judge_map}
+        self.identity = "recorder:" + "|".join(j.identity for j in judge_map.values())
+
+    def __call__(self, images, concept, *, reference=None, questions=None):
+        out = None
+        for name, judge in self.judge_map.items():
+            v = judge(images, concept, reference=reference)
+            self.verdicts[name].append(v.numpy())
+            out = v if out is None else out
+        return out
+
+
+def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
+                   seed: int = 0, progress: bool = False) -> list[dict]:
+    """Rows (concept, network, judge, delta, score, k, n, ci95): Picbreeder networks over every non-zero weight
+    (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
+    (``per_seed`` holds each). Every judge sees the same renders."""
+    rows = []
+    for c in twins.TARGETS:
+        nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
+        nets += [("sgd", m, sample) for m in twins.load_twins(c)]
+        for d in deltas:
+            rec = {kind: [] for kind in ("picbreeder", "sgd")}
+            for kind, model, n in nets:
+                r = _Recorder(judge_map)
+                emc2.compositional_score(model, r, c, delta=d, sample=n, seed=seed, progress=progress)
+                rec[kind].append({k: np.concatenate(v) for k, v in r.verdicts.items()})
+            for kind, recs in rec.items():
+                for name in judge_map:
+                    v = np.concatenate([x[name] for x in recs])
+                    extra = {"per_seed": [round(float(x[name].mean()), 4) for x in recs]} if kind == "sgd" else {}
+                    rows.append(_row(c, kind, name, d, v, extra))
+    return rows
+
+
+def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dict]:
+    """Rows of the human verdicts per concept, network kind and delta (perturbed items only); "can't tell"
+    counts as no (as stored); ``cant_tell`` says how many."""
+    rows = []
+    for c in twins.TARGETS:
+        for kind in ("picbreeder", "sgd"):
+            for d in sorted({it["question"]["delta"] for it in key if it["question"]["weight"] is not None}):
+                a = [a for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
+                     and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
+                rows.append(_row(c, kind, "human (book authors)", d, np.array([x == "yes" for x in a]),
+                                 {"cant_tell": sum(x == "can't tell" for x in a)}))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m compbook.reread")
+    p.add_argument("--sample", type=int, default=200, help="weights per SGD twin")
+    p.add_argument("--pb-sample", type=int, default=None, help="weights per Picbreeder network (default: all)")
+    p.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    from .paths import data_dir
+    t0 = time.perf_counter()
+    choice = json.loads(semantic.choice_path().read_text())
+    judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": j
+                 for k, j in semantic.candidates(choice["thresholds"]).items()}
+    judge_map["ssim (own render, 0.5)"] = judges.SSIMJudge(0.5)
+    rows = machine_scores(judge_map, tuple(args.deltas), args.sample, args.pb_sample)
+    key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
+    rows += human_scores(key, labelling.answers_for(key))
+    out = {"made_by": f"python -m compbook.reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
+                      f"{' '.join(map(str, args.deltas))}", "seconds": round(time.perf_counter() - t0, 1),
+           "twins": {c: [checkpoints.content_hash(m) for m in twins.load_twins(c)] for c in twins.TARGETS},
+           "chosen": choice["chosen"], "rows": rows}
+    path = data_dir() / "emc2" / "reread.json"
+    path.write_text(json.dumps(out, indent=0))
+    for r in rows:
+        print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
+              f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
+    print(f"wrote {path} in {out['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    from compbook.reread import main as _main
+    sys.exit(_main())

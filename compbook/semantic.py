@@ -1,0 +1,294 @@
+"""Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5, issue 11).
+
+SSIM against the network's own unperturbed render (:class:`compbook.judges.SSIMJudge`) answers "is this the same
+picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
+concept's name only (no ``reference`` argument); they are stand-ins for the paper's VLM judge, and
+``data/semantic/choice.json`` records how each agrees with blind human verdicts (:mod:`compbook.labelling`).
+
+- :class:`ReferenceJudge`: multi-scale structural comparison with the concept's Picbreeder reference render (the
+  float64 genome render at 64 px): RGB SSIM at 64, 32 and 16 px, each the best over small shifts, averaged;
+  "yes" when the score is at least a threshold. No weights.
+- :class:`ClassifierJudge`: a small CNN with one logit per concept, trained (:func:`train_classifier`, script:
+  ``python -m compbook.semantic train``) on declared transformations of the three reference renders only
+  (:mod:`compbook.augment`); weights in ``data/semantic/``. "Yes" when the concept's probability is at least a
+  threshold.
+
+Every judge takes images ``(N, H, W, 3)`` floats in [0, 1] (other sizes than 64x64 are resized) and a concept
+in :data:`CONCEPTS`; anything else raises ``ValueError`` naming the argument. Thresholds are chosen on the
+calibration half of the human verdicts and the default judge on the other half (``python -m compbook.semantic
+choose``), never by the Picbreeder-vs-SGD scores they give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import judges
+
+CONCEPTS = ("skull", "butterfly", "apple")
+RES = 64
+FOLDER = "semantic"
+
+
+# -- input checks and resizing ---------------------------------------------------------------------------------
+def check_concept(concept) -> str:
+    """``concept`` if it is one of :data:`CONCEPTS`, else ``ValueError`` naming it."""
+    if concept not in CONCEPTS:
+        raise ValueError(f"concept must be one of {CONCEPTS}, got {concept!r}")
+    return concept
+
+
+def prepare(images) -> torch.Tensor:
+    """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.judges.check_images`) as float32
+    ``(N, 3, 64, 64)``; other sizes are resized (area when shrinking, bilinear when growing)."""
+    x = judges.check_images(images).detach().float().cpu().permute(0, 3, 1, 2)
+    if x.shape[-2:] != (RES, RES):
+        mode = "area" if min(x.shape[-2:]) >= RES else "bilinear"
+        x = F.interpolate(x, size=(RES, RES), mode=mode, **({} if mode == "area" else {"align_corners": False}))
+    return x.clamp(0, 1)
+
+
+@lru_cache(maxsize=None)
+def reference(concept: str) -> torch.Tensor:
+    """The concept's Picbreeder reference render ``(3, 64, 64)`` float32 (the genome's float64 render)."""
+    from . import picbreeder
+    img = picbreeder.render(picbreeder.load_genome(check_concept(concept)), RES)
+    return torch.from_numpy(img).float().permute(2, 0, 1).contiguous()
+
+
+# -- multi-scale structural comparison ------------------------------------------------------------------------------
+def ssim_batched(x: torch.Tensor, y: torch.Tensor, win: int = 7) -> torch.Tensor:
+    """Mean SSIM ``(N,)`` of ``x`` and ``y`` ``(N, C, H, W)`` in [0, 1], uniform ``win`` window, channels
+    averaged (skimage's ``structural_similarity`` with ``data_range=1``, computed in torch, in a batch)."""
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    pool = lambda t: F.avg_pool2d(t, win, stride=1)   # noqa: E731
+    mx, my = pool(x), pool(y)
+    n = win * win
+    cov = n / (n - 1)                                 # skimage's sample covariance
+    vx, vy = cov * (pool(x * x) - mx * mx), cov * (pool(y * y) - my * my)
+    vxy = cov * (pool(x * y) - mx * my)
+    s = ((2 * mx * my + c1) * (2 * vxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return s.mean(dim=(1, 2, 3))
+
+
+def _shifted(ref: torch.Tensor, shift: int) -> torch.Tensor:
+    """``ref`` ``(C, H, W)`` moved by every ``(dy, dx)`` in ``[-shift, shift]^2``: ``(S, C, H, W)`` (edge pad)."""
+    c, h, w = ref.shape
+    pad = F.pad(ref[None], (shift,) * 4, mode="replicate")[0]
+    return torch.stack([pad[:, shift + dy:shift + dy + h, shift + dx:shift + dx + w]
+                        for dy in range(-shift, shift + 1) for dx in range(-shift, shift + 1)])
+
+
+def reference_scores(images, concept: str, scales=(64, 32, 16), shift: int = 2) -> torch.Tensor:
+    """Multi-scale score ``(N,)``: for each scale, the images and the reference shrunk (area) to it, the best
+    RGB SSIM over shifts of the reference up to ``shift`` pixels, then the mean over scales."""
+    x, ref = prepare(images), reference(check_concept(concept))
+    total = torch.zeros(len(x))
+    for s in scales:
+        xs = F.interpolate(x, size=(s, s), mode="area") if s != RES else x
+        rs = F.interpolate(ref[None], size=(s, s), mode="area")[0] if s != RES else ref
+        refs = _shifted(rs, shift)                                       # (S, 3, s, s)
+        win = 7 if s >= 32 else 5
+        best = torch.stack([ssim_batched(xs, r.expand_as(xs), win) for r in refs]).amax(0)
+        total += best
+    return total / len(scales)
+
+
+class _ThresholdJudge:
+    """A judge that says yes when ``self.scores(images, concept)`` is at least ``self.threshold``; the score is
+    kept in ``last_details`` under ``detail``. ``reference`` is ignored: these judges never need it."""
+
+    detail = "score"
+
+    def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
+        s = self.scores(images, concept)
+        if questions is not None:
+            judges.check_questions(questions, len(s))
+        self.last_details = [{self.detail: round(float(v), 4)} for v in s]
+        return s >= self.threshold
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identity})"
+
+
+class ReferenceJudge(_ThresholdJudge):
+    """"Is this a <concept>?": multi-scale SSIM with the concept's reference render >= ``threshold``."""
+
+    kind = "reference"
+
+    def __init__(self, threshold: float = 0.5, scales=(64, 32, 16), shift: int = 2):
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
+            raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
+        self.threshold, self.scales, self.shift = float(threshold), tuple(scales), int(shift)
+        self.identity = (f"semantic-reference:ms-ssim-rgb|scales={list(self.scales)}|shift={self.shift}|"
+                         f"threshold={self.threshold!r}")
+        self.last_details: list[dict] = []
+
+    def scores(self, images, concept: str) -> torch.Tensor:
+        return reference_scores(images, concept, self.scales, self.shift)
+
+
+
+# -- the classifier ------------------------------------------------------------------------------------------------
+class ConceptNet(nn.Module):
+    """A small CNN: ``(N, 3, 64, 64)`` -> logits ``(N, 3)``, one per concept of :data:`CONCEPTS` (input shrunk
+    to 32x32, three conv-ReLU-maxpool blocks, 16/32/64 channels, a linear head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.head = nn.Sequential(nn.Flatten(), nn.Dropout(0.2), nn.Linear(64 * 4 * 4, 64), nn.ReLU(),
+                                  nn.Linear(64, len(CONCEPTS)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(F.avg_pool2d(x, 2)))
+
+
+def weights_path(folder=None) -> Path:
+    """``data/semantic/concept_cnn.safetensors`` (or under ``folder``)."""
+    from .paths import data_dir
+    return Path(folder if folder is not None else data_dir() / FOLDER) / "concept_cnn.safetensors"
+
+
+def load_classifier(path=None) -> tuple[ConceptNet, str]:
+    """The trained :class:`ConceptNet` (eval mode) and the first 12 hex digits of its weights file's sha256."""
+    from safetensors.torch import load_file
+    path = Path(path) if path is not None else weights_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist (train it: python -m compbook.semantic train)")
+    net = ConceptNet()
+    net.load_state_dict(load_file(str(path)))
+    return net.eval(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+class ClassifierJudge(_ThresholdJudge):
+    """"Is this a <concept>?": the trained CNN's probability for the concept >= ``threshold``."""
+
+    kind = "classifier"
+    detail = "p"
+
+    def __init__(self, threshold: float = 0.5, path=None):
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
+        self.net, digest = load_classifier(path)
+        self.threshold = float(threshold)
+        self.identity = f"semantic-classifier:concept_cnn@{digest}|threshold={self.threshold!r}"
+        self.last_details: list[dict] = []
+
+    @torch.no_grad()
+    def scores(self, images, concept: str) -> torch.Tensor:
+        j = CONCEPTS.index(check_concept(concept))
+        x = prepare(images)
+        return torch.cat([torch.sigmoid(self.net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
+            if len(x) else torch.zeros(0)
+
+
+
+def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed: int = 0,
+                     progress: bool = True) -> tuple[ConceptNet, list[float]]:
+    """Train :class:`ConceptNet` on :func:`compbook.augment.batch` (positives: transformations of each
+    reference render; negatives: the declared list there). Returns the net and the loss every 100 steps."""
+    from tqdm.auto import tqdm
+    from . import augment
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    refs = torch.stack([reference(c) for c in CONCEPTS])
+    pool = augment.random_cppn_pool(seed=seed)
+    net = ConceptNet()
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps)
+    curve, running = [], 0.0
+    for step in tqdm(range(steps), disable=not progress, desc="concept cnn"):
+        x, y = augment.batch(refs, pool, batch, g)
+        loss = F.binary_cross_entropy_with_logits(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        running += float(loss.detach())
+        if (step + 1) % 100 == 0:
+            curve.append(round(running / 100, 5))
+            running = 0.0
+    return net.eval(), curve
+
+
+# -- the default ---------------------------------------------------------------------------------------------------
+def choice_path(folder=None) -> Path:
+    from .paths import data_dir
+    return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
+
+
+def make_judge(kind: str, threshold: float):
+    """A semantic judge by kind (``"reference"`` or ``"classifier"``) and threshold."""
+    if kind == "reference":
+        return ReferenceJudge(threshold)
+    if kind == "classifier":
+        return ClassifierJudge(threshold)
+    raise ValueError(f"kind must be 'reference' or 'classifier', got {kind!r}")
+
+
+def candidates(thresholds: dict | None = None) -> dict:
+    """The candidate judges with the thresholds stored in ``choice.json`` (or given), by kind."""
+    if thresholds is None:
+        thresholds = json.loads(choice_path().read_text())["thresholds"]
+    return {k: make_judge(k, t) for k, t in thresholds.items()}
+
+
+def default_judge():
+    """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold."""
+    path = choice_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist (make it: python -m compbook.semantic choose)")
+    choice = json.loads(path.read_text())
+    return make_judge(choice["chosen"], choice["thresholds"][choice["chosen"]])
+
+
+# -- command line ----------------------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m compbook.semantic train`` (the CNN's weights) or ``choose`` (see :mod:`compbook.agreement`)."""
+    p = argparse.ArgumentParser(prog="python -m compbook.semantic")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
+    t.add_argument("--steps", type=int, default=3000)
+    t.add_argument("--batch", type=int, default=96)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1)
+    sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
+    args = p.parse_args(argv)
+    if args.command == "choose":
+        from . import agreement
+        return agreement.main_choose()
+    from safetensors.torch import save_file
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    net, curve = train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
+    path = weights_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path))
+    from . import augment
+    meta = {"made_by": f"python -m compbook.semantic train --steps {args.steps} --batch {args.batch} "
+                       f"--seed {args.seed}", "seconds": round(time.perf_counter() - t0, 1),
+            "loss_every_100": curve, "augmentations": augment.DECLARED}
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    print(f"wrote {path} ({meta['seconds']} s); last losses {curve[-3:]}")
+    return 0
+
+
+if __name__ == "__main__":
+    from compbook.semantic import main as _main
+    sys.exit(_main())

@@ -1,0 +1,176 @@
+"""SGD twins of the Picbreeder networks, trained with FER's recipe (chapters 5-9, issue 11).
+
+A *twin* is a dense CPPN with the layerized Picbreeder network's architecture (same depth, widths and
+per-neuron activations, every connection present, ``CPPN(..., seed=s)`` initialisation), fitted to the genome's
+float64 render by FER's recipe: MSE, Adam on the gradient normalised to unit L2 norm, lr 3e-3 (apple 3e-4),
+straight-through output clips (:mod:`compbook.train`). FER runs 100k steps at 256x256; the book's stored twins
+(``data/emc2/twin_<target>_<res>px_<steps>steps_seed<s>``) run as many steps at 64x64 as a CPU allows, and their
+JSON holds the recipe, the loss curve (every ``LOG_EVERY`` steps), the final MSE and the PSNR against the
+reference render at 64 px and at 256 px (the reference PNG, as ``../shared/picbreeder/README.md`` measures FER's).
+
+Command line (what made ``data/emc2/``)::
+
+    nice -n 5 python -m compbook.twins --target skull --steps 20000 --seeds 0 1 2
+    python -m compbook.twins --report          # MSE / PSNR of every stored twin
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from . import checkpoints, images, paths, picbreeder, train
+from .cppn import CPPN
+
+TARGETS = ("skull", "butterfly", "apple")
+#: FER's learning rates (fact, FER's code): 3e-3, the apple 3e-4.
+FER_LR = {"skull": 3e-3, "butterfly": 3e-3, "apple": 3e-4}
+#: FER's SGD figures against the reference renders at 256 px (``../shared/picbreeder/README.md``): PSNR in dB.
+FER_PSNR_256 = {"skull": 31.0, "butterfly": 31.5, "apple": 40.7}
+LOG_EVERY = 100
+FOLDER = "emc2"
+
+
+@dataclass
+class TwinRecipe:
+    """What a twin's training is: FER's recipe at ``res`` for ``steps`` (stored in the checkpoint's JSON)."""
+    target: str
+    res: int = 64
+    steps: int = 20000
+    lr: float | None = None          # None: FER's lr for the target
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    optimizer: str = "adam"
+    normalize_grad: bool = True
+    straight_through: bool = True
+
+    def __post_init__(self):
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        if self.lr is None:
+            self.lr = FER_LR[self.target]
+
+
+def stem(target: str, res: int, steps: int, seed: int) -> str:
+    """The checkpoint name under ``data/``: ``emc2/twin_<target>_<res>px_<steps>steps_seed<seed>``."""
+    return f"{FOLDER}/twin_{target}_{res}px_{steps}steps_seed{seed}"
+
+
+def quality(model: CPPN, target: str) -> dict:
+    """MSE and PSNR of ``model``'s render against the genome's float64 render at 64 px, and against the
+    reference PNG at 256 px (FER's figures are measured that way)."""
+    out = {}
+    with torch.no_grad():
+        for res, ref in ((64, picbreeder.render(picbreeder.load_genome(target), 64)),
+                         (256, picbreeder.reference_render(target))):
+            img = model.render(res).double().numpy()
+            out[f"mse_{res}"] = float(np.mean((img - ref) ** 2))
+            out[f"psnr_{res}"] = images.psnr(img, ref)
+    return out
+
+
+def train_twins(recipe: TwinRecipe, progress: bool = True) -> tuple[list[CPPN], np.ndarray, float]:
+    """Train one twin per seed of ``recipe``, all at once (``train.fit_many``).
+
+    Returns ``(models, losses (steps, n_seeds), seconds)``.
+    """
+    g = picbreeder.load_genome(recipe.target)
+    pb = picbreeder.layerize(g)
+    models = [CPPN(pb.activations, pb.color, seed=s) for s in recipe.seeds]
+    fit = train.fit_many(models, picbreeder.render(g, recipe.res), steps=recipe.steps, lr=recipe.lr,
+                         optimizer=recipe.optimizer, normalize_grad=recipe.normalize_grad, progress=progress,
+                         straight_through=recipe.straight_through)
+    losses = np.asarray(fit.losses).reshape(recipe.steps, len(recipe.seeds))
+    return fit.models, losses, fit.seconds
+
+
+def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list[Path]:
+    """Write each twin (safetensors + JSON with the recipe, loss curve, final MSE and PSNR); returns JSON paths."""
+    folder = Path(folder) if folder is not None else paths.data_dir()
+    out = []
+    for j, (seed, model) in enumerate(zip(recipe.seeds, models)):
+        curve = losses[::LOG_EVERY, j].tolist()
+        meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
+                "made_by": f"python -m compbook.twins --target {recipe.target} --res {recipe.res} "
+                           f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}",
+                "fer_recipe": "Adam on the unit-normalised gradient, lr 3e-3 (apple 3e-4), MSE, FER's code",
+                "train_seconds_all_seeds": round(seconds, 1), "threads": torch.get_num_threads(),
+                "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
+                "final_mse_train_res": float(train.mse(model, picbreeder.render(
+                    picbreeder.load_genome(recipe.target), recipe.res)))} | quality(model, recipe.target)
+        out.append(checkpoints.save_cppn(model, folder / stem(recipe.target, recipe.res, recipe.steps, seed),
+                                         meta))
+    return out
+
+
+def stored(target: str, folder=None) -> list[Path]:
+    """JSON paths of the stored twins of ``target`` (all resolutions and step counts), sorted by name."""
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    folder = Path(folder) if folder is not None else paths.data_dir()
+    return sorted((folder / FOLDER).glob(f"twin_{target}_*px_*steps_seed*.json"))
+
+
+def load_twins(target: str, folder=None) -> list[CPPN]:
+    """The stored twins of ``target``: of the longest run stored, one per seed (``FileNotFoundError`` if none)."""
+    found = stored(target, folder)
+    if not found:
+        raise FileNotFoundError(f"no stored twins of {target!r} in data/{FOLDER}/ "
+                                f"(make them: python -m compbook.twins --target {target})")
+    meta = [checkpoints.load_metadata(p) for p in found]
+    best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
+    keep = [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
+    return [checkpoints.load_cppn(p) for p in keep]
+
+
+def report(folder=None) -> list[dict]:
+    """One row per stored twin: target, seed, steps, res, MSE and PSNR at 64 and 256 px, FER's PSNR."""
+    rows = []
+    for t in TARGETS:
+        for p in stored(t, folder):
+            m = checkpoints.load_metadata(p)
+            rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
+                         "lr": m["recipe"]["lr"], "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
+                         "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": FER_PSNR_256[t]})
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m compbook.twins --target T [--steps N --res R --seeds ...]`` or ``--report``."""
+    p = argparse.ArgumentParser(prog="python -m compbook.twins", description=__doc__.split("\n")[0])
+    p.add_argument("--target", choices=TARGETS, action="append", default=[])
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--lr", type=float, default=None, help="default: FER's (3e-3, apple 3e-4)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
+    p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    for t in args.target:
+        recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds)
+        t0 = time.perf_counter()
+        models, losses, seconds = train_twins(recipe, progress=sys.stderr.isatty())
+        written = save_twins(recipe, models, losses, seconds, args.out)
+        for w in written:
+            m = checkpoints.load_metadata(w)
+            print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
+                  f"{m['psnr_256']:.1f} dB (256; FER {FER_PSNR_256[t]})", flush=True)
+        print(f"{t}: {seconds:.0f} s training, {time.perf_counter() - t0:.0f} s in all", flush=True)
+    if args.report or not args.target:
+        for r in report(args.out):
+            print(json.dumps(r))
+    return 0
+
+
+if __name__ == "__main__":
+    from compbook.twins import main as _main
+    sys.exit(_main())

@@ -1,0 +1,98 @@
+"""compbook.labelling: blind contact sheets and the human-verdict cache (issue 11)."""
+
+import json
+
+import pytest
+import torch
+
+from compbook import emc2, judges, labelling, picbreeder
+from compbook.cppn import CPPN
+
+
+@pytest.fixture(scope="module")
+def nets():
+    pb = picbreeder.layerize(picbreeder.load_genome("skull"))
+    sgd = CPPN(pb.activations, pb.color, seed=0)
+    return [labelling.Network("skull", "picbreeder", 0, "picbreeder:skull", pb),
+            labelling.Network("skull", "sgd", 0, "x", sgd)]
+
+
+def test_plan_mixes_kinds_and_deltas_and_has_unperturbed_items(nets):
+    items = labelling.plan_items(nets, (0.5, 2.0), per_picbreeder=5, per_sgd=3, start=101)
+    assert len(items) == (1 + 2 * 5) + (1 + 2 * 3)
+    assert [it["item"] for it in items] == list(range(101, 101 + len(items)))
+    kinds = [it["kind"] for it in items]
+    assert kinds != sorted(kinds) and kinds != sorted(kinds, reverse=True), "items are not shuffled"
+    assert sum(it["question"]["weight"] is None for it in items) == 2
+
+
+def test_rendered_items_are_the_engines_perturbations(nets):
+    items = labelling.plan_items(nets[:1], (1.0,), per_picbreeder=4)
+    imgs = labelling.render_items(items, {"picbreeder:skull": nets[0].model})
+    for it, img in zip(items, imgs):
+        q = it["question"]
+        want = nets[0].model.render(64) if q["weight"] is None else emc2.render_perturbations(
+            nets[0].model, [tuple(q["weight"])], [q["delta"]], 64)[0]
+        assert torch.allclose(img, want, atol=1e-6)
+
+
+def test_sheet_shows_numbers_only_and_fits(nets, tmp_path):
+    items = labelling.plan_items(nets, (0.5,), per_picbreeder=3, per_sgd=2)
+    imgs = torch.rand(len(items), 64, 64, 3)
+    sheets = labelling.write_sheets(items, imgs, tmp_path, per_sheet=4, cols=2)
+    assert len(sheets) == -(-len(items) // 4) and all(p.exists() for p in sheets)
+
+
+def test_labels_round_trip_through_a_cached_judge(nets, tmp_path):
+    items = labelling.plan_items(nets, (0.5,), per_picbreeder=2, per_sgd=2)
+    f = tmp_path / "labels.txt"
+    f.write_text("# comment\n" + "\n".join(f"{it['item']} {a}" for it, a in zip(items, "yn?yn?")) + "\n")
+    labels = labelling.read_labels(f)
+    path = labelling.store_verdicts(items, labels, tmp_path / "h.json")
+    judge = labelling.human_judge(path)
+    imgs = torch.zeros(len(items), 64, 64, 3)
+    v = judge(imgs, "skull", questions=[it["question"] for it in items])
+    assert v.tolist() == [a == "y" for a in "yn?yn?"]
+    assert labelling.answers_for(items, path) == [labelling.ANSWERS[a] for a in "yn?yn?"]
+
+
+def test_another_labeller_or_protocol_is_refused(nets, tmp_path):
+    items = labelling.plan_items(nets[:1], (0.5,), per_picbreeder=1)
+    path = labelling.store_verdicts(items, {items[0]["item"]: "y"}, tmp_path / "h.json")
+    with pytest.raises(ValueError, match="not of"):
+        labelling.human_judge(path, identity=labelling.human_identity("someone else"))
+    with pytest.raises(ValueError):
+        labelling.store_verdicts(items, {items[0]["item"]: "y"}, path,
+                                 identity=labelling.human_identity(protocol="other"))
+
+
+def test_a_changed_answer_is_an_error_not_a_silent_overwrite(nets, tmp_path):
+    items = labelling.plan_items(nets[:1], (0.5,), per_picbreeder=1)
+    path = labelling.store_verdicts(items, {items[0]["item"]: "y"}, tmp_path / "h.json")
+    with pytest.raises(ValueError, match="already stored"):
+        labelling.store_verdicts(items, {items[0]["item"]: "n"}, path)
+
+
+def test_a_verdict_is_not_served_for_another_question(nets, tmp_path):
+    items = labelling.plan_items(nets[:1], (0.5,), per_picbreeder=1)
+    path = labelling.store_verdicts(items, {items[0]["item"]: "y"}, tmp_path / "h.json")
+    other = dict(items[-1]["question"]) | {"delta": 0.25}
+    with pytest.raises(judges.CacheMiss):
+        labelling.human_judge(path)(torch.zeros(1, 64, 64, 3), "skull", questions=[other])
+
+
+@pytest.mark.parametrize("text", ["1 yes\n", "x y\n", "1 y\n1 n\n"])
+def test_bad_label_lines_are_refused(tmp_path, text):
+    f = tmp_path / "l.txt"
+    f.write_text(text)
+    with pytest.raises(ValueError):
+        labelling.read_labels(f)
+
+
+def test_relabel_items_are_renumbered_and_point_back(nets):
+    items = labelling.plan_items(nets, (0.5, 1.0), per_picbreeder=10, per_sgd=5)
+    again = labelling.relabel_items(items, 0.2)
+    assert len(again) == round(0.2 * len(items))
+    by = {it["item"]: it for it in items}
+    assert all(by[a["of"]]["question"] == a["question"] for a in again)
+    assert [a["item"] for a in again] == list(range(9001, 9001 + len(again)))

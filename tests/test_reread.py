@@ -1,0 +1,33 @@
+"""compbook.reread: scores under several judges from one set of renders (issue 11)."""
+
+import numpy as np
+import torch
+
+from compbook import reread
+
+
+class _Const:
+    def __init__(self, value, name):
+        self.value, self.identity = value, name
+
+    def __call__(self, images, concept, *, reference=None, questions=None):
+        return torch.full((len(images),), self.value, dtype=torch.bool)
+
+
+def test_recorder_asks_every_judge_and_answers_with_the_first():
+    r = reread._Recorder({"yes": _Const(True, "y"), "no": _Const(False, "n")})
+    v = r(torch.zeros(3, 8, 8, 3), "skull")
+    assert v.tolist() == [True] * 3
+    assert [x.tolist() for x in r.verdicts["no"]] == [[False] * 3]
+
+
+def test_human_scores_count_only_perturbed_items_and_cant_tell_as_no():
+    q = lambda w, d: {"model": "m", "weight": w, "delta": d, "policy": "plus", "res": 64}   # noqa: E731
+    key = [{"concept": "skull", "kind": "sgd", "question": q([0, 0, 0], 0.5)},
+           {"concept": "skull", "kind": "sgd", "question": q([0, 0, 1], 0.5)},
+           {"concept": "skull", "kind": "sgd", "question": q(None, 0.0)}]
+    rows = reread.human_scores(key, ["yes", "can't tell", "no"])
+    row = [r for r in rows if r["concept"] == "skull" and r["network"] == "sgd" and r["delta"] == 0.5][0]
+    assert (row["k"], row["n"], row["cant_tell"]) == (1, 2, 1)
+    assert row["ci95"][0] < 0.5 < row["ci95"][1]
+    assert np.isfinite(row["score"])
