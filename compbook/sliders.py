@@ -139,8 +139,9 @@ def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 80, **
     """A slider over one or more knobs (``name=[values]``): live ipywidgets in a front end, else a JS viewer.
 
     ``draw(**knobs)`` returns a matplotlib Figure. ``start`` gives each knob's initial value (default: the
-    first). Static mode draws every combination (at most ``MAX_FRAMES``) and returns the HTML it displays;
-    live mode returns the ipywidgets ``interact`` object.
+    first). Static mode draws every combination (at most ``MAX_FRAMES``) and displays the viewer; live mode
+    displays the ipywidgets ``interact``. Returns None, so a slider as a cell's last line prints nothing more
+    (a returned HTML string would be echoed as a page-wide text output).
     """
     knobs = _check_knobs(knobs)
     start = dict(start or {})
@@ -150,10 +151,10 @@ def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 80, **
     from IPython.display import HTML, display
 
     if widget_mode() == "live":
-        return _live(draw, knobs, start)
-    page = frames_html(render_frames(draw, knobs, dpi=dpi), knobs, start)
-    display(HTML(page))
-    return page
+        _live(draw, knobs, start)
+        return None
+    display(HTML(frames_html(render_frames(draw, knobs, dpi=dpi), knobs, start)))
+    return None
 
 
 def _live(draw: Callable, knobs: dict, start: dict):

@@ -56,7 +56,11 @@ def test_headless_default_is_static(monkeypatch):
 def test_static_frame_slider_never_imports_a_live_widget(monkeypatch):
     monkeypatch.setenv(sliders.WIDGETS_VARIABLE, "static")
     monkeypatch.setattr(sliders, "_live", lambda *a: pytest.fail("a live widget was started headless"))
-    page = sliders.frame_slider(_draw, a=[1, 2, 3], start={"a": 2})
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj.data))
+    returned = sliders.frame_slider(_draw, a=[1, 2, 3], start={"a": 2})
+    assert returned is None, "a returned page would be echoed as text when the slider is a cell's last line"
+    (page,) = shown
     assert page.count("iVBORw0KGgo") == 3 + 1, "three PNG frames plus the one shown first"
     assert 'data-frame="1"' in page
 
