@@ -47,3 +47,33 @@ def test_bad_input():
         check_widths([64, 0])
     with pytest.raises(ValueError, match="mismatched scene counts"):
         fit_binding_mlp(np.zeros((1, 5, 2, 3), int), np.zeros((1, 4, 8)), SIZES, 8, CFG)
+
+
+def encoder_input(kind):
+    """(train_values, train_emb, test_values, test_emb) of planted embeddings: one encoder, (S, 2, C) values."""
+    split = coverage_split(27, 0.6, seed=0)
+    left, right = planted(kind)
+    tr, te = np.asarray(split.train), np.asarray(split.test)
+    vals = lambda s: np.stack(np.unravel_index(s, SIZES), -1)   # noqa: E731 (S, 2, C)
+    return vals(tr), left[tr[:, 0]] + right[tr[:, 1]], vals(te), left[te[:, 0]] + right[te[:, 1]]
+
+
+def test_encoder_binding_reads_planted_additive_and_lookup():
+    from compbook.binding.complexity import encoder_binding
+
+    add = encoder_binding(*encoder_input("additive"), SIZES, widths=(64,), cfg=CFG)
+    look = encoder_binding(*encoder_input("lookup"), SIZES, widths=(64,), cfg=CFG)
+    assert [r["width"] for r in add["complexity"]] == [0, 64]
+    assert add["complexity"][1]["object"] > 0.9, add
+    assert look["complexity"][1]["object"] < 0.3, look
+    assert add["probes"]["additive"] > 0.999, add["probes"]
+    assert add["probes"]["global_product"] < 0.95, add["probes"]   # a sum is not one product
+    assert look["probes"]["additive"] < 0.5, look["probes"]
+
+
+def test_encoder_binding_rejects_mismatched_scene_counts():
+    from compbook.binding.complexity import encoder_binding
+
+    trv, trz, tev, tez = encoder_input("additive")
+    with pytest.raises(ValueError, match="train_values"):
+        encoder_binding(trv, trz[:-1], tev, tez, SIZES, widths=(64,), cfg=CFG)

@@ -14,6 +14,7 @@ width train batched: the M encoders' MLPs are stacked (M, ...) and fitted in one
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -147,6 +148,29 @@ def complexity_table(train_values, train_emb, test_values, test_emb, sizes, cfg:
             c, o = probes[m].accuracy(test_values[m], pred[m])
             rows.append({"model": labels[m], "width": w, "concept": c, "object": o})
     return rows
+
+
+def encoder_binding(train_values, train_emb, test_values, test_emb, sizes, widths=(64, 256, 1024),
+                    cfg: ComplexityConfig | None = None) -> dict:
+    """One encoder's binding function, both ways (chapter 12, the image dual encoder's section).
+
+    ``train_values`` (S, 2, C) int slot-concept values and ``train_emb`` (S, D): scenes of train objects;
+    ``test_*``: scenes of held-out objects. Returns ``{"complexity": rows, "probes": {kind: R^2}}``: the
+    :func:`complexity_table` rows at ``widths`` (width 0 = the encoder itself) and the held-out R^2 of the three
+    :func:`~compbook.binding.probes.fit_probe` kinds, each fitted on the train scenes only.
+    """
+    from .probes import PROBE_KINDS, fit_probe
+
+    tr_v, te_v = np.asarray(train_values), np.asarray(test_values)
+    tr_z, te_z = np.asarray(train_emb, dtype=float), np.asarray(test_emb, dtype=float)
+    for name, v, z in (("train_values", tr_v, tr_z), ("test_values", te_v, te_z)):
+        if v.ndim != 3 or z.ndim != 2 or len(v) != len(z):
+            raise ValueError(f"{name}: need (S, slots, C) values matching (S, D) embeddings, got "
+                             f"{v.shape} and {z.shape}")
+    cfg = dataclasses.replace(cfg or default_complexity(), widths=check_widths(widths))
+    rows = complexity_table(tr_v[None], tr_z[None], te_v[None], te_z[None], tuple(sizes), cfg)
+    r2 = {k: fit_probe(k, tr_v, tr_z, n_values=tuple(sizes)).r2(te_v, te_z) for k in PROBE_KINDS}
+    return {"complexity": [{k: v for k, v in r.items() if k != "model"} for r in rows], "probes": r2}
 
 
 def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) -> list[dict]:
