@@ -71,6 +71,20 @@ CONCEPT_ORDER = ("size", "colour", "shape", "pattern colour", "pattern")
 
 # ---------------------------------------------------------------- object spaces
 
+def pad_sequences(seqs, pad_id: int, length: int | None = None, name: str = "seqs") -> np.ndarray:
+    """Right-pad id sequences with ``pad_id`` -> (N, length) int64 (``length`` defaults to the longest).
+
+    A sequence longer than ``length`` raises a ValueError naming ``name[i]``.
+    """
+    length = length or max(len(s) for s in seqs)
+    out = np.full((len(seqs), length), pad_id, dtype=np.int64)
+    for i, s in enumerate(seqs):
+        if len(s) > length:
+            raise ValueError(f"{name}[{i}]: {len(s)} tokens > length={length}")
+        out[i, :len(s)] = s
+    return out
+
+
 @dataclass(frozen=True)
 class ObjectSpace:
     """C concepts with named values; objects are value tuples with ids ``0 .. n_objects - 1``.
@@ -324,13 +338,7 @@ class Vocabulary:
 
     def pad(self, seqs, length: int | None = None) -> np.ndarray:
         """Right-pad id sequences with <pad> -> (N, length) int64."""
-        length = length or max(len(s) for s in seqs)
-        out = np.full((len(seqs), length), self.pad_id, dtype=np.int64)
-        for i, s in enumerate(seqs):
-            if len(s) > length:
-                raise ValueError(f"seqs[{i}]: length {len(s)} > length={length}")
-            out[i, :len(s)] = s
-        return out
+        return pad_sequences(seqs, self.pad_id, length, "seqs")
 
 
 @functools.lru_cache(maxsize=64)
@@ -533,13 +541,7 @@ class SymbolicTokens:
     def encode_batch(self, scenes, length: int | None = None) -> np.ndarray:
         """List of scenes (object-id sequences, lengths may differ) -> (N, length) padded with ``pad``."""
         seqs = [self.encode(s) for s in scenes]
-        length = length or max(len(s) for s in seqs)
-        out = np.full((len(seqs), length), self.pad, dtype=np.int64)
-        for i, s in enumerate(seqs):
-            if len(s) > length:
-                raise ValueError(f"scenes[{i}]: {len(s)} tokens > length={length}")
-            out[i, :len(s)] = s
-        return out
+        return pad_sequences(seqs, self.pad, length, "scenes")
 
 
 def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:

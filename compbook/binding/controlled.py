@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from ..config import by_mode
 from ..scenes import CoverageSplit, SymbolicTokens
 from .recognition import recognition
+from .train import optimizer_step
 
 
 @dataclass(frozen=True)
@@ -259,12 +260,7 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
         batch = train[np.arange(M)[:, None], idx]
         pick = 1 + (torch.rand(M, cfg.batch, cfg.n_swaps, generator=gen) * (2 ** cfg.n_concepts - 2)).long()
         loss = contrastive_loss(params, cfg, batch, pick.numpy())
-        opt.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        opt.step()
-        lrs.append(opt.param_groups[0]["lr"])
-        sched.step()
-        losses.append(loss.detach().numpy().copy())
+        optimizer_step(opt, sched, loss, losses, lrs)
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             score = object_recognition(params, cfg, val, cands, n_val)
             vals.append(score)

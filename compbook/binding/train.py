@@ -26,6 +26,18 @@ from .encoders import DualEncoder, EncoderConfig
 FORMAT = "compbook-dual-stack/1"
 
 
+
+def optimizer_step(opt, sched, loss: torch.Tensor, losses: list, lrs: list) -> None:
+    """One step for a stack of models (chapters 10 and 13): ``loss`` (M,) summed and backpropagated, the
+    optimizer and the LR schedule stepped (the schedule really is stepped: ``lrs`` records the LR used), and
+    the per-model losses appended to ``losses``."""
+    opt.zero_grad(set_to_none=True)
+    loss.sum().backward()
+    opt.step()
+    lrs.append(opt.param_groups[0]["lr"])
+    sched.step()
+    losses.append(loss.detach().numpy().copy())
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Training knobs (our choices; CPU mode: one model in about a minute)."""
@@ -184,12 +196,7 @@ def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, v
         idx = torch.randint(0, n, (n_models, cfg.batch), generator=gen)
         x, ids, swap, valid = _batch(data, idx, gen, cfg)
         loss = stack.loss(x, ids, swap, valid) if cfg.swap_negatives else stack.loss(x, ids)
-        opt.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        opt.step()
-        lrs.append(opt.param_groups[0]["lr"])
-        sched.step()
-        losses.append(loss.detach().numpy().copy())
+        optimizer_step(opt, sched, loss, losses, lrs)
         if val_score is not None and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
             score = np.asarray(val_score(stack), float)
             vals.append(score)
