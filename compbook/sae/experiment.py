@@ -56,16 +56,27 @@ def score(sae, data: SAEData, masks: torch.Tensor) -> dict:
     return out
 
 
-def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: TrainConfig, seeds=(0, 1, 2),
-            lams=(0.0, LAMBDA), progress: bool = False) -> pd.DataFrame:
-    """One row per (lambda, seed): the same data, budget and seed for every lambda (0 = vanilla)."""
-    rows = []
+def method_name(lam: float) -> str:
+    """"vanilla" for ``lam = 0``, else "S2AE (lambda=...)": the label of a run in tables."""
+    return "vanilla" if lam == 0 else f"S2AE (lambda={lam:g})"
+
+
+def train_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA),
+               progress: bool = False) -> list:
+    """One trained SAE per (seed, lambda), same data and budget: [{"method", "seed", "sae", "train s"}]."""
+    runs = []
     for seed in seeds:
         for lam in lams:
             res = train_sae(train, dataclasses.replace(cfg, lam=lam, seed=seed), progress=progress)
-            rows.append({"method": "vanilla" if lam == 0 else f"S2AE (lambda={lam:g})", "seed": seed,
-                         **score(res.sae, test, test_masks), "train s": res.seconds})
-    return pd.DataFrame(rows)
+            runs.append({"method": method_name(lam), "seed": seed, "sae": res.sae, "train s": res.seconds})
+    return runs
+
+
+def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: TrainConfig, seeds=(0, 1, 2),
+            lams=(0.0, LAMBDA), progress: bool = False) -> pd.DataFrame:
+    """One row per (lambda, seed): the same data, budget and seed for every lambda (0 = vanilla)."""
+    return pd.DataFrame([{"method": r["method"], "seed": r["seed"], **score(r["sae"], test, test_masks),
+                          "train s": r["train s"]} for r in train_runs(train, cfg, seeds, lams, progress)])
 
 
 def summarise(df: pd.DataFrame, columns=("EV", "L0", "L0 patches", "dead", "mIoU")) -> pd.DataFrame:

@@ -17,11 +17,11 @@ import torch
 from .topk import dead_latents, fvu, l0
 
 
-def latent_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-    """Per-latent IoU (d_sae,) (NaN for a latent that never fires).
+def mask_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """IoU (N, C, d_sae) of each latent's active-patch mask with each candidate mask, image by image.
 
-    ``z_img`` (N, P, d_sae) codes of the image patches; ``masks`` (N, C, P) bool candidate masks per image
-    (pad with all-False masks where images have fewer candidates).
+    ``z_img`` (N, P, d_sae) codes (a latent is active where nonzero); ``masks`` (N, C, P) bool. An empty union
+    (latent silent, mask empty) gives 0. Chapters 14 (mIoU) and 16 (ground truth, references).
     """
     if z_img.ndim != 3 or masks.ndim != 3 or masks.shape[0] != z_img.shape[0] or masks.shape[2] != z_img.shape[1]:
         raise ValueError(f"masks: shape {tuple(masks.shape)} does not fit z_img {tuple(z_img.shape)} "
@@ -30,8 +30,17 @@ def latent_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     m = masks.float()                                                 # (N, C, P)
     inter = torch.bmm(m, act)                                         # (N, C, d)
     union = act.sum(1, keepdim=True) + m.sum(2, keepdim=True) - inter
-    iou = (inter / union.clamp_min(1)).amax(1)                        # (N, d): best candidate per image
-    fires = act.sum(1) > 0                                            # (N, d)
+    return inter / union.clamp_min(1)
+
+
+def latent_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Per-latent IoU (d_sae,) (NaN for a latent that never fires).
+
+    ``z_img`` (N, P, d_sae) codes of the image patches; ``masks`` (N, C, P) bool candidate masks per image
+    (pad with all-False masks where images have fewer candidates).
+    """
+    iou = mask_iou(z_img, masks).amax(1)                              # (N, d): best candidate per image
+    fires = (z_img != 0).any(1)                                       # (N, d)
     n_fire = fires.sum(0)
     total = (iou * fires).sum(0)
     return torch.where(n_fire > 0, total / n_fire.clamp_min(1), torch.full_like(total, float("nan")))

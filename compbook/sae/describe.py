@@ -1,0 +1,185 @@
+"""CPU stand-ins for the interpretation pipeline's VLM and LLM: a pixel describer and a majority synthesiser
+(chapter 16).
+
+:class:`PixelDescriber` uses no pretrained weights and no ground truth: it reads pixels. Foreground is every pixel
+that differs from the canvas colour; its connected components are the candidate objects. For each region (a mask)
+it names the components the mask covers: the palette colour nearest the median colour of the masked interior
+pixels, and the shape from a small classifier (:func:`shape_classifier`, scikit-learn logistic regression on
+12x12 silhouettes) trained in about a second on single objects drawn by :mod:`compbook.scenes` at other
+resolutions than the chapter's (so its accuracy on the chapter's scenes is a check, not a memory).
+
+:class:`MajoritySynthesiser` is a stated rule (**our choice**): the image concept is the concept mentioned by at
+least ``threshold`` of the descriptions (background first; an object type when both its colour and shape pass and
+the type itself passes; otherwise the colour or the shape that passes, the colour first); the text concept is the
+word that makes up at least ``threshold`` of the latent's top words; they agree when one contains the other.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy import ndimage
+from skimage.transform import resize
+
+from .. import scenes as sc
+from .interpret import UNCLEAR, Synthesis
+
+SILHOUETTE = 12
+MIN_PART = 0.3
+MIN_FOREGROUND = 0.2
+THRESHOLD = 0.6
+#: Resolutions and layouts the shape classifier trains on (the chapter's scenes are 32 px, "grid2": held out).
+TRAIN_COLOURS = ("gray", "red", "cyan", "yellow")     # dark, mid and light fills (our choice)
+TRAIN_DRAWINGS = ((40, "pair"), (24, "grid2"), (40, "grid2"), (48, "grid2"), (64, "grid2"), (48, "grid3"), (64, "grid3"))
+
+
+def foreground(image: np.ndarray, tol: float = 0.08) -> np.ndarray:
+    """Bool (H, W): pixels whose colour differs from the canvas by more than ``tol`` in some channel."""
+    return np.abs(image - np.asarray(sc.CANVAS) / 255).max(-1) > tol
+
+
+def components(image: np.ndarray) -> tuple[np.ndarray, int]:
+    """Connected foreground components (H, W) int labels 1..n (0: canvas), 8-connectivity; and n."""
+    return ndimage.label(foreground(image), structure=np.ones((3, 3)))
+
+
+def silhouette(component: np.ndarray, size: int = SILHOUETTE) -> np.ndarray:
+    """A component's bounding-box crop resized to ``size x size`` (flattened, float in [0, 1])."""
+    rows, cols = np.nonzero(component)
+    crop = component[rows.min():rows.max() + 1, cols.min():cols.max() + 1].astype(float)
+    return resize(crop, (size, size), order=1, anti_aliasing=True).reshape(-1)
+
+
+@functools.lru_cache(maxsize=4)
+def shape_classifier(shapes: tuple = sc.SHAPES[:3], drawings: tuple = TRAIN_DRAWINGS, colours: tuple = TRAIN_COLOURS,
+                     seed: int = 0):
+    """A logistic regression from :func:`silhouette` to shape name, trained on single objects (``colours`` x
+    ``shapes``) in every slot of ``drawings`` ((resolution, layout) pairs); a few seconds on one core."""
+    from sklearn.linear_model import LogisticRegression
+
+    space = sc.make_space(colours, shapes)
+    x, y = [], []
+    for res, layout in drawings:
+        for slot in range(len(sc.LAYOUTS[layout][0])):
+            for obj in range(space.n_objects):
+                image = sc.render_scene(space, (obj,), res=res, layout=layout, slots=(slot,)).image
+                lab, n = components(image)
+                x.append(silhouette(lab == 1 + np.argmax(np.bincount(lab.ravel())[1:])))
+                y.append(space.named(obj)["shape"])
+    return LogisticRegression(max_iter=2000, random_state=seed).fit(np.array(x), np.array(y))
+
+
+def nearest_colour(rgb: np.ndarray, palette: dict = sc.CLEVR_COLOURS) -> str:
+    """Name of the palette colour (RGB 0-255) nearest ``rgb`` (3,) in [0, 1]."""
+    names = list(palette)
+    ref = np.array([palette[n] for n in names]) / 255
+    return names[int(np.argmin(((ref - rgb) ** 2).sum(1)))]
+
+
+class PixelDescriber:
+    """``describer(images (K, H, W, 3), masks (K, H, W)) -> K descriptions`` ("a red square", "a red square and
+    a blue circle" or "background"). A component is named when the mask covers at least ``min_part`` of it; when
+    none is, a mask that is less than ``min_foreground`` foreground is "background", else the component it covers
+    most is named."""
+
+    def __init__(self, palette: dict = sc.CLEVR_COLOURS, shapes: tuple = sc.SHAPES[:3], min_part: float = MIN_PART,
+                 min_foreground: float = MIN_FOREGROUND):
+        self.palette, self.shapes = palette, tuple(shapes)
+        self.min_part, self.min_foreground = min_part, min_foreground
+
+    def describe_one(self, image: np.ndarray, mask: np.ndarray) -> str:
+        lab, n = components(image)
+        size = np.bincount(lab.ravel(), minlength=n + 1)
+        covered = np.bincount(lab[mask], minlength=n + 1)
+        part = covered[1:] / np.maximum(size[1:], 1)
+        chosen = np.flatnonzero(part >= self.min_part) + 1
+        if not len(chosen):
+            if not mask.any() or (lab[mask] > 0).mean() < self.min_foreground:
+                return "background"
+            chosen = [int(np.argmax(covered[1:])) + 1]
+        clf = shape_classifier(self.shapes)
+        phrases = []
+        for c in chosen:
+            comp = lab == c
+            inner = ndimage.binary_erosion(comp)
+            pix = image[inner & mask] if (inner & mask).any() else image[inner if inner.any() else comp]
+            shape = clf.predict(silhouette(comp)[None])[0]
+            phrases.append(f"a {nearest_colour(np.median(pix, 0), self.palette)} {shape}")
+        return " and ".join(phrases)
+
+    def __call__(self, images: np.ndarray, masks: np.ndarray) -> list:
+        return [self.describe_one(im, m) for im, m in zip(images, masks)]
+
+
+def parse_description(text: str, colours, shapes) -> list:
+    """Objects named in a description: [(colour or None, shape or None)], or ["background"]."""
+    words = text.lower().replace(",", " ").replace(".", " ").split()
+    if "background" in words and not any(w in colours or w in shapes for w in words):
+        return ["background"]
+    objects = []
+    for phrase in " ".join(words).split(" and "):
+        ws = phrase.split()
+        col = next((w for w in ws if w in colours), None)
+        shp = next((w for w in ws if w in shapes), None)
+        if col or shp:
+            objects.append((col, shp))
+    return objects
+
+
+def supports(descriptions, colours, shapes) -> dict:
+    """Fraction of the descriptions that mention each concept (colour, shape, "colour shape", "background")."""
+    count: dict = {}
+    for text in descriptions:
+        found = set()
+        for obj in parse_description(text, colours, shapes):
+            if obj == "background":
+                found.add("background")
+                continue
+            col, shp = obj
+            found.update(v for v in (col, shp, f"{col} {shp}" if col and shp else None) if v)
+        for c in found:
+            count[c] = count.get(c, 0) + 1
+    return {c: k / max(len(descriptions), 1) for c, k in count.items()}
+
+
+def agree(image: str, text: str) -> bool:
+    """Our rule: two concepts agree when neither is unclear and one contains the other ("red" in "red square")."""
+    if UNCLEAR in (image, text):
+        return False
+    a, b = set(image.split()), set(text.split())
+    return a <= b or b <= a
+
+
+class MajoritySynthesiser:
+    """``synthesiser(descriptions, top_words) -> Synthesis`` by the stated majority rule (module docstring)."""
+
+    def __init__(self, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAPES[:3], threshold: float = THRESHOLD):
+        if not 0 < threshold <= 1:
+            raise ValueError(f"threshold={threshold}: must lie in (0, 1]")
+        self.colours, self.shapes, self.threshold = tuple(colours), tuple(shapes), threshold
+
+    def image_concept(self, descriptions) -> str:
+        s = supports(descriptions, self.colours, self.shapes)
+        ok = {c: v for c, v in s.items() if v >= self.threshold}
+        if "background" in ok:
+            return "background"
+        col = max((c for c in ok if c in self.colours), key=ok.get, default=None)
+        shp = max((c for c in ok if c in self.shapes), key=ok.get, default=None)
+        if col and shp and f"{col} {shp}" in ok:
+            return f"{col} {shp}"
+        return col or shp or UNCLEAR
+
+    def text_concept(self, words) -> str:
+        if not words:
+            return UNCLEAR
+        vals, counts = np.unique(np.asarray(words), return_counts=True)
+        best = int(np.argmax(counts))
+        if counts[best] / len(words) < self.threshold:
+            return UNCLEAR
+        w = str(vals[best])
+        return w if w in self.colours or w in self.shapes else f"'{w}'"
+
+    def __call__(self, descriptions, words) -> Synthesis:
+        image, text = self.image_concept(descriptions), self.text_concept(words)
+        return Synthesis(image, text, agree(image, text))
