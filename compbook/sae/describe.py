@@ -9,8 +9,9 @@ pixels, and the shape from a small classifier (:func:`shape_classifier`, scikit-
 resolutions than the chapter's (so its accuracy on the chapter's scenes is a check, not a memory).
 
 :class:`MajoritySynthesiser` is a stated rule (**our choice**): the image concept is the concept mentioned by at
-least ``threshold`` of the descriptions (background first; an object type when both its colour and shape pass and
-the type itself passes; otherwise the colour or the shape that passes, the colour first); the text concept is the
+least ``threshold`` of the descriptions: background first; an object type ("red square") when it is mentioned as
+often as its colour and its shape; otherwise the better supported of the colour and the shape that pass (the colour
+on a tie); "unclear" when nothing passes. The text concept is the
 word that makes up at least ``threshold`` of the latent's top words; they agree when one contains the other.
 """
 
@@ -28,6 +29,7 @@ from .interpret import UNCLEAR, Synthesis
 SILHOUETTE = 12
 MIN_PART = 0.3
 MIN_FOREGROUND = 0.2
+WHOLE = 0.9
 THRESHOLD = 0.6
 #: Resolutions and layouts the shape classifier trains on (the chapter's scenes are 32 px, "grid2": held out).
 TRAIN_COLOURS = ("gray", "red", "cyan", "yellow")     # dark, mid and light fills (our choice)
@@ -79,9 +81,9 @@ def nearest_colour(rgb: np.ndarray, palette: dict = sc.CLEVR_COLOURS) -> str:
 
 class PixelDescriber:
     """``describer(images (K, H, W, 3), masks (K, H, W)) -> K descriptions`` ("a red square", "a red square and
-    a blue circle" or "background"). A component is named when the mask covers at least ``min_part`` of it; when
-    none is, a mask that is less than ``min_foreground`` foreground is "background", else the component it covers
-    most is named."""
+    a blue circle" or "background"). A mask that is less than ``min_foreground`` foreground and covers no
+    component whole (``WHOLE``) is "background"; otherwise the components it covers at least ``min_part`` of are
+    named, or, when there is none, the one it covers most."""
 
     def __init__(self, palette: dict = sc.CLEVR_COLOURS, shapes: tuple = sc.SHAPES[:3], min_part: float = MIN_PART,
                  min_foreground: float = MIN_FOREGROUND):
@@ -93,10 +95,10 @@ class PixelDescriber:
         size = np.bincount(lab.ravel(), minlength=n + 1)
         covered = np.bincount(lab[mask], minlength=n + 1)
         part = covered[1:] / np.maximum(size[1:], 1)
+        if not mask.any() or ((lab[mask] > 0).mean() < self.min_foreground and not (part >= WHOLE).any()):
+            return "background"
         chosen = np.flatnonzero(part >= self.min_part) + 1
         if not len(chosen):
-            if not mask.any() or (lab[mask] > 0).mean() < self.min_foreground:
-                return "background"
             chosen = [int(np.argmax(covered[1:])) + 1]
         clf = shape_classifier(self.shapes)
         phrases = []
@@ -166,8 +168,11 @@ class MajoritySynthesiser:
             return "background"
         col = max((c for c in ok if c in self.colours), key=ok.get, default=None)
         shp = max((c for c in ok if c in self.shapes), key=ok.get, default=None)
-        if col and shp and f"{col} {shp}" in ok:
-            return f"{col} {shp}"
+        both = f"{col} {shp}"
+        if col and shp and ok.get(both, 0) >= max(ok[col], ok[shp]):
+            return both
+        if col and shp:
+            return col if ok[col] >= ok[shp] else shp
         return col or shp or UNCLEAR
 
     def text_concept(self, words) -> str:
