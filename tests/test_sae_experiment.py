@@ -32,3 +32,30 @@ def test_fragmented_latents_counts_objects_and_background():
     data = SAEData(acts, torch.ones(1, 4, dtype=torch.bool), torch.arange(4), (2, 2))
     labels = torch.tensor([[0, 0, 1, -1]])             # patch 0: object 0, 2: object 1, 3: background
     assert ex.fragmented_latents(OneLatent(), data, labels, top=1) == [(0, 3.0)]
+
+
+def tiny_data(shift=0.0):
+    g = torch.Generator().manual_seed(0)
+    acts = torch.randn(6, 5, 8, generator=g) + shift
+    attn = torch.rand(6, 4, 4, generator=g)
+    return SAEData(acts, torch.ones(6, 5, dtype=torch.bool), torch.arange(4), (2, 2), attn)
+
+
+def test_stored_runs_reload_only_the_same_question(tmp_path, monkeypatch):
+    from compbook.sae.s2ae import TrainConfig
+
+    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
+    calls = []
+    real = ex.train_sae
+    monkeypatch.setattr(ex, "train_sae", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cfg = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
+    first = ex.stored_runs(tiny_data(), cfg, seeds=(0,), lams=(0.0, 0.01))
+    assert len(calls) == 2 and (tmp_path / "sae" / "runs" / "lam0p01_seed0.safetensors").is_file()
+    again = ex.stored_runs(tiny_data(), cfg, seeds=(0,), lams=(0.0, 0.01))
+    assert len(calls) == 2, "the same data and config must be loaded, not trained again"
+    for a, b in zip(first, again):
+        assert a["method"] == b["method"] and torch.equal(a["sae"].W_enc, b["sae"].W_enc)
+    ex.stored_runs(tiny_data(shift=0.1), cfg, seeds=(0,), lams=(0.0,))
+    assert len(calls) == 3, "other training data: a stored SAE must never be served"
+    ex.stored_runs(tiny_data(shift=0.1), ex.dataclasses.replace(cfg, steps=4), seeds=(0,), lams=(0.0,))
+    assert len(calls) == 4, "another training config: a stored SAE must never be served"

@@ -1,4 +1,4 @@
-"""Part C: sparse autoencoders on a vision-language model's residual stream, vanilla vs S2AE (chapters 14-15).
+"""Part C: sparse autoencoders on a vision-language model's residual stream, vanilla vs S2AE (chapters 14-16).
 
 * :mod:`compbook.sae.topk`: :class:`TopKSAE` (SAELens names), :func:`fvu`, L0, dead latents, checkpoints.
 * :mod:`compbook.sae.regions`: patch regions from attention, batched average-linkage clustering.
@@ -7,6 +7,10 @@
 * :mod:`compbook.sae.vlm`: the tiny VLM trained on :mod:`compbook.scenes`, and :func:`extract` (tiny VLM or a
   transformers Qwen2.5-VL).
 * :mod:`compbook.sae.metrics`: mIoU against exact masks, EV, L0, dead latents.
+* :mod:`compbook.sae.experiment`: vanilla vs S2AE over seeds (stored SAEs in ``data/sae/runs/``), intervals.
+* :mod:`compbook.sae.crossmodal`: cross-modal coherence and monosemanticity per modality (chapter 16).
+* :mod:`compbook.sae.interpret`: the hierarchical interpretation pipeline and the identification rate, with the
+  CPU describer / synthesiser of :mod:`compbook.sae.describe` or Qwen3-VL / Qwen3 (:mod:`compbook.sae.hf_interpret`).
 """
 
 from .s2ae import binarize_ste, exclusive_sparsity, group_sparsity

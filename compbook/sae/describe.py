@@ -28,7 +28,7 @@ from .interpret import UNCLEAR, Synthesis
 
 SILHOUETTE = 12
 MIN_PART = 0.3
-MIN_FOREGROUND = 0.2
+MIN_FOREGROUND = 0.5
 WHOLE = 0.9
 THRESHOLD = 0.6
 #: Resolutions and layouts the shape classifier trains on (the chapter's scenes are 32 px, "grid2": held out).
@@ -89,10 +89,21 @@ class PixelDescriber:
                  min_foreground: float = MIN_FOREGROUND):
         self.palette, self.shapes = palette, tuple(shapes)
         self.min_part, self.min_foreground = min_part, min_foreground
+        self._memo: dict = {}
+
+    def _parts(self, image: np.ndarray) -> tuple:
+        """Components, their sizes and shapes of one image, memoised by content (references repeat images)."""
+        key = image.tobytes()
+        if key not in self._memo:
+            lab, n = components(image)
+            clf = shape_classifier(self.shapes)
+            shapes = clf.predict(np.stack([silhouette(lab == c) for c in range(1, n + 1)])) if n else []
+            self._memo[key] = (lab, n, np.bincount(lab.ravel(), minlength=n + 1), list(shapes))
+        return self._memo[key]
 
     def describe_one(self, image: np.ndarray, mask: np.ndarray) -> str:
-        lab, n = components(image)
-        size = np.bincount(lab.ravel(), minlength=n + 1)
+        """The description of one region: ``image`` (H, W, 3) in [0, 1], ``mask`` (H, W) bool."""
+        lab, n, size, shapes = self._parts(image)
         covered = np.bincount(lab[mask], minlength=n + 1)
         part = covered[1:] / np.maximum(size[1:], 1)
         if not mask.any() or ((lab[mask] > 0).mean() < self.min_foreground and not (part >= WHOLE).any()):
@@ -100,14 +111,12 @@ class PixelDescriber:
         chosen = np.flatnonzero(part >= self.min_part) + 1
         if not len(chosen):
             chosen = [int(np.argmax(covered[1:])) + 1]
-        clf = shape_classifier(self.shapes)
         phrases = []
         for c in chosen:
             comp = lab == c
             inner = ndimage.binary_erosion(comp)
             pix = image[inner & mask] if (inner & mask).any() else image[inner if inner.any() else comp]
-            shape = clf.predict(silhouette(comp)[None])[0]
-            phrases.append(f"a {nearest_colour(np.median(pix, 0), self.palette)} {shape}")
+            phrases.append(f"a {nearest_colour(np.median(pix, 0), self.palette)} {shapes[c - 1]}")
         return " and ".join(phrases)
 
     def __call__(self, images: np.ndarray, masks: np.ndarray) -> list:
@@ -166,8 +175,9 @@ class MajoritySynthesiser:
         ok = {c: v for c, v in s.items() if v >= self.threshold}
         if "background" in ok:
             return "background"
-        col = max((c for c in ok if c in self.colours), key=ok.get, default=None)
-        shp = max((c for c in ok if c in self.shapes), key=ok.get, default=None)
+        # ties go to the first value in palette / shape order (never to set or hash order: deterministic)
+        col = max((c for c in self.colours if c in ok), key=ok.get, default=None)
+        shp = max((c for c in self.shapes if c in ok), key=ok.get, default=None)
         both = f"{col} {shp}"
         if col and shp and ok.get(both, 0) >= max(ok[col], ok[shp]):
             return both
@@ -188,3 +198,25 @@ class MajoritySynthesiser:
     def __call__(self, descriptions, words) -> Synthesis:
         image, text = self.image_concept(descriptions), self.text_concept(words)
         return Synthesis(image, text, agree(image, text))
+
+
+def describer_accuracy(describer, scenes) -> dict:
+    """The describer on regions whose answer is known: every object's exact patch mask (expected "a {colour}
+    {shape}") and every image's background patches (expected "background"). Fractions correct: colour, shape,
+    both, background; and the counts."""
+    space = scenes.vocab.space
+    cell = np.ones((scenes.patch, scenes.patch), bool)
+    col = shp = both = bg = n_obj = 0
+    for i, objs in enumerate(scenes.objects):
+        lab = scenes.labels[i].numpy().reshape(scenes.grid)
+        masks = [np.kron(lab == o, cell) for o in range(len(objs))] + [np.kron(lab < 0, cell)]
+        got = describer(np.repeat(scenes.images[i][None], len(masks), 0), np.stack(masks))
+        for o, obj in enumerate(objs):
+            n = space.named(obj)
+            col += n["colour"] in got[o].split()
+            shp += n["shape"] in got[o].split()
+            both += got[o] == f"a {n['colour']} {n['shape']}"
+        n_obj += len(objs)
+        bg += got[-1] == "background"
+    return {"colour": col / n_obj, "shape": shp / n_obj, "object (both)": both / n_obj,
+            "background": bg / len(scenes), "objects": n_obj, "images": len(scenes)}

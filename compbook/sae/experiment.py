@@ -9,6 +9,8 @@ SAE per (method, seed) on the same data with the same budget and scores each on 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 
 import numpy as np
 import pandas as pd
@@ -72,6 +74,44 @@ def train_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAM
     return runs
 
 
+def data_digest(data: SAEData) -> str:
+    """SHA-256 of the activations, validity mask and attention of ``data``: what a stored SAE was trained on."""
+    h = hashlib.sha256()
+    for t in (data.acts, data.valid, data.attn):
+        if t is not None:
+            h.update(str(tuple(t.shape)).encode())
+            h.update(t.contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA), store: str = "sae/runs",
+                retrain: bool = False, progress: bool = False) -> list:
+    """:func:`train_runs`, with each SAE kept in ``data/<store>/`` (safetensors + JSON) and loaded again only when
+    its stored training config *and* the digest of its training data (:func:`data_digest`) equal this call's;
+    otherwise (or when ``retrain``) trained and stored. ``"train s"`` is the stored training time."""
+    from ..paths import data_file
+    from .topk import load_sae, save_sae
+
+    digest, runs = data_digest(train), []
+    for seed in seeds:
+        for lam in lams:
+            c = dataclasses.replace(cfg, lam=lam, seed=seed)
+            want = {"data": digest, "train": dataclasses.asdict(c)}
+            name = f"{store}/lam{lam:g}_seed{seed}".replace(".", "p")     # no dot: suffixes stay .json etc.
+            path = data_file(f"{name}.json", download=not retrain).with_suffix("")
+            meta = json.loads(path.with_suffix(".json").read_text())["metadata"] \
+                if path.with_suffix(".json").is_file() and not retrain else {}
+            if {k: meta.get(k) for k in want} == json.loads(json.dumps(want)):
+                data_file(f"{name}.safetensors")                                 # fetched in Colab
+                runs.append({"method": method_name(lam), "seed": seed, "sae": load_sae(path),
+                             "train s": meta["seconds"]})
+                continue
+            res = train_sae(train, c, progress=progress)
+            save_sae(res.sae, path, {**want, "seconds": res.seconds})
+            runs.append({"method": method_name(lam), "seed": seed, "sae": res.sae, "train s": res.seconds})
+    return runs
+
+
 def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: TrainConfig, seeds=(0, 1, 2),
             lams=(0.0, LAMBDA), progress: bool = False) -> pd.DataFrame:
     """One row per (lambda, seed): the same data, budget and seed for every lambda (0 = vanilla)."""
@@ -100,6 +140,15 @@ def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[fl
     d = (y - x).dropna().to_numpy(float)
     half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
     return float(d.mean()), float(half)
+
+
+def verdict(mean: float, half: float) -> str:
+    """What a paired difference and its 95% half-width say: higher, lower, or not distinguishable from 0."""
+    if mean - half > 0:
+        return "higher with S2AE (the interval excludes 0)"
+    if mean + half < 0:
+        return "LOWER with S2AE (the interval excludes 0)"
+    return "not distinguishable from 0 with these seeds"
 
 
 def fragmented_latents(sae, data: SAEData, labels: torch.Tensor, top: int = 4) -> list:

@@ -189,3 +189,33 @@ def identification_rate(predicted, truth) -> dict:
     k = sum(p == t and p != UNCLEAR for p, t in zip(predicted, truth))
     lo, hi = wilson(k, len(truth))
     return {"rate": k / len(truth), "low": lo, "high": hi, "identified": k, "latents": len(truth)}
+
+
+def interpret_runs(runs: list, data, scenes, describer, synthesiser, min_images: int = TOP_K, **kwargs) -> dict:
+    """:func:`interpret`, hierarchical and direct, for every run of :func:`compbook.sae.experiment.train_runs`
+    on the latents that fire on at least ``min_images`` images of ``data`` (the S2AE regions of ``data`` are the
+    clusters of Psi): {(method, seed, "hierarchical" | "direct"): table}."""
+    from .crossmodal import modality_codes
+
+    regions = data.regions()
+    out = {}
+    for r in runs:
+        z_img, z_txt = modality_codes(r["sae"], data)
+        latents = torch.nonzero((z_img != 0).any(1).sum(0) >= min_images).flatten()
+        for name, hier in (("hierarchical", True), ("direct", False)):
+            out[r["method"], r["seed"], name] = interpret(z_img, z_txt, scenes, regions, latents, describer,
+                                                          synthesiser, hierarchical=hier, **kwargs)
+    return out
+
+
+def identification_table(tables: dict) -> pd.DataFrame:
+    """One row per (method, seed, pipeline) of :func:`interpret_runs`: the identification rate over all latents
+    and over the latents whose ground truth is an object concept (not the background), and the counts."""
+    rows = []
+    for (method, seed, pipeline), t in tables.items():
+        obj = t[t.truth != "background"]
+        rows.append({"method": f"{method}, {pipeline}", "seed": seed,
+                     "identified": identification_rate(t["image concept"], t.truth)["rate"],
+                     "identified (objects)": identification_rate(obj["image concept"], obj.truth)["rate"],
+                     "latents": len(t), "object latents": len(obj), "agree": float(t.agree.mean())})
+    return pd.DataFrame(rows)

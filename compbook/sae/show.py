@@ -71,3 +71,37 @@ def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def show_references(scenes, refs, masks, descriptions, title: str = ""):
+    """One latent's reference images (a row) with its region in red and each region's description below.
+
+    ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
+    """
+    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 2.1), squeeze=False)
+    cell = scenes.images.shape[1] // scenes.grid[0]
+    for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
+        patches = np.asarray(m)[::cell, ::cell].reshape(-1)       # the masks are whole patches
+        ax.imshow(overlay(scenes.images[n], patches, scenes.grid), interpolation="nearest")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
+    """One row of :func:`compbook.sae.interpret.interpret`: the references with the latent's region (none when
+    ``hierarchical`` is False), the descriptions, and the synthesised and true concepts in the title."""
+    import torch
+
+    from .interpret import region_masks
+
+    refs = torch.tensor([row["references"]])
+    masks = region_masks(z_img, refs, [row["latent"]], scenes.grid, scenes.images.shape[1])[0]
+    title = (f"latent {row['latent']}: image '{row['image concept']}', text '{row['text concept']}', "
+             f"truth '{row['truth']}'")
+    return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
+                           row["descriptions"], title)
