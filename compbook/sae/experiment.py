@@ -86,9 +86,10 @@ def data_digest(data: SAEData) -> str:
 
 def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA), store: str = "sae/runs",
                 retrain: bool = False, progress: bool = False) -> list:
-    """:func:`train_runs`, with each SAE kept in ``data/<store>/`` (safetensors + JSON) and loaded again only when
-    its stored training config *and* the digest of its training data (:func:`data_digest`) equal this call's;
-    otherwise (or when ``retrain``) trained and stored. ``"train s"`` is the stored training time."""
+    """:func:`train_runs`, with each SAE kept in ``data/<store>/`` (safetensors + JSON, named by lambda, seed and
+    a hash of the question) and loaded again only when its stored training config *and* the digest of its
+    training data (:func:`data_digest`) equal this call's; otherwise (or when ``retrain``) trained and stored.
+    Another setting (e.g. full mode) gets its own files. ``"train s"`` is the stored training time."""
     from ..paths import data_file
     from .topk import load_sae, save_sae
 
@@ -97,7 +98,8 @@ def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LA
         for lam in lams:
             c = dataclasses.replace(cfg, lam=lam, seed=seed)
             want = {"data": digest, "train": dataclasses.asdict(c)}
-            name = f"{store}/lam{lam:g}_seed{seed}".replace(".", "p")     # no dot: suffixes stay .json etc.
+            tag = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:8]
+            name = f"{store}/lam{lam:g}_seed{seed}_{tag}".replace(".", "p")   # no dot: suffixes stay .json
             path = data_file(f"{name}.json", download=not retrain).with_suffix("")
             meta = json.loads(path.with_suffix(".json").read_text())["metadata"] \
                 if path.with_suffix(".json").is_file() and not retrain else {}

@@ -82,7 +82,7 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
     cell = scenes.images.shape[1] // scenes.grid[0]
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         patches = np.asarray(m)[::cell, ::cell].reshape(-1)       # the masks are whole patches
-        ax.imshow(overlay(scenes.images[n], patches, scenes.grid), interpolation="nearest")
+        ax.imshow(overlay(scenes.images[n], patches, scenes.grid, alpha=0.45), interpolation="nearest")
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=7)
@@ -101,7 +101,7 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
 
     refs = torch.tensor([row["references"]])
     masks = region_masks(z_img, refs, [row["latent"]], scenes.grid, scenes.images.shape[1])[0]
-    title = (f"latent {row['latent']}: image '{row['image concept']}', text '{row['text concept']}', "
-             f"truth '{row['truth']}'")
+    title = (f"latent {row['latent']} | image: {row['image concept']} | text: {row['text concept']} | "
+             f"truth: {row['truth']}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
                            row["descriptions"], title)
