@@ -44,7 +44,7 @@ def test_planted_latents_coherent_and_pure_or_not():
 
 
 def test_top_activations_decide_the_purity():
-    z_img, _, labels = planted()
+    _, _, labels = planted()
     z = torch.zeros(2, 4, 1)
     z[..., 0] = 2.0 * (labels.patches[..., RED]) + 1.0 * labels.patches[..., BLUE]
     shares, fires = cm.top_shares(z, labels.patches, top_n=3)

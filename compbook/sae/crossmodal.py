@@ -149,7 +149,7 @@ def crossmodal_summary(scores: pd.DataFrame) -> dict:
         raise ValueError("scores: no live latent; lower min_fires or use more scenes")
     return {"coherence": float(live.coherent.mean()), "mono image": float(scores["purity image"].mean()),
             "mono text": float(scores["purity text"].mean()), "bimodal": float(live.bimodal.mean()),
-            "live": int(len(live)), "live image": int(scores["purity image"].notna().sum()),
+            "live": len(live), "live image": int(scores["purity image"].notna().sum()),
             "live text": int(scores["purity text"].notna().sum())}
 
 

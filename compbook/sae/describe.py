@@ -33,7 +33,8 @@ WHOLE = 0.9
 THRESHOLD = 0.6
 #: Resolutions and layouts the shape classifier trains on (the chapter's scenes are 32 px, "grid2": held out).
 TRAIN_COLOURS = ("gray", "red", "cyan", "yellow")     # dark, mid and light fills (our choice)
-TRAIN_DRAWINGS = ((40, "pair"), (24, "grid2"), (40, "grid2"), (48, "grid2"), (64, "grid2"), (48, "grid3"), (64, "grid3"))
+TRAIN_DRAWINGS = ((40, "pair"), (24, "grid2"), (40, "grid2"), (48, "grid2"), (64, "grid2"), (48, "grid3"),
+                  (64, "grid3"))
 
 
 def foreground(image: np.ndarray, tol: float = 0.08) -> np.ndarray:
@@ -66,7 +67,7 @@ def shape_classifier(shapes: tuple = sc.SHAPES[:3], drawings: tuple = TRAIN_DRAW
         for slot in range(len(sc.LAYOUTS[layout][0])):
             for obj in range(space.n_objects):
                 image = sc.render_scene(space, (obj,), res=res, layout=layout, slots=(slot,)).image
-                lab, n = components(image)
+                lab, _ = components(image)
                 x.append(silhouette(lab == 1 + np.argmax(np.bincount(lab.ravel())[1:])))
                 y.append(space.named(obj)["shape"])
     return LogisticRegression(max_iter=2000, random_state=seed).fit(np.array(x), np.array(y))

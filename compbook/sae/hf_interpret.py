@@ -64,7 +64,7 @@ def _generate(model, batch: dict, max_new_tokens: int) -> torch.Tensor:
 
 def first_line(text: str) -> str:
     """The answer's first non-empty line, without a thinking block (Qwen3's ``<think>...</think>``)."""
-    text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.S)
+    text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.DOTALL)
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
@@ -116,8 +116,8 @@ def normalise_concept(text: str, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAP
 def parse_synthesis(text: str, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAPES[:3]) -> Synthesis:
     """Parse ``IMAGE: ... / TEXT: ... / AGREE: yes|no`` (any case, any order); a missing field is "unclear"; a
     missing AGREE is decided by :func:`compbook.sae.describe.agree`."""
-    text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.S)
-    field = {k: re.search(rf"{k}\s*:\s*(.*)", text, flags=re.I) for k in ("image", "text", "agree")}
+    text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.DOTALL)
+    field = {k: re.search(rf"{k}\s*:\s*(.*)", text, flags=re.IGNORECASE) for k in ("image", "text", "agree")}
     image = normalise_concept(field["image"].group(1), colours, shapes) if field["image"] else UNCLEAR
     words = normalise_concept(field["text"].group(1), colours, shapes) if field["text"] else UNCLEAR
     said = field["agree"].group(1).strip().lower() if field["agree"] else ""

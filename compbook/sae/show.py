@@ -102,6 +102,6 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
     refs = torch.tensor([row["references"]])
     masks = region_masks(z_img, refs, [row["latent"]], scenes.grid, scenes.images.shape[1])[0]
     title = (f"latent {row['latent']} | image: {row['image concept']} | text: {row['text concept']} | "
-             f"truth: {row['truth']}")
+             f"truth: {row['truth']}\ntop caption words: {', '.join(row['top words'][:8]) or '(none)'}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
                            row["descriptions"], title)
