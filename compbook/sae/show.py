@@ -74,15 +74,17 @@ def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
 
 
 def show_references(scenes, refs, masks, descriptions, title: str = ""):
-    """One latent's reference images (a row) with its region in red and each region's description below.
+    """One latent's reference images (a row) with its region outlined in red and each region's description below.
 
     ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
     """
     fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 2.1), squeeze=False)
-    cell = scenes.images.shape[1] // scenes.grid[0]
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
-        patches = np.asarray(m)[::cell, ::cell].reshape(-1)       # the masks are whole patches
-        ax.imshow(overlay(scenes.images[n], patches, scenes.grid, alpha=0.45), interpolation="nearest")
+        ax.imshow(scenes.images[n], interpolation="nearest")
+        if np.any(m):       # the region's outline, so that the colours under it stay true
+            big = np.kron(np.asarray(m, float), np.ones((4, 4)))
+            ax.contour((np.arange(big.shape[1]) + 0.5) / 4 - 0.5, (np.arange(big.shape[0]) + 0.5) / 4 - 0.5,
+                       big, levels=[0.5], colors="red", linewidths=1.5)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=7)
