@@ -3,6 +3,7 @@ the synthesiser's rule, the identification rate's bookkeeping, and the Qwen3-VL 
 models (those answers mean nothing: the tests check the code path, the prompts and the parsing)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -268,3 +269,13 @@ def test_majority_rule_breaks_ties_by_value_order_not_hash_order():
     s = de.MajoritySynthesiser(threshold=0.5)
     descriptions = ["a blue circle and a red square", "a red triangle and a blue triangle"]
     assert s.image_concept(descriptions) == "red", "red and blue tie at 1.0: the palette's first (red) wins"
+
+
+def test_pooled_identification_counts_every_latent_once():
+    t = lambda pred, truth: pd.DataFrame({"image concept": pred, "truth": truth})
+    tables = {("vanilla", 0, "direct"): t(["red", "blue"], ["red", "red"]),
+              ("vanilla", 1, "direct"): t(["square"], ["square"])}
+    out = ip.pooled_identification(tables)
+    lo, hi = wilson(2, 3)
+    assert out.loc["vanilla, direct", "latents"] == 3
+    assert out.loc["vanilla, direct", "identified"] == f"{2 / 3:.3f} [{lo:.3f}, {hi:.3f}]"

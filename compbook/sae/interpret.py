@@ -219,3 +219,19 @@ def identification_table(tables: dict) -> pd.DataFrame:
                      "identified (objects)": identification_rate(obj["image concept"], obj.truth)["rate"],
                      "latents": len(t), "object latents": len(obj), "agree": float(t.agree.mean())})
     return pd.DataFrame(rows)
+
+
+def pooled_identification(tables: dict) -> pd.DataFrame:
+    """Identification rate per (method, pipeline) over the latents of all seeds pooled, with a 95% Wilson
+    (binomial) interval: each latent one trial (the seeds' SAEs are independent; latents within one are not
+    exactly so)."""
+    groups: dict = {}
+    for (method, _, pipeline), t in tables.items():
+        groups.setdefault(f"{method}, {pipeline}", []).append(t)
+    rows = {}
+    for name, ts in groups.items():
+        t = pd.concat(ts)
+        r = identification_rate(t["image concept"], t.truth)
+        rows[name] = {"identified": f"{r['rate']:.3f} [{r['low']:.3f}, {r['high']:.3f}]",
+                      "latents": r["latents"]}
+    return pd.DataFrame(rows).T
