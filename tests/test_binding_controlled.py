@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.binding.controlled import (ControlledConfig, contrastive_loss, init_params, object_tokens,
-                                         scene_tokens, swaps, train_controlled)
+from compbook.binding.controlled import (ControlledConfig, contrastive_loss, encode, init_params, object_tokens,
+                                         query_embeddings, scene_tokens, swaps, train_controlled)
 from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
                                    transition)
 from compbook.scenes import SymbolicTokens, coverage_split
@@ -47,6 +47,27 @@ def test_swaps_hold_both_objects_and_every_recombination():
     sw = swaps(TINY, np.array([a, b]))
     assert sw[0] == a and sw[-1] == b
     assert {tuple(space.object_values(int(o))) for o in sw} == {(0, 1), (0, 0), (2, 1), (2, 0)}
+
+
+def test_query_embeddings_of_a_small_space_equal_encoding_each_query():
+    """The shortcut (encode every object once, gather the rows) must give each query's own embedding."""
+    params = init_params(TINY, 2, [0, 1])
+    qids = np.random.default_rng(0).integers(0, 9, size=(2, 12))      # 12 queries >= 9 objects: shortcut
+    direct = encode(params, "query", object_tokens(TINY, qids), TINY)
+    torch.testing.assert_close(query_embeddings(params, TINY, qids), direct)
+    assert not torch.allclose(direct[0], direct[1]), "each model must use its own weights"
+
+
+def test_shared_encoder_has_no_query_weights_and_last_pooling_runs():
+    cfg = dataclasses.replace(TINY, shared=True, pool="last")
+    params = init_params(cfg, 1, [0])
+    assert not any(k.startswith("query.") for k in params)
+    assert torch.isfinite(contrastive_loss(params, cfg, np.array([[[0, 4], [8, 2]]]))).all()
+
+
+def test_unknown_pooling_is_rejected():
+    with pytest.raises(ValueError, match="pool"):
+        dataclasses.replace(TINY, pool="max")
 
 
 def test_model_selection_never_reads_the_test_split():

@@ -36,7 +36,7 @@ class SweepConfig:
     coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     seeds: tuple = (0, 1, 2)
     n_values: tuple = (5, 14)          # C = 3 concepts: |O| = 125 and 2,744
-    max_scenes: int = 4000             # train + validation scenes per split
+    max_scenes: int = 20000            # train + validation scenes per split
     test_scenes: int = 256
     probe_scenes: int = 400            # train scenes the probes are fitted on
 
@@ -172,8 +172,11 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Train the coverage sweep of controlled models (chapter 13).")
     ap.add_argument("--out", default=str(data_dir() / "binding"))
     ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
+                         "wait for each other at every small op; see benchmarks/bench_controlled.py)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     sweep = default_sweep()
     for v in args.sizes or sweep.n_values:
         cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
