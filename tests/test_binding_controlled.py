@@ -137,3 +137,18 @@ def test_spearman_bootstrap_brackets_rho():
     assert lo <= rho <= hi and rho > 0.7
     rho0, lo0, hi0 = spearman_bootstrap(x, rng.normal(size=60), n_boot=300)
     assert lo0 < 0 < hi0, "independent samples: the interval should hold 0"
+
+
+def test_swap_separation_fails_a_bag_of_concepts_and_passes_a_lookup():
+    """A scene embedding that only counts which values are present scores every swap like the present objects
+    (all their values are present): it must fail. One that reads each object whole must pass."""
+    from compbook.binding.controlled import stacked_swap_logits, swap_recognition, swap_separation
+    scenes = np.array([[[0, 4], [1, 5], [2, 6]]])                    # objects differ in both concepts
+    sw = swaps(TINY, scenes)
+    bag = np.ones(sw.shape)                                            # every swap's values are all present
+    lookup = ((sw == scenes[..., :1]) | (sw == scenes[..., 1:])).astype(float)
+    assert swap_separation(bag, sw, scenes)[0] == 0, "ties must fail"
+    assert swap_separation(lookup, sw, scenes)[0] == 1
+    params = init_params(TINY, 1, [0])
+    assert stacked_swap_logits(params, TINY, scenes).shape == (1, 3, 4)
+    assert 0 <= swap_recognition(params, TINY, scenes)[0] <= 1

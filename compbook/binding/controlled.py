@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..config import by_mode
 from ..scenes import CoverageSplit, SymbolicTokens
-from .recognition import recognition
+from .recognition import TIE, recognition
 from .train import optimizer_step
 
 
@@ -304,12 +304,35 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
 
 
 @torch.no_grad()
+def stacked_swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Each model's cosine logits (M, S, 2^C) of its two-object scenes (M, S, 2) against the present objects and
+    their swaps, in :func:`swaps` order (column 0 the left object, the last column the right one)."""
+    scenes = np.asarray(scenes)
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, S, D)
+    sw = swaps(cfg, scenes)                                             # (M, S, 2^C)
+    q = encode(params, "query", object_tokens(cfg, sw.reshape(len(sw), -1)), cfg).reshape(*sw.shape, -1)
+    return torch.einsum("msd,msqd->msq", z, q).numpy()
+
+
 def swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
-    """One model's cosine logits (S, 2^C) of two-object scenes (S, 2) against the present objects and their
-    swaps, in :func:`swaps` order (column 0 the left object, the last column the right one): the chapter's
-    recognition matrix."""
-    scenes = np.asarray(scenes)[None]
-    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)
-    sw = swaps(cfg, scenes)                                             # (1, S, 2^C)
-    q = encode(params, "query", object_tokens(cfg, sw.reshape(1, -1)), cfg).reshape(*sw.shape, -1)
-    return torch.einsum("msd,msqd->msq", z, q)[0].numpy()
+    """One model's logits (S, 2^C) of scenes (S, 2) against their objects and swaps: the chapter's recognition
+    matrix (:func:`stacked_swap_logits` of a stack of one)."""
+    return stacked_swap_logits(params, cfg, np.asarray(scenes)[None])[0]
+
+
+def swap_recognition(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Binding alone (M,): the fraction of each model's scenes (M, S, 2) whose two present objects both score
+    above every swap that recombines their values (scenes whose swaps all equal a present object are left out).
+    A bag-of-concepts model, which scores only the values present, cannot pass it."""
+    scenes = np.asarray(scenes)
+    return swap_separation(stacked_swap_logits(params, cfg, scenes), swaps(cfg, scenes), scenes)
+
+
+def swap_separation(logits, swapped, scenes) -> np.ndarray:
+    """:func:`swap_recognition` from logits (M, S, 2^C) of the objects ``swapped`` (M, S, 2^C) of scenes
+    (M, S, 2): the fraction per model of scenes whose present objects beat every other swap (ties fail)."""
+    logits, sw, scenes = np.asarray(logits), np.asarray(swapped), np.asarray(scenes)
+    pos = (sw == scenes[..., :1]) | (sw == scenes[..., 1:])
+    has_neg = (~pos).any(-1)
+    ok = np.where(pos, logits, np.inf).min(-1) > np.where(pos, -np.inf, logits).max(-1) + TIE
+    return np.array([ok[m][has_neg[m]].mean() for m in range(len(scenes))])
