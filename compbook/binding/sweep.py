@@ -23,7 +23,7 @@ from ..config import by_mode
 from ..paths import data_dir
 from ..scenes import coverage_split
 from .controlled import (ControlledConfig, encode, object_recognition, paper_config, scene_tokens, subsample,
-                         train_controlled)
+                         swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 
 FORMAT = "compbook-controlled-sweep/1"
@@ -125,6 +125,20 @@ def load_sweep(n_values: int, directory=None) -> dict:
     record["config"] = ControlledConfig(**record["config"])
     record["params"] = load_file(str(path.with_suffix(".safetensors")))
     return record
+
+
+def validation_binding(record: dict, n_scenes: int = 128) -> np.ndarray:
+    """Binding on train objects (M,): :func:`~compbook.binding.controlled.swap_recognition` of each saved model
+    on ``n_scenes`` of its validation scenes (train objects, pairs not trained on; never the test split)."""
+    cfg = record["config"]
+    sweep = SweepConfig(**{**record["sweep"], "coverages": tuple(record["sweep"]["coverages"]),
+                           "seeds": tuple(record["sweep"]["seeds"]), "n_values": (cfg.n_values,)})
+    splits, _, _ = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
+    out = []
+    for m, s in enumerate(splits):
+        one = {k: v[m:m + 1] for k, v in record["params"].items()}
+        out.append(swap_recognition(one, cfg, subsample(np.asarray(s.val), n_scenes, s.seed)[None])[0])
+    return np.array(out)
 
 
 def coverage_curve(record: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
