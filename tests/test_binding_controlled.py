@@ -152,3 +152,15 @@ def test_swap_separation_fails_a_bag_of_concepts_and_passes_a_lookup():
     params = init_params(TINY, 1, [0])
     assert stacked_swap_logits(params, TINY, scenes).shape == (1, 3, 4)
     assert 0 <= swap_recognition(params, TINY, scenes)[0] <= 1
+
+
+def test_validation_binding_reads_saved_models_per_model(tmp_path):
+    """One swap-only score per saved model, in [0, 1], the same on a second call (the splits are rebuilt
+    from the record's sweep config, validation part only)."""
+    from compbook.binding.sweep import load_sweep, validation_binding
+    run_size(SWEEP, TINY, out_dir=tmp_path, progress=False)
+    rec = load_sweep(3, tmp_path)
+    a, b = validation_binding(rec, n_scenes=8), validation_binding(rec, n_scenes=8)
+    assert a.shape == (4,) and np.isfinite(a).any(), "some model must have scenes with swap negatives"
+    assert ((0 <= a[np.isfinite(a)]) & (a[np.isfinite(a)] <= 1)).all()
+    np.testing.assert_array_equal(a, b)

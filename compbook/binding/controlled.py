@@ -330,9 +330,10 @@ def swap_recognition(params, cfg: ControlledConfig, scenes) -> np.ndarray:
 
 def swap_separation(logits, swapped, scenes) -> np.ndarray:
     """:func:`swap_recognition` from logits (M, S, 2^C) of the objects ``swapped`` (M, S, 2^C) of scenes
-    (M, S, 2): the fraction per model of scenes whose present objects beat every other swap (ties fail)."""
+    (M, S, 2): the fraction per model of scenes whose present objects beat every other swap (ties fail); NaN
+    for a model none of whose scenes has a swap distinct from its objects."""
     logits, sw, scenes = np.asarray(logits), np.asarray(swapped), np.asarray(scenes)
     pos = (sw == scenes[..., :1]) | (sw == scenes[..., 1:])
     has_neg = (~pos).any(-1)
     ok = np.where(pos, logits, np.inf).min(-1) > np.where(pos, -np.inf, logits).max(-1) + TIE
-    return np.array([ok[m][has_neg[m]].mean() for m in range(len(scenes))])
+    return np.array([ok[m][has_neg[m]].mean() if has_neg[m].any() else np.nan for m in range(len(scenes))])
