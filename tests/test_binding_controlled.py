@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.binding.controlled import (ControlledConfig, contrastive_loss, init_params, object_tokens,
-                                         scene_tokens, swaps, train_controlled)
+from compbook.binding.controlled import (ControlledConfig, contrastive_loss, encode, init_params, object_tokens,
+                                         query_embeddings, scene_tokens, swaps, train_controlled)
 from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
                                    transition)
 from compbook.scenes import SymbolicTokens, coverage_split
@@ -47,6 +47,27 @@ def test_swaps_hold_both_objects_and_every_recombination():
     sw = swaps(TINY, np.array([a, b]))
     assert sw[0] == a and sw[-1] == b
     assert {tuple(space.object_values(int(o))) for o in sw} == {(0, 1), (0, 0), (2, 1), (2, 0)}
+
+
+def test_query_embeddings_of_a_small_space_equal_encoding_each_query():
+    """The shortcut (encode every object once, gather the rows) must give each query's own embedding."""
+    params = init_params(TINY, 2, [0, 1])
+    qids = np.random.default_rng(0).integers(0, 9, size=(2, 12))      # 12 queries >= 9 objects: shortcut
+    direct = encode(params, "query", object_tokens(TINY, qids), TINY)
+    torch.testing.assert_close(query_embeddings(params, TINY, qids), direct)
+    assert not torch.allclose(direct[0], direct[1]), "each model must use its own weights"
+
+
+def test_shared_encoder_has_no_query_weights_and_last_pooling_runs():
+    cfg = dataclasses.replace(TINY, shared=True, pool="last")
+    params = init_params(cfg, 1, [0])
+    assert not any(k.startswith("query.") for k in params)
+    assert torch.isfinite(contrastive_loss(params, cfg, np.array([[[0, 4], [8, 2]]]))).all()
+
+
+def test_unknown_pooling_is_rejected():
+    with pytest.raises(ValueError, match="pool"):
+        dataclasses.replace(TINY, pool="max")
 
 
 def test_model_selection_never_reads_the_test_split():
@@ -116,3 +137,30 @@ def test_spearman_bootstrap_brackets_rho():
     assert lo <= rho <= hi and rho > 0.7
     rho0, lo0, hi0 = spearman_bootstrap(x, rng.normal(size=60), n_boot=300)
     assert lo0 < 0 < hi0, "independent samples: the interval should hold 0"
+
+
+def test_swap_separation_fails_a_bag_of_concepts_and_passes_a_lookup():
+    """A scene embedding that only counts which values are present scores every swap like the present objects
+    (all their values are present): it must fail. One that reads each object whole must pass."""
+    from compbook.binding.controlled import stacked_swap_logits, swap_recognition, swap_separation
+    scenes = np.array([[[0, 4], [1, 5], [2, 6]]])                    # objects differ in both concepts
+    sw = swaps(TINY, scenes)
+    bag = np.ones(sw.shape)                                            # every swap's values are all present
+    lookup = ((sw == scenes[..., :1]) | (sw == scenes[..., 1:])).astype(float)
+    assert swap_separation(bag, sw, scenes)[0] == 0, "ties must fail"
+    assert swap_separation(lookup, sw, scenes)[0] == 1
+    params = init_params(TINY, 1, [0])
+    assert stacked_swap_logits(params, TINY, scenes).shape == (1, 3, 4)
+    assert 0 <= swap_recognition(params, TINY, scenes)[0] <= 1
+
+
+def test_validation_binding_reads_saved_models_per_model(tmp_path):
+    """One swap-only score per saved model, in [0, 1], the same on a second call (the splits are rebuilt
+    from the record's sweep config, validation part only)."""
+    from compbook.binding.sweep import load_sweep, validation_binding
+    run_size(SWEEP, TINY, out_dir=tmp_path, progress=False)
+    rec = load_sweep(3, tmp_path)
+    a, b = validation_binding(rec, n_scenes=8), validation_binding(rec, n_scenes=8)
+    assert a.shape == (4,) and np.isfinite(a).any(), "some model must have scenes with swap negatives"
+    assert ((0 <= a[np.isfinite(a)]) & (a[np.isfinite(a)] <= 1)).all()
+    np.testing.assert_array_equal(a, b)

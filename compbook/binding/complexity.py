@@ -216,8 +216,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--sweep-dir", default=str(data_dir() / "binding"))
     ap.add_argument("--n-values", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: fastest on a shared CPU)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     cfg = default_complexity()
     rows = controlled_complexity(load_sweep(args.n_values, args.sweep_dir), cfg)
     out = Path(args.sweep_dir) / f"complexity_V{args.n_values}.json"

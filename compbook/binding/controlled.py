@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..config import by_mode
 from ..scenes import CoverageSplit, SymbolicTokens
-from .recognition import recognition
+from .recognition import TIE, recognition
 from .train import optimizer_step
 
 
@@ -45,16 +45,25 @@ class ControlledConfig:
     n_values: int = 5
     d_model: int = 32
     n_layers: int = 1
-    n_heads: int = 2
+    n_heads: int = 4
     d_out: int = 32
-    steps: int = 300
+    steps: int = 1200
     batch: int = 32
-    lr: float = 5e-3
-    warmup: int = 20
+    lr: float = 3e-3
+    warmup: int = 100
     weight_decay: float = 0.01
-    eval_every: int = 100
+    eval_every: int = 400
     eval_scenes: int = 128
-    n_swaps: int = 2             # swap negatives per scene per step (of the 2^C - 2)
+    n_swaps: int = 6             # swap negatives per scene per step (of the 2^C - 2; 6 = all at C = 3)
+    pool: str = "mean"           # "mean" over non-pad tokens, or "last" (the last non-pad token, as released)
+    pos_scale: float = 0.1       # init std of the learned position embeddings (token embeddings: 0.1)
+    shared: bool = False         # one transformer reads scenes and queries (query = a one-object sequence)
+    scale_init: float = 10.0     # learned inverse temperature: initial value and cap
+    scale_max: float = 100.0
+
+    def __post_init__(self):
+        if self.pool not in ("mean", "last"):
+            raise ValueError(f"pool={self.pool!r}: must be 'mean' or 'last'")
 
     @property
     def tokens(self) -> SymbolicTokens:
@@ -90,8 +99,9 @@ def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
     if len(seeds) != n_models:
         raise ValueError(f"seeds: {len(seeds)} seeds for {n_models} models")
     n_scene = 2 * (cfg.n_concepts + 2) + 1
-    shapes = {**{f"scene.{k}": s for k, s in _encoder_shapes(cfg, n_scene).items()},
-              **{f"query.{k}": s for k, s in _encoder_shapes(cfg, cfg.n_concepts + 2).items()}}
+    shapes = {f"scene.{k}": s for k, s in _encoder_shapes(cfg, n_scene).items()}
+    if not cfg.shared:
+        shapes.update({f"query.{k}": s for k, s in _encoder_shapes(cfg, cfg.n_concepts + 2).items()})
     per_model = []
     for seed in seeds:
         g = torch.Generator().manual_seed(int(seed))
@@ -99,17 +109,20 @@ def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
         for name, shape in shapes.items():
             if name.endswith((".b1", ".b2")):
                 p[name] = torch.zeros(shape)
-            elif name.endswith(("embed", "pos")):
+            elif name.endswith("embed"):
                 p[name] = 0.1 * torch.randn(shape, generator=g)
+            elif name.endswith("pos"):
+                p[name] = cfg.pos_scale * torch.randn(shape, generator=g)
             else:   # fan-in scaled
                 p[name] = torch.randn(shape, generator=g) / math.sqrt(shape[0])
-        p["log_scale"] = torch.tensor(math.log(10.0))
+        p["log_scale"] = torch.tensor(math.log(cfg.scale_init))
         per_model.append(p)
     return {k: torch.stack([p[k] for p in per_model]).requires_grad_(True) for k in per_model[0]}
 
 
 def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
     """Stacked encoder ``prefix`` ("scene"/"query") on tokens (M, N, T) -> unit embeddings (M, N, d_out)."""
+    prefix = "scene" if cfg.shared else prefix
     p = {k[len(prefix) + 1:]: v for k, v in params.items() if k.startswith(prefix + ".")}
     M, N, T = tokens.shape
     keep = tokens != cfg.tokens.pad                                     # (M, N, T)
@@ -125,8 +138,12 @@ def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfi
         y = F.layer_norm(x, (d,))
         y = F.gelu(torch.einsum("mntd,mdh->mnth", y, p[f"l{l}.fc1"]) + p[f"l{l}.b1"][:, None, None])
         x = x + torch.einsum("mnth,mhd->mntd", y, p[f"l{l}.fc2"]) + p[f"l{l}.b2"][:, None, None]
-    w = keep.unsqueeze(-1).to(x.dtype)
-    pooled = F.layer_norm((x * w).sum(2) / w.sum(2).clamp(min=1), (d,))
+    if cfg.pool == "last":
+        last = keep.sum(2, keepdim=True).clamp(min=1) - 1                # (M, N, 1)
+        pooled = F.layer_norm(x.gather(2, last[..., None].expand(M, N, 1, d))[:, :, 0], (d,))
+    else:
+        w = keep.unsqueeze(-1).to(x.dtype)
+        pooled = F.layer_norm((x * w).sum(2) / w.sum(2).clamp(min=1), (d,))
     return F.normalize(torch.einsum("mnd,mde->mne", pooled, p["out"]), dim=-1)
 
 
@@ -159,6 +176,19 @@ def swaps(cfg: ControlledConfig, scenes) -> np.ndarray:
 
 # ---------------------------------------------------------------- loss, selection, training
 
+def query_embeddings(params, cfg: ControlledConfig, qids: np.ndarray) -> torch.Tensor:
+    """Query embeddings (M, Q, D) of object ids (M, Q). A query depends on its object only, so when the space
+    has no more objects than Q (|O| = 125 with 256 queries a step) every object is encoded once and the rows
+    gathered: the same embeddings for a fraction of the work."""
+    M, Q = qids.shape
+    n_obj = cfg.tokens.space.n_objects
+    if n_obj > Q:
+        return encode(params, "query", object_tokens(cfg, qids), cfg)
+    every = encode(params, "query", object_tokens(cfg, np.tile(np.arange(n_obj), (M, 1))), cfg)
+    idx = torch.as_tensor(qids, dtype=torch.long)[..., None].expand(M, Q, every.shape[-1])
+    return every.gather(1, idx)
+
+
 def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pick=None) -> torch.Tensor:
     """Scenes (M, B, 2) object ids -> per-model loss (M,): each present object against every absent batch
     object for its scene, InfoNCE with the model's learned temperature. The queries are the batch's present
@@ -169,8 +199,8 @@ def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pic
         sw = np.take_along_axis(sw, swap_pick, axis=-1)
     qids = np.concatenate([scenes, sw], axis=-1).reshape(M, -1)         # (M, Q) includes the present objects
     z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, B, D)
-    q = encode(params, "query", object_tokens(cfg, qids), cfg)         # (M, Q, D)
-    scale = params["log_scale"].clamp(max=math.log(100.0)).exp()[:, None, None]
+    q = query_embeddings(params, cfg, qids)                             # (M, Q, D)
+    scale = params["log_scale"].clamp(max=math.log(cfg.scale_max)).exp()[:, None, None]
     logits = scale * torch.einsum("mbd,mqd->mbq", z, q)
     s, qi = torch.as_tensor(scenes), torch.as_tensor(qids)
     pos = (qi[:, None, :] == s[:, :, :1]) | (qi[:, None, :] == s[:, :, 1:])   # (M, B, Q)
@@ -274,12 +304,36 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
 
 
 @torch.no_grad()
+def stacked_swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Each model's cosine logits (M, S, 2^C) of its two-object scenes (M, S, 2) against the present objects and
+    their swaps, in :func:`swaps` order (column 0 the left object, the last column the right one)."""
+    scenes = np.asarray(scenes)
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, S, D)
+    sw = swaps(cfg, scenes)                                             # (M, S, 2^C)
+    q = encode(params, "query", object_tokens(cfg, sw.reshape(len(sw), -1)), cfg).reshape(*sw.shape, -1)
+    return torch.einsum("msd,msqd->msq", z, q).numpy()
+
+
 def swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
-    """One model's cosine logits (S, 2^C) of two-object scenes (S, 2) against the present objects and their
-    swaps, in :func:`swaps` order (column 0 the left object, the last column the right one): the chapter's
-    recognition matrix."""
-    scenes = np.asarray(scenes)[None]
-    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)
-    sw = swaps(cfg, scenes)                                             # (1, S, 2^C)
-    q = encode(params, "query", object_tokens(cfg, sw.reshape(1, -1)), cfg).reshape(*sw.shape, -1)
-    return torch.einsum("msd,msqd->msq", z, q)[0].numpy()
+    """One model's logits (S, 2^C) of scenes (S, 2) against their objects and swaps: the chapter's recognition
+    matrix (:func:`stacked_swap_logits` of a stack of one)."""
+    return stacked_swap_logits(params, cfg, np.asarray(scenes)[None])[0]
+
+
+def swap_recognition(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Binding alone (M,): the fraction of each model's scenes (M, S, 2) whose two present objects both score
+    above every swap that recombines their values (scenes whose swaps all equal a present object are left out).
+    A bag-of-concepts model, which scores only the values present, cannot pass it."""
+    scenes = np.asarray(scenes)
+    return swap_separation(stacked_swap_logits(params, cfg, scenes), swaps(cfg, scenes), scenes)
+
+
+def swap_separation(logits, swapped, scenes) -> np.ndarray:
+    """:func:`swap_recognition` from logits (M, S, 2^C) of the objects ``swapped`` (M, S, 2^C) of scenes
+    (M, S, 2): the fraction per model of scenes whose present objects beat every other swap (ties fail); NaN
+    for a model none of whose scenes has a swap distinct from its objects."""
+    logits, sw, scenes = np.asarray(logits), np.asarray(swapped), np.asarray(scenes)
+    pos = (sw == scenes[..., :1]) | (sw == scenes[..., 1:])
+    has_neg = (~pos).any(-1)
+    ok = np.where(pos, logits, np.inf).min(-1) > np.where(pos, -np.inf, logits).max(-1) + TIE
+    return np.array([ok[m][has_neg[m]].mean() if has_neg[m].any() else np.nan for m in range(len(scenes))])

@@ -23,7 +23,7 @@ from ..config import by_mode
 from ..paths import data_dir
 from ..scenes import coverage_split
 from .controlled import (ControlledConfig, encode, object_recognition, paper_config, scene_tokens, subsample,
-                         train_controlled)
+                         swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 
 FORMAT = "compbook-controlled-sweep/1"
@@ -36,7 +36,7 @@ class SweepConfig:
     coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     seeds: tuple = (0, 1, 2)
     n_values: tuple = (5, 14)          # C = 3 concepts: |O| = 125 and 2,744
-    max_scenes: int = 4000             # train + validation scenes per split
+    max_scenes: int = 20000            # train + validation scenes per split
     test_scenes: int = 256
     probe_scenes: int = 400            # train scenes the probes are fitted on
 
@@ -127,6 +127,20 @@ def load_sweep(n_values: int, directory=None) -> dict:
     return record
 
 
+def validation_binding(record: dict, n_scenes: int = 128) -> np.ndarray:
+    """Binding on train objects (M,): :func:`~compbook.binding.controlled.swap_recognition` of each saved model
+    on ``n_scenes`` of its validation scenes (train objects, pairs not trained on; never the test split)."""
+    cfg = record["config"]
+    sweep = SweepConfig(**{**record["sweep"], "coverages": tuple(record["sweep"]["coverages"]),
+                           "seeds": tuple(record["sweep"]["seeds"]), "n_values": (cfg.n_values,)})
+    splits, _, _ = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
+    out = []
+    for m, s in enumerate(splits):
+        one = {k: v[m:m + 1] for k, v in record["params"].items()}
+        out.append(swap_recognition(one, cfg, subsample(np.asarray(s.val), n_scenes, s.seed)[None])[0])
+    return np.array(out)
+
+
 def coverage_curve(record: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(coverages (n,), mean (n,), std (n,)) of test recognition over seeds, per coverage of a record."""
     cov = np.asarray(record["coverages"])
@@ -172,8 +186,11 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Train the coverage sweep of controlled models (chapter 13).")
     ap.add_argument("--out", default=str(data_dir() / "binding"))
     ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
+                         "wait for each other at every small op; see benchmarks/bench_controlled.py)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     sweep = default_sweep()
     for v in args.sizes or sweep.n_values:
         cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
