@@ -37,6 +37,11 @@ FER_LR = {"skull": 3e-3, "butterfly": 3e-3, "apple": 3e-4}
 FER_PSNR_256 = {"skull": 31.0, "butterfly": 31.5, "apple": 40.7}
 LOG_EVERY = 100
 FOLDER = "emc2"
+#: Our choice of "converged": a seed has *plateaued* when its best loss over the last ``PLATEAU_WINDOW`` steps is
+#: less than ``PLATEAU_TOL`` (1%) below its best loss before them (checked every ``CHECK_EVERY`` steps).
+PLATEAU_WINDOW = 5000
+PLATEAU_TOL = 0.01
+CHECK_EVERY = 1000
 
 
 @dataclass
@@ -50,12 +55,51 @@ class TwinRecipe:
     optimizer: str = "adam"
     normalize_grad: bool = True
     straight_through: bool = True
+    stop_at_plateau: bool = True      # end when every seed has plateaued (:func:`plateaued`)
+    max_minutes: float | None = None  # end after this wall time (the JSON then records the steps actually run)
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
         if self.lr is None:
             self.lr = FER_LR[self.target]
+
+
+def plateaued(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL) -> np.ndarray:
+    """Which seeds have plateaued: ``losses (steps, B)`` -> ``(B,)`` bools, True where the best loss of the last
+    ``window`` steps is less than ``tol`` below the best loss before them (False with ``window`` steps or fewer)."""
+    losses = np.asarray(losses, dtype=float).reshape(len(losses), -1)
+    if len(losses) <= window:
+        return np.zeros(losses.shape[1], dtype=bool)
+    return losses[-window:].min(0) > (1 - tol) * losses[:-window].min(0)
+
+
+def plateau_steps(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL,
+                  every: int = CHECK_EVERY) -> list[int | None]:
+    """Per seed, the first step (a multiple of ``every``) at which :func:`plateaued` held, None if never."""
+    losses = np.asarray(losses, dtype=float).reshape(len(losses), -1)
+    out: list[int | None] = [None] * losses.shape[1]
+    for s in range(every, len(losses) + 1, every):
+        for j, done in enumerate(plateaued(losses[:s], window, tol)):
+            if done and out[j] is None:
+                out[j] = s
+    return out
+
+
+def stop_rule(recipe: "TwinRecipe"):
+    """The ``stop`` rule :func:`compbook.train.fit_many` asks: every seed plateaued, or ``max_minutes`` spent.
+    Sets ``rule.reason`` to ``"plateau"`` or ``"time"`` when it stops."""
+    t0 = time.perf_counter()
+
+    def rule(losses) -> bool:
+        if recipe.stop_at_plateau and plateaued(losses).all():
+            rule.reason = "plateau"
+        elif recipe.max_minutes is not None and time.perf_counter() - t0 > 60 * recipe.max_minutes:
+            rule.reason = "time"
+        return rule.reason is not None
+
+    rule.reason = None
+    return rule
 
 
 def stem(target: str, res: int, steps: int, seed: int) -> str:
@@ -79,15 +123,20 @@ def quality(model: CPPN, target: str) -> dict:
 def train_twins(recipe: TwinRecipe, progress: bool = True) -> tuple[list[CPPN], np.ndarray, float]:
     """Train one twin per seed of ``recipe``, all at once (``train.fit_many``).
 
+    Training ends after ``recipe.steps`` steps, or earlier when every seed has plateaued
+    (``recipe.stop_at_plateau``) or ``recipe.max_minutes`` are spent: then ``recipe.steps`` becomes the steps
+    actually run and ``recipe.stopped_by`` says why ("plateau", "time"; "steps" otherwise).
     Returns ``(models, losses (steps, n_seeds), seconds)``.
     """
     g = picbreeder.load_genome(recipe.target)
     pb = picbreeder.layerize(g)
     models = [CPPN(pb.activations, pb.color, seed=s) for s in recipe.seeds]
+    rule = stop_rule(recipe)
     fit = train.fit_many(models, picbreeder.render(g, recipe.res), steps=recipe.steps, lr=recipe.lr,
                          optimizer=recipe.optimizer, normalize_grad=recipe.normalize_grad, progress=progress,
-                         straight_through=recipe.straight_through)
-    losses = np.asarray(fit.losses).reshape(recipe.steps, len(recipe.seeds))
+                         straight_through=recipe.straight_through, stop=rule, check_every=CHECK_EVERY)
+    losses = np.asarray(fit.losses).reshape(-1, len(recipe.seeds))
+    recipe.max_steps, recipe.steps, recipe.stopped_by = recipe.steps, len(losses), rule.reason or "steps"
     return fit.models, losses, fit.seconds
 
 
@@ -97,9 +146,15 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
     out = []
     for j, (seed, model) in enumerate(zip(recipe.seeds, models)):
         curve = losses[::LOG_EVERY, j].tolist()
+        ran = {k: getattr(recipe, k) for k in ("max_steps", "stopped_by") if hasattr(recipe, k)}
         meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
                 "made_by": f"python -m compbook.twins --target {recipe.target} --res {recipe.res} "
                            f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}",
+                "run": ran | {"plateau_window": PLATEAU_WINDOW, "plateau_tol": PLATEAU_TOL,
+                              "plateau_step": plateau_steps(losses[:, j:j + 1])[0],
+                              "loss_best_last_window": float(losses[-PLATEAU_WINDOW:, j].min()),
+                              "loss_best_before": float(losses[:-PLATEAU_WINDOW, j].min())
+                              if len(losses) > PLATEAU_WINDOW else None},
                 "fer_recipe": "Adam on the unit-normalised gradient, lr 3e-3 (apple 3e-4), MSE, FER's code",
                 "train_seconds_all_seeds": round(seconds, 1), "threads": torch.get_num_threads(),
                 "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
@@ -151,12 +206,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=None, help="default: FER's (3e-3, apple 3e-4)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-minutes", type=float, default=None, help="stop after this wall time (steps recorded)")
+    p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     for t in args.target:
-        recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds)
+        recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds, stop_at_plateau=not args.no_plateau_stop,
+                            max_minutes=args.max_minutes)
         t0 = time.perf_counter()
         models, losses, seconds = train_twins(recipe, progress=sys.stderr.isatty())
         written = save_twins(recipe, models, losses, seconds, args.out)
@@ -164,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             m = checkpoints.load_metadata(w)
             print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
                   f"{m['psnr_256']:.1f} dB (256; FER {FER_PSNR_256[t]})", flush=True)
-        print(f"{t}: {seconds:.0f} s training, {time.perf_counter() - t0:.0f} s in all", flush=True)
+        print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
+              f"{time.perf_counter() - t0:.0f} s in all", flush=True)
     if args.report or not args.target:
         for r in report(args.out):
             print(json.dumps(r))
