@@ -109,8 +109,8 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
                 g.mul_(m)
         if normalize_grad:
             _normalise_grads_(grads, batched=params[0].ndim == 3)
-        for p, g in zip(params, grads):
-            p.grad = g
+        for p, g in zip(params, grads):   # fused Adam reads a grad in its parameter's memory layout: autograd's
+            p.grad = g.contiguous()        # batched grads come transposed, and were misread (issue 11)
         opt.step()
         if not dense:
             with torch.no_grad():
