@@ -20,9 +20,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -86,7 +86,7 @@ def plateau_steps(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL
     return out
 
 
-def stop_rule(recipe: "TwinRecipe"):
+def stop_rule(recipe: TwinRecipe):
     """The ``stop`` rule :func:`compbook.train.fit_many` asks: every seed plateaued, or ``max_minutes`` spent.
     Sets ``rule.reason`` to ``"plateau"`` or ``"time"`` when it stops."""
     t0 = time.perf_counter()
@@ -175,26 +175,42 @@ def stored(target: str, folder=None) -> list[Path]:
 
 def load_twins(target: str, folder=None) -> list[CPPN]:
     """The stored twins of ``target``: of the longest run stored, one per seed (``FileNotFoundError`` if none)."""
-    found = stored(target, folder)
-    if not found:
+    if not stored(target, folder):
         raise FileNotFoundError(f"no stored twins of {target!r} in data/{FOLDER}/ "
                                 f"(make them: python -m compbook.twins --target {target})")
+    return [checkpoints.load_cppn(p) for p in _loaded_paths(target, folder)]
+
+
+def _loaded_paths(target: str, folder=None) -> list[Path]:
+    """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``)."""
+    found = stored(target, folder)
     meta = [checkpoints.load_metadata(p) for p in found]
     best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
-    keep = [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
-    return [checkpoints.load_cppn(p) for p in keep]
+    return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
 
 
-def report(folder=None) -> list[dict]:
-    """One row per stored twin: target, seed, steps, res, MSE and PSNR at 64 and 256 px, FER's PSNR."""
+def report(folder=None, loaded_only: bool = False) -> list[dict]:
+    """One row per stored twin (only those :func:`load_twins` loads with ``loaded_only``): target, seed, steps,
+    why training stopped, the plateau step (None: no plateau), lr, MSE and PSNR at 64 and 256 px, FER's PSNR."""
     rows = []
     for t in TARGETS:
-        for p in stored(t, folder):
+        for p in (_loaded_paths(t, folder) if loaded_only else stored(t, folder)):
             m = checkpoints.load_metadata(p)
+            run = m.get("run", {})
             rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
-                         "lr": m["recipe"]["lr"], "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
+                         "stopped_by": run.get("stopped_by", "steps"), "plateau_step": run.get("plateau_step"),
+                         "lr": m["recipe"]["lr"], "minutes": round(m["train_seconds_all_seeds"] / 60, 1),
+                         "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
                          "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": FER_PSNR_256[t]})
     return rows
+
+
+def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
+    """The stored loss curves of the twins :func:`load_twins` loads: ``(steps (P,), losses (P, seeds))``, one
+    point every ``loss_every`` steps (chapter 5)."""
+    metas = [checkpoints.load_metadata(p) for p in _loaded_paths(target, folder)]
+    losses = np.array([m["loss_curve"] for m in metas]).T
+    return np.arange(len(losses)) * metas[0]["loss_every"], losses
 
 
 def main(argv: Sequence[str] | None = None) -> int:
