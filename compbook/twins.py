@@ -189,9 +189,21 @@ def _loaded_paths(target: str, folder=None) -> list[Path]:
     return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
 
 
+def _plateau_at_end(run: dict) -> bool | None:
+    if run.get("loss_best_before") is None:
+        return None
+    return run["loss_best_last_window"] > (1 - run["plateau_tol"]) * run["loss_best_before"]
+
+
+def _best_loss(meta: dict) -> float:
+    """The lowest training loss in the stored curve (every ``loss_every`` steps) and the final MSE."""
+    return min(min(meta["loss_curve"]), meta["final_mse_train_res"])
+
+
 def report(folder=None, loaded_only: bool = False) -> list[dict]:
     """One row per stored twin (only those :func:`load_twins` loads with ``loaded_only``): target, seed, steps,
-    why training stopped, the plateau step (None: no plateau), lr, MSE and PSNR at 64 and 256 px, FER's PSNR."""
+    why training stopped, the first step the plateau rule held (None: never), whether it held at the end (None:
+    not recorded), the best training loss logged, lr, MSE and PSNR at 64 and 256 px, FER's PSNR."""
     rows = []
     for t in TARGETS:
         for p in (_loaded_paths(t, folder) if loaded_only else stored(t, folder)):
@@ -199,6 +211,7 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
             run = m.get("run", {})
             rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
                          "stopped_by": run.get("stopped_by", "steps"), "plateau_step": run.get("plateau_step"),
+                         "plateau_at_end": _plateau_at_end(run), "best_loss": _best_loss(m),
                          "lr": m["recipe"]["lr"], "minutes": round(m["train_seconds_all_seeds"] / 60, 1),
                          "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
                          "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": FER_PSNR_256[t]})
