@@ -10,8 +10,11 @@ reference render at 64 px and at 256 px (the reference PNG, as ``../shared/picbr
 
 Command line (what made ``data/emc2/``)::
 
-    nice -n 5 python -m compbook.twins --target skull --steps 20000 --seeds 0 1 2
+    nice -n 10 python -m compbook.twins --target skull --steps 100000 --max-minutes 25
     python -m compbook.twins --report          # MSE / PSNR of every stored twin
+
+A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our rule), or after
+``--max-minutes``; the JSON records which and the steps run (``data/emc2/README.md``).
 """
 
 from __future__ import annotations
