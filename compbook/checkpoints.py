@@ -10,13 +10,12 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from . import checks, paths
+from . import checks
 from .cppn import CPPN
 
 FORMAT = "compbook-cppn/1"
@@ -122,47 +121,3 @@ def content_hash(model: CPPN) -> str:
         h.update(str(tuple(w.shape)).encode())
         h.update(w.detach().cpu().to(torch.float64).contiguous().numpy().tobytes())
     return h.hexdigest()[:16]
-
-
-# -- stored networks under data/ (chapter 5's SGD twins) -------------------------------------------------
-TWIN_RECIPE = "train.fit_many, adam, unit-normalised gradient (chapter 5)"
-
-
-def twin_stem(name: str, res: int, steps: int, seed: int) -> str:
-    """An SGD twin's checkpoint path under ``data/`` without suffix, e.g. ``emc2/sgd_skull_48px_1000steps_seed0``."""
-    return f"emc2/sgd_{name}_{int(res)}px_{int(steps)}steps_seed{int(seed)}"
-
-
-def find_checkpoint(stem: str) -> Path | None:
-    """The checkpoint's JSON path (fetched from the repository outside a checkout), or None when absent."""
-    try:
-        found = [paths.data_file(stem + ext) for ext in (".json", ".safetensors")]
-    except FileNotFoundError:
-        return None
-    return found[0] if all(p.exists() for p in found) else None
-
-
-def sgd_twins(name: str, template: CPPN, target: torch.Tensor, seeds: Sequence[int], steps: int, lr: float,
-              regenerate: bool = False) -> tuple[list[CPPN], str]:
-    """SGD twins (chapter 5): dense CPPNs with ``template``'s activations, one per seed, fitted to ``target`` ``(res, res, 3)``.
-
-    Returns ``(models, how)``; ``how`` says whether they were loaded or trained and saved (and where, relative to
-    :func:`compbook.paths.data_dir`).
-    ``regenerate`` trains even when checkpoints exist (and overwrites them).
-    """
-    if not seeds:
-        raise ValueError("seeds: expected at least one seed")
-    from . import train   # train imports nothing from here; keep checkpoints light to import
-
-    target = train.as_target(target)
-    res = int(target.shape[0])
-    stems = [twin_stem(name, res, steps, s) for s in seeds]
-    found = [None if regenerate else find_checkpoint(stem) for stem in stems]
-    if all(found):
-        return [load_cppn(p) for p in found], f"loaded from data/{Path(stems[0]).parent}/"
-    models = [CPPN(template.activations, template.color, seed=s) for s in seeds]
-    fit = train.fit_many(models, target, steps=steps, lr=lr)
-    for s, stem, model in zip(seeds, stems, fit.models):
-        meta = {"target": name, "res": res, "steps": steps, "lr": lr, "seed": s, "recipe": TWIN_RECIPE}
-        save_cppn(model, paths.data_dir() / stem, meta)
-    return fit.models, f"trained in {fit.seconds:.0f} s, saved to data/{Path(stems[0]).parent}/"

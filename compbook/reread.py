@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -45,12 +46,13 @@ class _Recorder:
 
 
 def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
-                   seed: int = 0, progress: bool = False) -> list[dict]:
+                   seed: int = 0, progress: bool = False, concepts: Sequence[str] = twins.TARGETS) -> list[dict]:
     """Rows (concept, network, judge, delta, score, k, n, ci95): Picbreeder networks over every non-zero weight
     (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
-    (``per_seed`` holds each). Every judge sees the same renders."""
+    (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept
+    alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``)."""
     rows = []
-    for c in twins.TARGETS:
+    for c in concepts:
         nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
         nets += [("sgd", m, sample) for m in twins.load_twins(c)]
         for d in deltas:
@@ -74,11 +76,43 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dic
     for c in twins.TARGETS:
         for kind in ("picbreeder", "sgd"):
             for d in sorted({it["question"]["delta"] for it in key if it["question"]["weight"] is not None}):
-                a = [a for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
-                     and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
+                its = [(it, a) for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
+                       and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
+                a = [a for _, a in its]
                 rows.append(_row(c, kind, "human (book authors)", d, np.array([x == "yes" for x in a]),
-                                 {"cant_tell": sum(x == "can't tell" for x in a)}))
+                                 {"cant_tell": sum(x == "can't tell" for x in a),
+                                  "sources": sorted({it["source"] for it, _ in its if "source" in it})}))
     return rows
+
+
+def _made_by(args) -> str:
+    return (f"python -m compbook.reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
+            f"{' '.join(map(str, args.deltas))}")
+
+
+def _write(out: dict):
+    from .paths import data_dir
+    path = data_dir() / "emc2" / "reread.json"
+    path.write_text(json.dumps(out, indent=0))
+    for r in out["rows"]:
+        print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
+              f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
+    print(f"wrote {path} in {out['seconds']} s")
+
+
+def merge(parts: Sequence[dict]) -> dict:
+    """One ``reread.json`` from the part files of a run split by ``--concepts`` (same settings, every concept
+    once); the rows in :data:`compbook.twins.TARGETS` order, the human rows last, seconds summed."""
+    made = {p["made_by"] for p in parts}
+    if len(made) != 1:
+        raise ValueError(f"parts: made with different settings: {sorted(made)}")
+    got = [c for p in parts for c in p["concepts"]]
+    if sorted(got) != sorted(twins.TARGETS):
+        raise ValueError(f"parts: need each of {list(twins.TARGETS)} once, got {got}")
+    rows = [r for c in twins.TARGETS for p in parts for r in p["rows"] if r["concept"] == c]
+    return {"made_by": made.pop(), "seconds": round(sum(p["seconds"] for p in parts), 1),
+            "twins": {c: h for p in parts for c, h in p["twins"].items()}, "chosen": parts[0]["chosen"],
+            "rows": rows + parts[0]["human_rows"]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,7 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=200, help="weights per SGD twin")
     p.add_argument("--pb-sample", type=int, default=None, help="weights per Picbreeder network (default: all)")
     p.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    p.add_argument("--concepts", nargs="+", choices=twins.TARGETS, default=None,
+                   help="score only these and write a part file (to run concepts in parallel; then --merge)")
+    p.add_argument("--merge", nargs="+", default=None, help="part files to merge into data/emc2/reread.json")
     args = p.parse_args(argv)
+    if args.merge:
+        _write(merge([json.loads(Path(f).read_text()) for f in args.merge]))
+        return 0
     torch.set_num_threads(1)
     from .paths import data_dir
     t0 = time.perf_counter()
@@ -94,19 +134,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": j
                  for k, j in semantic.candidates(choice["thresholds"]).items()}
     judge_map["ssim (own render, 0.5)"] = judges.SSIMJudge(0.5)
-    rows = machine_scores(judge_map, tuple(args.deltas), args.sample, args.pb_sample)
+    concepts = args.concepts or list(twins.TARGETS)
+    rows = machine_scores(judge_map, tuple(args.deltas), args.sample, args.pb_sample, concepts=concepts)
     key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
-    rows += human_scores(key, labelling.answers_for(key))
-    out = {"made_by": f"python -m compbook.reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
-                      f"{' '.join(map(str, args.deltas))}", "seconds": round(time.perf_counter() - t0, 1),
-           "twins": {c: [checkpoints.content_hash(m) for m in twins.load_twins(c)] for c in twins.TARGETS},
-           "chosen": choice["chosen"], "rows": rows}
-    path = data_dir() / "emc2" / "reread.json"
-    path.write_text(json.dumps(out, indent=0))
-    for r in rows:
-        print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
-              f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
-    print(f"wrote {path} in {out['seconds']} s")
+    human = human_scores(key, labelling.answers_for(key))
+    out = {"made_by": _made_by(args), "seconds": round(time.perf_counter() - t0, 1),
+           "twins": {c: [checkpoints.content_hash(m) for m in twins.load_twins(c)] for c in concepts},
+           "chosen": choice["chosen"], "rows": rows + human}
+    if args.concepts:
+        part = data_dir() / "emc2" / f"reread_part_{'_'.join(concepts)}.json"
+        part.write_text(json.dumps(out | {"rows": rows, "human_rows": human, "concepts": concepts}, indent=0))
+        print(f"wrote {part} in {out['seconds']} s; merge the parts with --merge")
+        return 0
+    _write(out)
     return 0
 
 

@@ -86,9 +86,11 @@ def _normalise_grads_(grads: Sequence[torch.Tensor], batched: bool) -> None:
 
 def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor], target: torch.Tensor,
            steps: int, lr: float, optimizer: str | OptimizerFactory, normalize_grad: bool, progress: bool,
-           desc: str, straight_through: bool = True, gradients: str = "backprop"):
+           desc: str, straight_through: bool = True, gradients: str = "backprop", stop=None,
+           check_every: int = 1000):
     """Train ``weights`` (``(out, in)`` each, or stacks ``(B, out, in)``) with ``masks``; gradients by
-    :class:`~compbook.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any."""
+    :class:`~compbook.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any.
+    ``stop(losses (steps,) or (steps, B))`` is asked every ``check_every`` steps; True ends training there."""
     engine = Backprop(template, target, straight_through, device=config.device())
     loss_and_grads = engine.loss_and_grads if gradients == "backprop" else engine.autograd_loss_and_grads
     masks = engine.to_engine_order(masks)
@@ -97,7 +99,9 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
     make = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     opt = make(params, lr)
     losses = []
-    for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+    for step in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+        if stop is not None and step and step % check_every == 0 and stop(torch.stack(losses).cpu().numpy()):
+            break
         loss, grads = loss_and_grads(params)
         losses.append(loss)
         if not dense:
@@ -105,8 +109,8 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
                 g.mul_(m)
         if normalize_grad:
             _normalise_grads_(grads, batched=params[0].ndim == 3)
-        for p, g in zip(params, grads):
-            p.grad = g
+        for p, g in zip(params, grads):   # fused Adam reads a grad in its parameter's memory layout: autograd's
+            p.grad = g.contiguous()        # batched grads come transposed, and were misread (issue 11)
         opt.step()
         if not dense:
             with torch.no_grad():
@@ -169,15 +173,21 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
 
 def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3,
              optimizer: str | OptimizerFactory = "adam", normalize_grad: bool = True,
-             progress: bool = True, straight_through: bool = True, gradients: str = "backprop") -> FitResult:
+             progress: bool = True, straight_through: bool = True, gradients: str = "backprop",
+             stop: Callable[[np.ndarray], bool] | None = None, check_every: int = 1000) -> FitResult:
     """Fit B models of one architecture at once (stacked weights, batched matmuls); masks may differ per model.
 
     ``target`` is one image ``(H, W, 3)`` shared by all, or one per model ``(B, H, W, 3)``. Each model's
     gradient is normalised on its own, so every model follows exactly the path :func:`fit` would give it
-    (up to float rounding). ``losses`` is ``(steps, B)``.
+    (up to float rounding). ``losses`` is ``(steps, B)``. ``stop``: a rule asked every ``check_every`` steps
+    with the losses so far ``(steps_done, B)``; True ends training early (``losses`` then has fewer rows;
+    :func:`compbook.twins.plateau_rule`). Without it (the default) training runs ``steps`` steps.
     """
     steps, lr = _check_settings(steps, lr, optimizer, gradients, normalize_grad=normalize_grad,
                                 progress=progress, straight_through=straight_through)
+    check_every = checks.integer(check_every, "check_every", 1)
+    if stop is not None and not callable(stop):
+        raise ValueError(f"stop must be None or a callable losses -> bool, got {stop!r}")
     if isinstance(models, CPPN) or not isinstance(models, Sequence) or len(models) < 1:
         raise ValueError(f"models must be a non-empty list of CPPNs, got {type(models).__name__}")
     template = _check_model(models[0], "models[0]")
@@ -196,10 +206,10 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     t0 = time.perf_counter()
     params, losses, final = _train(template, weights, masks, target, steps, lr, optimizer, normalize_grad,
                                    progress, desc=f"fit x{len(models)}", straight_through=straight_through,
-                                   gradients=gradients)
+                                   gradients=gradients, stop=stop, check_every=check_every)
     trained = [template.clone_with(weights=[p[b] for p in params], masks=[m[b] for m in masks])
                for b in range(len(models))]
-    cfg = dict(steps=steps, lr=lr, res=target.shape[-2], final_loss=final.numpy())
+    cfg = dict(steps=len(losses), lr=lr, res=target.shape[-2], final_loss=final.numpy())
     return FitResult(trained, losses, time.perf_counter() - t0, cfg)
 
 

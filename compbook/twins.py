@@ -10,8 +10,11 @@ reference render at 64 px and at 256 px (the reference PNG, as ``../shared/picbr
 
 Command line (what made ``data/emc2/``)::
 
-    nice -n 5 python -m compbook.twins --target skull --steps 20000 --seeds 0 1 2
+    nice -n 10 python -m compbook.twins --target skull --steps 100000 --max-minutes 25
     python -m compbook.twins --report          # MSE / PSNR of every stored twin
+
+A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our rule), or after
+``--max-minutes``; the JSON records which and the steps run (``data/emc2/README.md``).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -37,6 +40,11 @@ FER_LR = {"skull": 3e-3, "butterfly": 3e-3, "apple": 3e-4}
 FER_PSNR_256 = {"skull": 31.0, "butterfly": 31.5, "apple": 40.7}
 LOG_EVERY = 100
 FOLDER = "emc2"
+#: Our choice of "converged": a seed has *plateaued* when its best loss over the last ``PLATEAU_WINDOW`` steps is
+#: less than ``PLATEAU_TOL`` (1%) below its best loss before them (checked every ``CHECK_EVERY`` steps).
+PLATEAU_WINDOW = 5000
+PLATEAU_TOL = 0.01
+CHECK_EVERY = 1000
 
 
 @dataclass
@@ -50,12 +58,51 @@ class TwinRecipe:
     optimizer: str = "adam"
     normalize_grad: bool = True
     straight_through: bool = True
+    stop_at_plateau: bool = True      # end when every seed has plateaued (:func:`plateaued`)
+    max_minutes: float | None = None  # end after this wall time (the JSON then records the steps actually run)
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
         if self.lr is None:
             self.lr = FER_LR[self.target]
+
+
+def plateaued(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL) -> np.ndarray:
+    """Which seeds have plateaued: ``losses (steps, B)`` -> ``(B,)`` bools, True where the best loss of the last
+    ``window`` steps is less than ``tol`` below the best loss before them (False with ``window`` steps or fewer)."""
+    losses = np.asarray(losses, dtype=float).reshape(len(losses), -1)
+    if len(losses) <= window:
+        return np.zeros(losses.shape[1], dtype=bool)
+    return losses[-window:].min(0) > (1 - tol) * losses[:-window].min(0)
+
+
+def plateau_steps(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL,
+                  every: int = CHECK_EVERY) -> list[int | None]:
+    """Per seed, the first step (a multiple of ``every``) at which :func:`plateaued` held, None if never."""
+    losses = np.asarray(losses, dtype=float).reshape(len(losses), -1)
+    out: list[int | None] = [None] * losses.shape[1]
+    for s in range(every, len(losses) + 1, every):
+        for j, done in enumerate(plateaued(losses[:s], window, tol)):
+            if done and out[j] is None:
+                out[j] = s
+    return out
+
+
+def stop_rule(recipe: TwinRecipe):
+    """The ``stop`` rule :func:`compbook.train.fit_many` asks: every seed plateaued, or ``max_minutes`` spent.
+    Sets ``rule.reason`` to ``"plateau"`` or ``"time"`` when it stops."""
+    t0 = time.perf_counter()
+
+    def rule(losses) -> bool:
+        if recipe.stop_at_plateau and plateaued(losses).all():
+            rule.reason = "plateau"
+        elif recipe.max_minutes is not None and time.perf_counter() - t0 > 60 * recipe.max_minutes:
+            rule.reason = "time"
+        return rule.reason is not None
+
+    rule.reason = None
+    return rule
 
 
 def stem(target: str, res: int, steps: int, seed: int) -> str:
@@ -79,15 +126,20 @@ def quality(model: CPPN, target: str) -> dict:
 def train_twins(recipe: TwinRecipe, progress: bool = True) -> tuple[list[CPPN], np.ndarray, float]:
     """Train one twin per seed of ``recipe``, all at once (``train.fit_many``).
 
+    Training ends after ``recipe.steps`` steps, or earlier when every seed has plateaued
+    (``recipe.stop_at_plateau``) or ``recipe.max_minutes`` are spent: then ``recipe.steps`` becomes the steps
+    actually run and ``recipe.stopped_by`` says why ("plateau", "time"; "steps" otherwise).
     Returns ``(models, losses (steps, n_seeds), seconds)``.
     """
     g = picbreeder.load_genome(recipe.target)
     pb = picbreeder.layerize(g)
     models = [CPPN(pb.activations, pb.color, seed=s) for s in recipe.seeds]
+    rule = stop_rule(recipe)
     fit = train.fit_many(models, picbreeder.render(g, recipe.res), steps=recipe.steps, lr=recipe.lr,
                          optimizer=recipe.optimizer, normalize_grad=recipe.normalize_grad, progress=progress,
-                         straight_through=recipe.straight_through)
-    losses = np.asarray(fit.losses).reshape(recipe.steps, len(recipe.seeds))
+                         straight_through=recipe.straight_through, stop=rule, check_every=CHECK_EVERY)
+    losses = np.asarray(fit.losses).reshape(-1, len(recipe.seeds))
+    recipe.max_steps, recipe.steps, recipe.stopped_by = recipe.steps, len(losses), rule.reason or "steps"
     return fit.models, losses, fit.seconds
 
 
@@ -97,9 +149,15 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
     out = []
     for j, (seed, model) in enumerate(zip(recipe.seeds, models)):
         curve = losses[::LOG_EVERY, j].tolist()
+        ran = {k: getattr(recipe, k) for k in ("max_steps", "stopped_by") if hasattr(recipe, k)}
         meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
                 "made_by": f"python -m compbook.twins --target {recipe.target} --res {recipe.res} "
                            f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}",
+                "run": ran | {"plateau_window": PLATEAU_WINDOW, "plateau_tol": PLATEAU_TOL,
+                              "plateau_step": plateau_steps(losses[:, j:j + 1])[0],
+                              "loss_best_last_window": float(losses[-PLATEAU_WINDOW:, j].min()),
+                              "loss_best_before": float(losses[:-PLATEAU_WINDOW, j].min())
+                              if len(losses) > PLATEAU_WINDOW else None},
                 "fer_recipe": "Adam on the unit-normalised gradient, lr 3e-3 (apple 3e-4), MSE, FER's code",
                 "train_seconds_all_seeds": round(seconds, 1), "threads": torch.get_num_threads(),
                 "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
@@ -120,26 +178,55 @@ def stored(target: str, folder=None) -> list[Path]:
 
 def load_twins(target: str, folder=None) -> list[CPPN]:
     """The stored twins of ``target``: of the longest run stored, one per seed (``FileNotFoundError`` if none)."""
-    found = stored(target, folder)
-    if not found:
+    if not stored(target, folder):
         raise FileNotFoundError(f"no stored twins of {target!r} in data/{FOLDER}/ "
                                 f"(make them: python -m compbook.twins --target {target})")
+    return [checkpoints.load_cppn(p) for p in _loaded_paths(target, folder)]
+
+
+def _loaded_paths(target: str, folder=None) -> list[Path]:
+    """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``)."""
+    found = stored(target, folder)
     meta = [checkpoints.load_metadata(p) for p in found]
     best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
-    keep = [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
-    return [checkpoints.load_cppn(p) for p in keep]
+    return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
 
 
-def report(folder=None) -> list[dict]:
-    """One row per stored twin: target, seed, steps, res, MSE and PSNR at 64 and 256 px, FER's PSNR."""
+def _plateau_at_end(run: dict) -> bool | None:
+    if run.get("loss_best_before") is None:
+        return None
+    return run["loss_best_last_window"] > (1 - run["plateau_tol"]) * run["loss_best_before"]
+
+
+def _best_loss(meta: dict) -> float:
+    """The lowest training loss in the stored curve (every ``loss_every`` steps) and the final MSE."""
+    return min(min(meta["loss_curve"]), meta["final_mse_train_res"])
+
+
+def report(folder=None, loaded_only: bool = False) -> list[dict]:
+    """One row per stored twin (only those :func:`load_twins` loads with ``loaded_only``): target, seed, steps,
+    why training stopped, the first step the plateau rule held (None: never), whether it held at the end (None:
+    not recorded), the best training loss logged, lr, MSE and PSNR at 64 and 256 px, FER's PSNR."""
     rows = []
     for t in TARGETS:
-        for p in stored(t, folder):
+        for p in (_loaded_paths(t, folder) if loaded_only else stored(t, folder)):
             m = checkpoints.load_metadata(p)
+            run = m.get("run", {})
             rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
-                         "lr": m["recipe"]["lr"], "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
+                         "stopped_by": run.get("stopped_by", "steps"), "plateau_step": run.get("plateau_step"),
+                         "plateau_at_end": _plateau_at_end(run), "best_loss": _best_loss(m),
+                         "lr": m["recipe"]["lr"], "minutes": round(m["train_seconds_all_seeds"] / 60, 1),
+                         "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
                          "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": FER_PSNR_256[t]})
     return rows
+
+
+def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
+    """The stored loss curves of the twins :func:`load_twins` loads: ``(steps (P,), losses (P, seeds))``, one
+    point every ``loss_every`` steps (chapter 5)."""
+    metas = [checkpoints.load_metadata(p) for p in _loaded_paths(target, folder)]
+    losses = np.array([m["loss_curve"] for m in metas]).T
+    return np.arange(len(losses)) * metas[0]["loss_every"], losses
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,12 +238,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=None, help="default: FER's (3e-3, apple 3e-4)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-minutes", type=float, default=None, help="stop after this wall time (steps recorded)")
+    p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     for t in args.target:
-        recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds)
+        recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds, stop_at_plateau=not args.no_plateau_stop,
+                            max_minutes=args.max_minutes)
         t0 = time.perf_counter()
         models, losses, seconds = train_twins(recipe, progress=sys.stderr.isatty())
         written = save_twins(recipe, models, losses, seconds, args.out)
@@ -164,7 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             m = checkpoints.load_metadata(w)
             print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
                   f"{m['psnr_256']:.1f} dB (256; FER {FER_PSNR_256[t]})", flush=True)
-        print(f"{t}: {seconds:.0f} s training, {time.perf_counter() - t0:.0f} s in all", flush=True)
+        print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
+              f"{time.perf_counter() - t0:.0f} s in all", flush=True)
     if args.report or not args.target:
         for r in report(args.out):
             print(json.dumps(r))

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from compbook import checkpoints, picbreeder
-from compbook.cppn import CPPN, uniform_cppn
+from compbook.cppn import uniform_cppn
 
 
 def test_roundtrip_keeps_weights_masks_and_hash(tmp_path):
@@ -50,25 +50,6 @@ def test_bad_checkpoint_files(tmp_path):
         checkpoints.load_cppn(tmp_path / "m")
 
 
-def test_sgd_twins_train_then_load_the_same_networks(tmp_path, monkeypatch):
-    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
-    template = CPPN([["sin", "gaussian"], ["tanh", "sigmoid"]], "hsv", seed=0)
-    target = torch.rand(8, 8, 3)
-    models, how = checkpoints.sgd_twins("t", template, target, seeds=[0, 1], steps=5, lr=1e-2)
-    assert how.startswith("trained") and len(models) == 2
-    assert checkpoints.find_checkpoint(checkpoints.twin_stem("t", 8, 5, 1)) is not None
-    again, how = checkpoints.sgd_twins("t", template, target, seeds=[0, 1], steps=5, lr=1e-2)
-    assert how.startswith("loaded")
-    assert [checkpoints.content_hash(m) for m in again] == [checkpoints.content_hash(m) for m in models]
-    assert models[0].activations == template.activations
-    other, how = checkpoints.sgd_twins("t", template, target, seeds=[0, 1], steps=6, lr=1e-2)
-    assert how.startswith("trained"), "a checkpoint of another step count must not be served"
-
-
-def test_twin_stem_and_missing_checkpoint(tmp_path, monkeypatch):
-    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
-    assert checkpoints.twin_stem("skull", 48, 1000, 2) == "emc2/sgd_skull_48px_1000steps_seed2"
-    assert checkpoints.find_checkpoint("emc2/nothing") is None
 # -- issue 15: hardening ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sidecar,match", [
     (lambda cfg: {k: v for k, v in cfg.items() if k != "activations"}, r"m\.json: missing fields \['activations'\]"),

@@ -31,3 +31,18 @@ def test_human_scores_count_only_perturbed_items_and_cant_tell_as_no():
     assert (row["k"], row["n"], row["cant_tell"]) == (1, 2, 1)
     assert row["ci95"][0] < 0.5 < row["ci95"][1]
     assert np.isfinite(row["score"])
+
+
+def test_merge_needs_every_concept_once_and_the_same_settings():
+    """A run split by ``--concepts`` must merge to what one run writes: concepts in order, human rows once."""
+    part = lambda cs, made="m": {"made_by": made, "seconds": 1.0, "concepts": cs, "chosen": "reference",  # noqa: E731
+                                 "twins": {c: ["h"] for c in cs}, "human_rows": [{"concept": "skull", "h": 1}],
+                                 "rows": [{"concept": c} for c in cs]}
+    out = reread.merge([part(["apple"]), part(["skull", "butterfly"])])
+    assert [r["concept"] for r in out["rows"]] == ["skull", "butterfly", "apple", "skull"]
+    assert out["seconds"] == 2.0 and set(out["twins"]) == {"skull", "butterfly", "apple"}
+    import pytest
+    with pytest.raises(ValueError, match="once"):
+        reread.merge([part(["apple"]), part(["apple", "skull", "butterfly"])])
+    with pytest.raises(ValueError, match="settings"):
+        reread.merge([part(["apple"]), part(["skull", "butterfly"], made="other")])
