@@ -18,30 +18,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import agreement, checkpoints, emc2, judges, labelling, picbreeder, semantic, twins
-
-
-def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
-    k, n = int(verdicts.sum()), len(verdicts)
-    lo, hi = agreement.wilson(k, n)
-    return {"concept": concept, "network": kind, "judge": judge_name, "delta": delta, "score": k / n if n else
-            float("nan"), "k": k, "n": n, "ci95": [lo, hi]} | (extra or {})
-
-
-class _Recorder:
-    """Asks every judge of ``judge_map`` about the same renders (rendered once); answers with the first."""
-
-    def __init__(self, judge_map: dict):
-        self.judge_map, self.verdicts = judge_map, {k: [] for k in judge_map}
-        self.identity = "recorder:" + "|".join(j.identity for j in judge_map.values())
-
-    def __call__(self, images, concept, *, reference=None, questions=None):
-        out = None
-        for name, judge in self.judge_map.items():
-            v = judge(images, concept, reference=reference)
-            self.verdicts[name].append(v.numpy())
-            out = v if out is None else out
-        return out
+from . import checkpoints, judges, labelling, picbreeder, semantic, twins
+from .panel import panel_verdicts, score_row
 
 
 def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
@@ -56,14 +34,12 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
         for d in deltas:
             rec = {kind: [] for kind in ("picbreeder", "sgd")}
             for kind, model, n in nets:
-                r = _Recorder(judge_map)
-                emc2.compositional_score(model, r, c, delta=d, sample=n, seed=seed, progress=progress)
-                rec[kind].append({k: np.concatenate(v) for k, v in r.verdicts.items()})
+                rec[kind].append(panel_verdicts(model, judge_map, c, d, sample=n, seed=seed, progress=progress))
             for kind, recs in rec.items():
                 for name in judge_map:
                     v = np.concatenate([x[name] for x in recs])
                     extra = {"per_seed": [round(float(x[name].mean()), 4) for x in recs]} if kind == "sgd" else {}
-                    rows.append(_row(c, kind, name, d, v, extra))
+                    rows.append(score_row(v, concept=c, network=kind, judge=name, delta=d) | extra)
     return rows
 
 
@@ -76,8 +52,9 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dic
             for d in sorted({it["question"]["delta"] for it in key if it["question"]["weight"] is not None}):
                 a = [a for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
                      and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
-                rows.append(_row(c, kind, "human (book authors)", d, np.array([x == "yes" for x in a]),
-                                 {"cant_tell": sum(x == "can't tell" for x in a)}))
+                rows.append(score_row(np.array([x == "yes" for x in a], dtype=bool), concept=c, network=kind,
+                                      judge="human (book authors)", delta=d)
+                            | {"cant_tell": sum(x == "can't tell" for x in a)})
     return rows
 
 
