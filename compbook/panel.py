@@ -81,15 +81,27 @@ def default_panel(target=None, threshold: float | None = None) -> dict:
 
 
 def panel_verdicts(model, judge_map: dict, concept: str, delta: float = 0.5, res: int = SCORE_RES,
-                   sample: int | None = None, seed: int = 0, progress: bool = False) -> dict[str, np.ndarray]:
+                   sample: int | None = None, seed: int = 0, progress: bool = False,
+                   **score_kwargs) -> dict[str, np.ndarray]:
     """EMC2 verdicts of ``model`` under every judge of ``judge_map``: name -> bool ``(M,)``, the same M
     perturbations (:func:`compbook.emc2.compositional_score`'s plan: ``+delta``, a seeded ``sample`` of
-    weights or all of them)."""
+    weights or all of them; ``score_kwargs`` go to it too)."""
     from . import emc2
     panel = Panel(judge_map)
     emc2.compositional_score(model, panel, concept, delta=delta, res=res, sample=sample, seed=seed,
-                             progress=progress)
+                             progress=progress, **score_kwargs)
     return panel.results()
+
+
+def groups_from_counts(k_n) -> list[np.ndarray]:
+    """Bool arrays (k True then n - k False) from per-network counts ``[[k, n], ...]``: all that
+    :func:`summary` and :func:`bootstrap_ci` need of stored verdicts."""
+    out = []
+    for j, kn in enumerate(k_n):
+        if len(kn) != 2 or not 0 <= int(kn[0]) <= int(kn[1]) or int(kn[1]) < 1:
+            raise ValueError(f"k_n[{j}] must be [k, n] with 0 <= k <= n, n >= 1, got {kn!r}")
+        out.append(np.repeat([True, False], [int(kn[0]), int(kn[1]) - int(kn[0])]))
+    return out
 
 
 @torch.no_grad()
