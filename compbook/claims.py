@@ -38,7 +38,7 @@ def _interval(x, name: str) -> tuple[float, float, float]:
     if not isinstance(x, dict) or "score" not in x or "ci95" not in x:
         raise ValueError(f"{name} must be a number or a row with 'score' and 'ci95', got {x!r:.100}")
     s, (lo, hi) = float(x["score"]), (float(v) for v in x["ci95"])
-    if not all(math.isfinite(v) for v in (s, lo, hi)) or not lo <= s <= hi:
+    if not all(math.isfinite(v) for v in (s, lo, hi)) or not lo - 1e-9 <= s <= hi + 1e-9:   # rounding
         raise ValueError(f"{name}: need finite lo <= score <= hi, got score {s} and ci95 [{lo}, {hi}]")
     return s, lo, hi
 
@@ -210,7 +210,8 @@ def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
 def chapter8_claims(ch8: dict, rule: str = "separated") -> list[dict]:
     """Muon: lower loss and a higher score than Adam."""
     mu, ad = mean_ci(ch8["mse"]["muon"]), mean_ci(ch8["mse"]["adam"])
-    out = [_claim("Muon reaches a lower loss than Adam", 8, "(MSE)", f"{mu['score']:.4f} vs {ad['score']:.4f}",
+    four = lambda r: f"{r['score']:.4f} [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]"   # noqa: E731
+    out = [_claim("Muon reaches a lower loss than Adam", 8, "(MSE)", f"{four(mu)} vs {four(ad)}",
                   verdict(mu, ad, "less", rule))]
     for j in ("default", "ssim"):
         m, a = _find(ch8["rows"], name="muon", judge=j), _find(ch8["rows"], name="adam", judge=j)
