@@ -100,3 +100,17 @@ def test_default_panel_on_an_unknown_target_compares_with_the_target():
     s = j[panel.DEFAULT].scores(torch.cat([target[None].float(), other]), "cat")
     assert s[0] > 0.99 and s[1] < 0.3, "the target does not match itself, or noise matches it"
     assert panel.default_panel()[panel.DEFAULT].identity == semantic.default_judge().identity
+
+
+def test_depth_sweep_under_several_judges_keeps_each_ones_counts():
+    from compbook import depth
+    target = torch.rand(8, 8, 3, generator=torch.Generator().manual_seed(0))
+    kw = dict(steps=3, lr=1e-2, concept="skull", progress=False, score_kwargs=dict(res=8, delta=1.0, sample=5))
+    both = depth.depth_sweep(target, [1, 2], 3, [0, 1], judge={"a": _Bright(), "b": _Const(True, "t")}, **kw)
+    alone = depth.depth_sweep(target, [1, 2], 3, [0, 1], judge=_Bright(), **kw)
+    assert np.allclose(both.column("a"), alone.column("score")), "panel scores differ from one judge's"
+    assert (both.column("b") == 1).all()
+    iv = both.intervals("a")
+    assert [r["depth"] for r in iv] == [1, 2] and all(r["networks"] == 2 for r in iv)
+    with pytest.raises(ValueError, match="judge"):
+        alone.intervals("a")
