@@ -22,6 +22,10 @@ from . import checkpoints, judges, labelling, picbreeder, semantic, twins
 from .panel import panel_verdicts, score_row
 
 
+def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
+    return score_row(verdicts, concept=concept, network=kind, judge=judge_name, delta=delta) | (extra or {})
+
+
 def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
                    seed: int = 0, progress: bool = False) -> list[dict]:
     """Rows (concept, network, judge, delta, score, k, n, ci95): Picbreeder networks over every non-zero weight
@@ -39,7 +43,7 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
                 for name in judge_map:
                     v = np.concatenate([x[name] for x in recs])
                     extra = {"per_seed": [round(float(x[name].mean()), 4) for x in recs]} if kind == "sgd" else {}
-                    rows.append(score_row(v, concept=c, network=kind, judge=name, delta=d) | extra)
+                    rows.append(_row(c, kind, name, d, v, extra))
     return rows
 
 
@@ -52,9 +56,8 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dic
             for d in sorted({it["question"]["delta"] for it in key if it["question"]["weight"] is not None}):
                 a = [a for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
                      and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
-                rows.append(score_row(np.array([x == "yes" for x in a], dtype=bool), concept=c, network=kind,
-                                      judge="human (book authors)", delta=d)
-                            | {"cant_tell": sum(x == "can't tell" for x in a)})
+                rows.append(_row(c, kind, "human (book authors)", d, np.array([x == "yes" for x in a]),
+                                 {"cant_tell": sum(x == "can't tell" for x in a)}))
     return rows
 
 
