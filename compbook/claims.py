@@ -190,14 +190,41 @@ def p_shallower(freq_a: dict, freq_b: dict) -> float:
     return float(sum(pa * pb for da, pa in fa.items() for db, pb in fb.items() if da < db))
 
 
+def peak_set(freq: dict, level: float = 0.95) -> list[int]:
+    """The most frequent bootstrap peaks (depth -> share) whose shares add up to at least ``level``."""
+    out, total = [], 0.0
+    for d, f in sorted(((int(k), v) for k, v in freq.items()), key=lambda kv: (-kv[1], kv[0])):
+        if total >= level:
+            break
+        out.append(d)
+        total += f
+    return sorted(out)
+
+
+def predictor_verdict(predicted: int, peaks: Sequence[int]) -> str:
+    """The PNG line's depth against the 95% set of bootstrap peaks (:func:`peak_set`, our rule): reproduced
+    when the set is that one depth, not reproduced when the depth is outside the set, else inconclusive."""
+    predicted = checks.integer(predicted, "predicted")
+    if not peaks:
+        raise ValueError("peaks must be a non-empty list of depths")
+    return REPRODUCED if list(peaks) == [predicted] else NOT_REPRODUCED if predicted not in peaks else INCONCLUSIVE
+
+
 def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
-    """A peak inside the depth range; the simpler target (higher PNG ratio) peaks shallower."""
+    """A peak inside the depth range; the simpler target (higher PNG ratio) peaks shallower; the PNG line
+    (:data:`compbook.depth.DEFAULT_LINE`) predicts the peak."""
+    from .depth import DEFAULT_LINE
     out = []
     t = ch7["targets"]
     for j in ("default", "ssim"):
         for n, tg in t.items():
             numbers, v = _peak_above_edges(tg["intervals"][j], rule)
             out.append(_claim(f"{n}: score peaks inside the depth range", 7, j, numbers, v))
+        for n, tg in t.items():
+            pred = max(1, int(round(float(DEFAULT_LINE(tg["ratio"])))))
+            peaks = peak_set(tg["peak_frequencies"][j])
+            out.append(_claim(f"{n}: the PNG depth line predicts the peak", 7, j,
+                              f"line {pred}; 95% of peaks in {peaks}", predictor_verdict(pred, peaks)))
         if len(t) >= 2:
             simple, hard = sorted(t, key=lambda n: -t[n]["ratio"])[:2]
             p = p_shallower(t[simple]["peak_frequencies"][j], t[hard]["peak_frequencies"][j])

@@ -118,3 +118,14 @@ def test_stored_files_make_a_table():
     rows = claims.table(reread, stored)
     assert {r["verdict"] for r in rows} <= {REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE}
     assert {r["chapter"] for r in rows} >= {3, 4, 5, 6, 7, 8, 9}
+
+
+def test_peak_set_and_predictor_verdict():
+    freq = {"4": 0.7, "6": 0.26, "8": 0.04}
+    assert claims.peak_set(freq) == [4, 6]
+    assert claims.peak_set({4: 0.96, 8: 0.04}) == [4]
+    assert claims.predictor_verdict(4, [4]) == REPRODUCED
+    assert claims.predictor_verdict(4, [4, 6]) == INCONCLUSIVE
+    assert claims.predictor_verdict(12, [4, 6]) == NOT_REPRODUCED
+    with pytest.raises(ValueError, match="peaks"):
+        claims.predictor_verdict(4, [])
