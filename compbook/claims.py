@@ -201,13 +201,21 @@ def peak_set(freq: dict, level: float = 0.95) -> list[int]:
     return sorted(out)
 
 
-def predictor_verdict(predicted: int, peaks: Sequence[int]) -> str:
-    """The PNG line's depth against the 95% set of bootstrap peaks (:func:`peak_set`, our rule): reproduced
-    when the set is that one depth, not reproduced when the depth is outside the set, else inconclusive."""
+def predictor_verdict(predicted: int, peaks: Sequence[int], depths: Sequence[int]) -> str:
+    """The PNG line's depth against the 95% set of bootstrap peaks (:func:`peak_set`) of a sweep over
+    ``depths`` (our rule). A prediction outside the swept range cannot be tested: inconclusive. Inside, it
+    stands for the swept depths next to it (itself, or the two around it): reproduced when the set holds
+    nothing else, not reproduced when the set holds none of them, else inconclusive."""
     predicted = checks.integer(predicted, "predicted")
-    if not peaks:
-        raise ValueError("peaks must be a non-empty list of depths")
-    return REPRODUCED if list(peaks) == [predicted] else NOT_REPRODUCED if predicted not in peaks else INCONCLUSIVE
+    if not peaks or not depths or not set(peaks) <= set(depths):
+        raise ValueError(f"peaks must be a non-empty subset of depths, got {list(peaks)} and {list(depths)}")
+    d = sorted(depths)
+    if not d[0] <= predicted <= d[-1]:
+        return INCONCLUSIVE
+    near = {predicted} if predicted in d else {max(x for x in d if x < predicted), min(x for x in d if x > predicted)}
+    if set(peaks) <= near:
+        return REPRODUCED
+    return NOT_REPRODUCED if not set(peaks) & near else INCONCLUSIVE
 
 
 def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
@@ -223,8 +231,9 @@ def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
         for n, tg in t.items():
             pred = max(1, int(round(float(DEFAULT_LINE(tg["ratio"])))))
             peaks = peak_set(tg["peak_frequencies"][j])
+            depths = [r["depth"] for r in tg["intervals"][j]]
             out.append(_claim(f"{n}: the PNG depth line predicts the peak", 7, j,
-                              f"line {pred}; 95% of peaks in {peaks}", predictor_verdict(pred, peaks)))
+                              f"line {pred}; 95% of peaks in {peaks}", predictor_verdict(pred, peaks, depths)))
         if len(t) >= 2:
             simple, hard = sorted(t, key=lambda n: -t[n]["ratio"])[:2]
             p = p_shallower(t[simple]["peak_frequencies"][j], t[hard]["peak_frequencies"][j])

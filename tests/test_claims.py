@@ -124,8 +124,15 @@ def test_peak_set_and_predictor_verdict():
     freq = {"4": 0.7, "6": 0.26, "8": 0.04}
     assert claims.peak_set(freq) == [4, 6]
     assert claims.peak_set({4: 0.96, 8: 0.04}) == [4]
-    assert claims.predictor_verdict(4, [4]) == REPRODUCED
-    assert claims.predictor_verdict(4, [4, 6]) == INCONCLUSIVE
-    assert claims.predictor_verdict(12, [4, 6]) == NOT_REPRODUCED
+    depths = [1, 2, 4, 8, 12, 16]
+    assert claims.predictor_verdict(4, [4], depths) == REPRODUCED
+    assert claims.predictor_verdict(4, [4, 8], depths) == INCONCLUSIVE
+    assert claims.predictor_verdict(12, [4, 8], depths) == NOT_REPRODUCED
+    # between two swept depths it stands for both; outside the range it cannot be tested
+    assert claims.predictor_verdict(10, [8, 12], depths) == REPRODUCED
+    assert claims.predictor_verdict(10, [2, 4], depths) == NOT_REPRODUCED
+    assert claims.predictor_verdict(21, [16], depths) == INCONCLUSIVE
     with pytest.raises(ValueError, match="peaks"):
-        claims.predictor_verdict(4, [])
+        claims.predictor_verdict(4, [], depths)
+    with pytest.raises(ValueError, match="peaks"):
+        claims.predictor_verdict(4, [5], depths)
