@@ -279,17 +279,17 @@ def theory_claims(theory: dict) -> list[dict]:
     """Chapters 3-4: exact checks of the book's model of rho and of the Welch bound (no noise)."""
     w, v = theory["welch"], theory["volume"]
     return [
-        _claim("Welch bound: coherence >= bound for every frame", 4, "(exact)",
-               f"min gap {w['min_gap']:.1e} over {w['frames']} frames", REPRODUCED if w["min_gap"] >= -1e-9
-               else NOT_REPRODUCED),
-        _claim("Welch bound: ETFs meet it", 4, "(exact)", f"max gap {w['etf_gap']:.1e}",
-               REPRODUCED if w["etf_gap"] < 1e-6 else NOT_REPRODUCED),
         _claim("rho peaks at (W_min, L*) for the skull", 3, "(model)",
                f"argmax {tuple(v['argmax'])}, (W_min, L*) = {tuple(v['sweet_spot'])}",
                REPRODUCED if v["argmax"] == v["sweet_spot"] else NOT_REPRODUCED),
         _claim("rho decays exponentially in W and L", 3, "(model)",
                f"log10 steps: W {v['step_W']:.2f}, L {v['step_L']:.2f}",
                REPRODUCED if v["step_W"] < 0 and v["step_L"] < 0 and v["constant_steps"] else NOT_REPRODUCED),
+        _claim("Welch bound: coherence >= bound for every frame", 4, "(exact)",
+               f"min gap {w['min_gap']:.1e} over {w['frames']} frames", REPRODUCED if w["min_gap"] >= -1e-9
+               else NOT_REPRODUCED),
+        _claim("Welch bound: ETFs meet it", 4, "(exact)", f"max gap {w['etf_gap']:.1e}",
+               REPRODUCED if w["etf_gap"] < 1e-6 else NOT_REPRODUCED),
     ]
 
 
