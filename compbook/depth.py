@@ -197,8 +197,19 @@ class DepthSweep:
         return sorted({r["depth"] for r in self.rows})
 
     def column(self, key: str) -> np.ndarray:
-        """``(n_depths, n_seeds)`` array of ``key`` ("loss", "score", "n_weights"), depths in order."""
-        return np.array([[r[key] for r in self.rows if r["depth"] == d] for d in self.depths], dtype=np.float64)
+        """``(n_depths, n_seeds)`` array of ``key`` ("loss", "score", "n_weights", or a judge's name when the
+        sweep was scored by several judges), depths in order."""
+        return np.array([[r[key] if key in r else r["scores"][key] for r in self.rows if r["depth"] == d]
+                         for d in self.depths], dtype=np.float64)
+
+    def intervals(self, judge: str, n_boot: int = 2000, seed: int = 0) -> list[dict]:
+        """Per depth, ``judge``'s score pooled over seeds with its 95% interval (a sweep scored by several
+        judges; :func:`compbook.panel.summary`: a bootstrap over seeds, then weights)."""
+        from .panel import groups_from_counts, summary
+        if not self.rows or "k_n" not in self.rows[0] or judge not in self.rows[0]["k_n"]:
+            raise ValueError(f"judge {judge!r}: this sweep holds no verdicts of it (pass judge=a dict of judges)")
+        return [summary(groups_from_counts([r["k_n"][judge] for r in self.rows if r["depth"] == d]), n_boot,
+                        seed, depth=d, judge=judge) for d in self.depths]
 
     def mean(self, key: str = "score") -> np.ndarray:
         """Mean of ``key`` over seeds, one value per depth."""
@@ -267,7 +278,9 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
     ``(H, W, 3)`` for ``steps`` steps; then, when ``sp`` is a dict, similarity-pruned by
     :func:`compbook.prune.similarity_prune_many` with those keyword arguments (its random stream for the b-th seed
     is ``seeds[0] + b``, unless ``sp`` sets ``seed``); then, when ``judge`` is given, scored by
-    ``compositional_score(model, judge, concept, seed=seed, progress=False, **score_kwargs)``.
+    ``compositional_score(model, judge, concept, seed=seed, progress=False, **score_kwargs)``; when ``judge``
+    is a dict of judges, every one judges the same renders (:func:`compbook.panel.panel_verdicts`): ``score``
+    is the first's, ``scores`` and ``k_n`` hold each one's (see :meth:`DepthSweep.intervals`).
     ``loss`` in the rows is the final MSE on ``target``.
     """
     depths = _check_depths(depths)
@@ -297,7 +310,13 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
         for s, net in zip(seeds, nets):
             models[(depth, s)] = net
             row = dict(depth=depth, seed=s, loss=mse(net, target), score=math.nan, n_weights=net.n_weights())
-            if judge is not None:
+            if isinstance(judge, dict):   # several judges on the same renders (chapter 7's re-read)
+                from .panel import panel_verdicts
+                v = panel_verdicts(net, judge, concept, seed=s, **(score_kwargs or {}))
+                row["scores"] = {k: float(x.mean()) for k, x in v.items()}
+                row["k_n"] = {k: [int(x.sum()), len(x)] for k, x in v.items()}
+                row["score"] = next(iter(row["scores"].values()))
+            elif judge is not None:
                 from .emc2 import compositional_score
                 scores[(depth, s)] = compositional_score(net, judge, concept, seed=s, progress=False,
                                                          **(score_kwargs or {}))
@@ -306,7 +325,8 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
     cfg = dict(depths=depths, width=width, seeds=seeds, activation=layout, color=color, steps=steps, lr=lr,
                optimizer=optimizer if isinstance(optimizer, str) else getattr(optimizer, "__name__", "custom"),
                sp=dict(sp) if sp is not None else None, concept=concept,
-               judge=getattr(judge, "identity", None), score_kwargs=dict(score_kwargs or {}))
+               judge=({k: getattr(j, "identity", None) for k, j in judge.items()} if isinstance(judge, dict)
+                      else getattr(judge, "identity", None)), score_kwargs=dict(score_kwargs or {}))
     return DepthSweep(rows, models, scores, time.perf_counter() - t0, cfg)
 
 

@@ -19,30 +19,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import agreement, checkpoints, emc2, judges, labelling, picbreeder, semantic, twins
+from . import checkpoints, judges, labelling, picbreeder, semantic, twins
+from .panel import panel_verdicts, score_row
 
 
 def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
-    k, n = int(verdicts.sum()), len(verdicts)
-    lo, hi = agreement.wilson(k, n)
-    return {"concept": concept, "network": kind, "judge": judge_name, "delta": delta, "score": k / n if n else
-            float("nan"), "k": k, "n": n, "ci95": [lo, hi]} | (extra or {})
-
-
-class _Recorder:
-    """Asks every judge of ``judge_map`` about the same renders (rendered once); answers with the first."""
-
-    def __init__(self, judge_map: dict):
-        self.judge_map, self.verdicts = judge_map, {k: [] for k in judge_map}
-        self.identity = "recorder:" + "|".join(j.identity for j in judge_map.values())
-
-    def __call__(self, images, concept, *, reference=None, questions=None):
-        out = None
-        for name, judge in self.judge_map.items():
-            v = judge(images, concept, reference=reference)
-            self.verdicts[name].append(v.numpy())
-            out = v if out is None else out
-        return out
+    return score_row(verdicts, concept=concept, network=kind, judge=judge_name, delta=delta) | (extra or {})
 
 
 def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
@@ -58,9 +40,7 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
         for d in deltas:
             rec = {kind: [] for kind in ("picbreeder", "sgd")}
             for kind, model, n in nets:
-                r = _Recorder(judge_map)
-                emc2.compositional_score(model, r, c, delta=d, sample=n, seed=seed, progress=progress)
-                rec[kind].append({k: np.concatenate(v) for k, v in r.verdicts.items()})
+                rec[kind].append(panel_verdicts(model, judge_map, c, d, sample=n, seed=seed, progress=progress))
             for kind, recs in rec.items():
                 for name in judge_map:
                     v = np.concatenate([x[name] for x in recs])

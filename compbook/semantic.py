@@ -94,14 +94,61 @@ def _shifted(ref: torch.Tensor, shift: int) -> torch.Tensor:
 def reference_scores(images, concept: str, scales=(64, 32, 16), shift: int = 2) -> torch.Tensor:
     """Multi-scale score ``(N,)``: for each scale, the images and the reference shrunk (area) to it, the best
     RGB SSIM over shifts of the reference up to ``shift`` pixels, then the mean over scales."""
-    x, ref = prepare(images), reference(check_concept(concept))
+    return image_reference_scores(images, reference(check_concept(concept)), scales, shift)
+
+
+def image_reference_scores(images, ref: torch.Tensor, scales=(64, 32, 16), shift: int = 2,
+                           chunk: int = 256) -> torch.Tensor:
+    """:func:`reference_scores` against any reference image ``ref`` ``(3, 64, 64)`` in [0, 1] (chapter 9 uses
+    an unknown target itself). Equal to the naive form (``ssim_batched`` per shift, a test checks it) but
+    computes each image's and each shifted reference's local statistics once, with box filters as banded
+    matmuls: about 10x faster. ``chunk`` images at a time bound the memory."""
+    if not isinstance(ref, torch.Tensor) or tuple(ref.shape) != (3, RES, RES):
+        shape = tuple(ref.shape) if isinstance(ref, torch.Tensor) else type(ref).__name__
+        raise ValueError(f"ref must be a tensor (3, {RES}, {RES}), got {shape}")
+    x = prepare(images)
+    ref = ref.detach().float().cpu()
+    return torch.cat([_ms_scores(x[s:s + chunk], ref, tuple(scales), int(shift))
+                      for s in range(0, len(x), chunk)]) if len(x) else torch.zeros(0)
+
+
+@lru_cache(maxsize=None)
+def _band(n: int, win: int) -> torch.Tensor:
+    """``(n - win + 1, n)`` float32 matrix whose row ``i`` averages entries ``i .. i + win - 1``."""
+    m = n - win + 1
+    idx = torch.arange(m)[:, None] + torch.arange(win)[None]
+    return torch.zeros(m, n).scatter_(1, idx, 1.0 / win)
+
+
+def _box(t: torch.Tensor, win: int) -> torch.Tensor:
+    """Uniform ``win`` x ``win`` mean over the last two dims, valid part (= ``avg_pool2d(t, win, 1)`` up to
+    float rounding), as two banded matmuls: ~10x faster than ``avg_pool2d`` on CPU."""
+    b = _band(t.shape[-1], win)
+    return b @ t @ b.T
+
+
+def _ms_scores(x: torch.Tensor, ref: torch.Tensor, scales, shift: int) -> torch.Tensor:
+    """The multi-scale shifted SSIM of ``x`` ``(N, 3, 64, 64)`` against ``ref`` ``(3, 64, 64)``: ``(N,)``."""
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
     total = torch.zeros(len(x))
     for s in scales:
         xs = F.interpolate(x, size=(s, s), mode="area") if s != RES else x
         rs = F.interpolate(ref[None], size=(s, s), mode="area")[0] if s != RES else ref
         refs = _shifted(rs, shift)                                       # (S, 3, s, s)
         win = 7 if s >= 32 else 5
-        best = torch.stack([ssim_batched(xs, r.expand_as(xs), win) for r in refs]).amax(0)
+        cov = win * win / (win * win - 1)                                # skimage's sample covariance
+        mx = _box(xs, win)
+        vx_c2 = cov * (_box(xs * xs, win) - mx * mx) + c2              # vx + c2
+        mx2 = mx * mx
+        my = _box(refs, win)
+        vy = cov * (_box(refs * refs, win) - my * my)
+        best = None
+        for k in range(len(refs)):   # SSIM map: (2 mx my + c1)(2 vxy + c2) / ((mx2 + my2 + c1)(vx + vy + c2))
+            vxy2 = torch.addcmul(2 * cov * _box(xs * refs[k], win) + c2, mx, my[k], value=-2 * cov)
+            num = vxy2.mul_(torch.addcmul(torch.full_like(mx[:1], c1), mx, my[k], value=2))
+            den = (mx2 + (my[k] * my[k] + c1)).mul_(vx_c2 + vy[k])
+            v = num.div_(den).mean(dim=(1, 2, 3))
+            best = v if best is None else torch.maximum(best, v)
         total += best
     return total / len(scales)
 
@@ -139,6 +186,32 @@ class ReferenceJudge(_ThresholdJudge):
     def scores(self, images, concept: str) -> torch.Tensor:
         return reference_scores(images, concept, self.scales, self.shift)
 
+
+
+class ImageReferenceJudge(_ThresholdJudge):
+    """"Is this still the target?": :class:`ReferenceJudge`'s multi-scale comparison against a given image
+    ``target`` ``(H, W, 3)`` in [0, 1] (resized to 64 px) instead of a concept's Picbreeder render. Chapter 9's
+    choice for targets that are none of :data:`CONCEPTS` (a photograph, a two-object scene); its agreement with
+    human verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label."""
+
+    kind = "image-reference"
+
+    def __init__(self, target, threshold: float = 0.625, scales=(64, 32, 16), shift: int = 2):
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
+            raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
+        t = torch.as_tensor(target) if not isinstance(target, torch.Tensor) else target
+        if t.ndim != 3:
+            raise ValueError(f"target must be one image (H, W, 3), got shape {tuple(t.shape)}")
+        self.ref = prepare(t[None])[0]                                   # (3, 64, 64)
+        self.threshold, self.scales, self.shift = float(threshold), tuple(scales), int(shift)
+        digest = hashlib.sha256(self.ref.numpy().tobytes()).hexdigest()[:12]
+        self.identity = (f"semantic-image-reference:ms-ssim-rgb@{digest}|scales={list(self.scales)}|"
+                         f"shift={self.shift}|threshold={self.threshold!r}")
+        self.last_details: list[dict] = []
+
+    def scores(self, images, concept: str) -> torch.Tensor:
+        judges.check_concept(concept)
+        return image_reference_scores(images, self.ref, self.scales, self.shift)
 
 
 # -- the classifier ------------------------------------------------------------------------------------------------

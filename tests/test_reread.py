@@ -1,24 +1,8 @@
 """compbook.reread: scores under several judges from one set of renders (issue 11)."""
 
 import numpy as np
-import torch
 
 from compbook import reread
-
-
-class _Const:
-    def __init__(self, value, name):
-        self.value, self.identity = value, name
-
-    def __call__(self, images, concept, *, reference=None, questions=None):
-        return torch.full((len(images),), self.value, dtype=torch.bool)
-
-
-def test_recorder_asks_every_judge_and_answers_with_the_first():
-    r = reread._Recorder({"yes": _Const(True, "y"), "no": _Const(False, "n")})
-    v = r(torch.zeros(3, 8, 8, 3), "skull")
-    assert v.tolist() == [True] * 3
-    assert [x.tolist() for x in r.verdicts["no"]] == [[False] * 3]
 
 
 def test_human_scores_count_only_perturbed_items_and_cant_tell_as_no():

@@ -99,3 +99,40 @@ def test_default_cpu_judge_needs_no_reference_and_loads_fast():
     assert time.perf_counter() - t0 < 5
     v = judge(_refs(), "butterfly")
     assert v.dtype == torch.bool and v.tolist()[1] is True
+
+
+def _naive_reference_scores(images, concept, scales=(64, 32, 16), shift=2):
+    """The definition, one ssim_batched call per shift (the fast form must equal it)."""
+    import torch.nn.functional as F
+    x, ref = semantic.prepare(images), semantic.reference(concept)
+    total = torch.zeros(len(x))
+    for s in scales:
+        xs = F.interpolate(x, size=(s, s), mode="area") if s != 64 else x
+        rs = F.interpolate(ref[None], size=(s, s), mode="area")[0] if s != 64 else ref
+        win = 7 if s >= 32 else 5
+        total += torch.stack([semantic.ssim_batched(xs, r.expand_as(xs), win)
+                              for r in semantic._shifted(rs, shift)]).amax(0)
+    return total / len(scales)
+
+
+def test_fast_reference_scores_equal_the_naive_definition():
+    g = torch.Generator().manual_seed(0)
+    refs = _refs()
+    imgs = torch.cat([refs, (0.7 * refs + 0.3 * torch.rand(refs.shape, generator=g)).clamp(0, 1),
+                      torch.roll(refs, 3, dims=1), torch.rand(2, 64, 64, 3, generator=g)])
+    for c in semantic.CONCEPTS:
+        fast, naive = semantic.reference_scores(imgs, c), _naive_reference_scores(imgs, c)
+        assert torch.allclose(fast, naive, atol=1e-5), f"{c}: box filter or shift loop differs"
+    chunked = semantic.image_reference_scores(imgs, semantic.reference("skull"), chunk=3)
+    assert torch.allclose(chunked, semantic.reference_scores(imgs, "skull"), atol=1e-6)
+
+
+def test_image_reference_judge_bad_inputs():
+    with pytest.raises(ValueError, match="target"):
+        semantic.ImageReferenceJudge(torch.rand(2, 8, 8, 3))
+    with pytest.raises(ValueError, match="threshold"):
+        semantic.ImageReferenceJudge(torch.rand(8, 8, 3), threshold=2)
+    with pytest.raises(ValueError, match="ref"):
+        semantic.image_reference_scores(torch.rand(1, 8, 8, 3), torch.rand(3, 32, 32))
+    with pytest.raises(ValueError, match="concept"):
+        semantic.ImageReferenceJudge(torch.rand(8, 8, 3))(torch.rand(1, 8, 8, 3), "")

@@ -1,0 +1,338 @@
+"""Part A's claims table: each claim of paper A, reproduced / not reproduced / inconclusive (``09b_part_a_claims``).
+
+Numbers come from files a command in this repository wrote, never typed by hand:
+
+- ``data/emc2/reread.json`` (``python -m compbook.reread``): chapter 5, Picbreeder against the SGD twins;
+- ``data/emc2/partA_reread.json`` (``python -m compbook.experiments --write``): chapters 3-4 (theory checks)
+  and 6-9 (pruning, depth, optimizer, unknown targets), in CPU mode with more seeds than a chapter runs live.
+
+The verdict rule is our choice and a parameter (:data:`RULES`): with ``"separated"`` (the default) a claim that
+one score exceeds another is *reproduced* when the paper's direction holds and the two 95% intervals do not
+overlap, *not reproduced* when the opposite direction holds with non-overlapping intervals, and *inconclusive*
+when they overlap. ``"point"`` reads only the point estimates (no noise allowance: a weaker rule, for
+comparison). A claim about a value (``"scores 0"``) compares the interval with the value plus a tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Sequence
+
+import numpy as np
+
+from . import checks
+
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+RULES = ("separated", "point")
+DIRECTIONS = ("greater", "less")
+
+
+# -- the verdict rule ---------------------------------------------------------------------------------------------
+def _interval(x, name: str) -> tuple[float, float, float]:
+    """``(score, lo, hi)`` of a row ``{"score", "ci95"}`` or of a plain number (an exact value)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        if not math.isfinite(x):
+            raise ValueError(f"{name} must be finite, got {x!r}")
+        return float(x), float(x), float(x)
+    if not isinstance(x, dict) or "score" not in x or "ci95" not in x:
+        raise ValueError(f"{name} must be a number or a row with 'score' and 'ci95', got {x!r:.100}")
+    s, (lo, hi) = float(x["score"]), (float(v) for v in x["ci95"])
+    if not all(math.isfinite(v) for v in (s, lo, hi)) or not lo - 1e-9 <= s <= hi + 1e-9:   # rounding
+        raise ValueError(f"{name}: need finite lo <= score <= hi, got score {s} and ci95 [{lo}, {hi}]")
+    return s, lo, hi
+
+
+def verdict(a, b, paper: str = "greater", rule: str = "separated") -> str:
+    """Does ``a`` relate to ``b`` as the paper says (``paper="greater"``: a > b; ``"less"``: a < b)?
+
+    ``a`` and ``b`` are rows ``{"score", "ci95": [lo, hi]}`` or numbers. See the module docstring for the
+    rules; equal point estimates are inconclusive under either rule.
+    """
+    paper = checks.choice(paper, "paper", DIRECTIONS)
+    rule = checks.choice(rule, "rule", RULES)
+    (sa, la, ha), (sb, lb, hb) = _interval(a, "a"), _interval(b, "b")
+    if paper == "less":
+        (sa, la, ha), (sb, lb, hb) = (-sa, -ha, -la), (-sb, -hb, -lb)
+    if rule == "point":
+        return REPRODUCED if sa > sb else NOT_REPRODUCED if sa < sb else INCONCLUSIVE
+    if la > hb:
+        return REPRODUCED
+    if lb > ha:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+def verdict_zero(row, tolerance: float = 0.02, rule: str = "separated") -> str:
+    """The paper says the score is 0: reproduced when the row's upper bound is at most ``tolerance`` (our
+    choice), not reproduced when its lower bound is above it; else inconclusive (``rule="point"``: the score)."""
+    tolerance = checks.real(tolerance, "tolerance", 0, 1)
+    rule = checks.choice(rule, "rule", RULES)
+    s, lo, hi = _interval(row, "row")
+    if rule == "point":
+        return REPRODUCED if s <= tolerance else NOT_REPRODUCED
+    return REPRODUCED if hi <= tolerance else NOT_REPRODUCED if lo > tolerance else INCONCLUSIVE
+
+
+def probability_verdict(p: float, level: float = 0.95, rule: str = "separated") -> str:
+    """A bootstrap probability ``p`` that the paper's direction holds: reproduced when ``p >= (1 + level) / 2``,
+    not reproduced when ``p <= (1 - level) / 2``, else inconclusive (``rule="point"``: ``p`` against 0.5)."""
+    p = checks.real(p, "p", 0, 1)
+    rule = checks.choice(rule, "rule", RULES)
+    if rule == "point":
+        return REPRODUCED if p > 0.5 else NOT_REPRODUCED if p < 0.5 else INCONCLUSIVE
+    return REPRODUCED if p >= (1 + level) / 2 else NOT_REPRODUCED if p <= (1 - level) / 2 else INCONCLUSIVE
+
+
+def mean_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> dict:
+    """``{"score": mean, "ci95"}`` of ``values`` (e.g. one final loss per seed): a percentile bootstrap."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or len(v) < 2 or not np.isfinite(v).all():
+        raise ValueError(f"values must be at least two finite numbers, got {values!r:.80}")
+    means = v[np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))].mean(1)
+    return {"score": float(v.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
+
+
+def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
+    """``a - b`` of two stored score rows (with per-network counts ``k_n``), with a bootstrap 95% interval
+    (networks, then weights, drawn independently for ``a`` and ``b``)."""
+    from .panel import groups_from_counts
+    draws = []
+    for j, row in enumerate((a, b)):
+        if not isinstance(row, dict) or "k_n" not in row:
+            raise ValueError(f"{'ab'[j]} must be a stored row with 'k_n', got {row!r:.80}")
+        g = groups_from_counts(row["k_n"])
+        rng = np.random.default_rng(seed + j)
+        p, n = np.array([x.mean() for x in g]), np.array([len(x) for x in g])
+        pick = rng.integers(0, len(g), (n_boot, len(g)))
+        draws.append(rng.binomial(n[pick], p[pick]).sum(1) / n[pick].sum(1))
+    d = draws[0] - draws[1]
+    return {"score": float(a["score"] - b["score"]),
+            "ci95": [float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975))]}
+
+
+# -- reading the stored files -------------------------------------------------------------------------------------
+def fmt(row) -> str:
+    """``0.83 [0.77, 0.88]`` (a number alone when there is no interval)."""
+    if isinstance(row, (int, float)):
+        return f"{row:.2f}"
+    return f"{row['score']:.2f} [{row['ci95'][0]:.2f}, {row['ci95'][1]:.2f}]"
+
+
+def _find(rows, **match) -> dict:
+    hits = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if len(hits) != 1:
+        raise ValueError(f"rows: expected one row with {match}, found {len(hits)}")
+    return hits[0]
+
+
+def judge_kind(name: str, chosen: str) -> str | None:
+    """``"default"``, ``"ssim"`` or ``"human"`` for a judge name of ``reread.json`` (None: another judge)."""
+    if name.startswith("human"):
+        return "human"
+    if name.startswith("ssim"):
+        return "ssim"
+    return "default" if name.split(" ")[0] == chosen else None
+
+
+def chapter5_claims(reread: dict, rule: str = "separated") -> list[dict]:
+    """Picbreeder above the SGD twins, per concept and delta, under each judge of ``reread.json``."""
+    for key in ("chosen", "rows"):
+        if key not in reread:
+            raise ValueError(f"reread: no {key!r} key (is it data/emc2/reread.json?)")
+    out = []
+    rows = [r | {"kind": judge_kind(r["judge"], reread["chosen"])} for r in reread["rows"]]
+    for c in sorted({r["concept"] for r in rows}):
+        for d in sorted({r["delta"] for r in rows if r["concept"] == c}):
+            for kind in ("default", "ssim", "human"):
+                pair = {r["network"]: r for r in rows if r["concept"] == c and r["delta"] == d
+                        and r["kind"] == kind and r["n"] > 0}
+                if set(pair) != {"picbreeder", "sgd"}:
+                    continue
+                pb, sgd = pair["picbreeder"], pair["sgd"]
+                out.append(_claim(f"Picbreeder {c} above its SGD twins (delta {d:g})", 5, kind,
+                                  f"{fmt(pb)} vs {fmt(sgd)}", verdict(pb, sgd, "greater", rule)))
+    return out
+
+
+def _claim(claim, chapter, judge, numbers, result) -> dict:
+    return {"claim": claim, "chapter": chapter, "judge": judge, "this run": numbers, "verdict": result}
+
+
+def chapter6_claims(ch6: dict, rule: str = "separated", tolerance: float = 0.02) -> list[dict]:
+    """SP above every baseline; the paper's baselines score 0."""
+    out = []
+    for j in ("default", "ssim"):
+        sp = _find(ch6["rows"], name="SP", judge=j)
+        for m in ("magnitude", "wanda", "structured (Taylor)", "lottery ticket", "random"):
+            row = _find(ch6["rows"], name=m, judge=j)
+            out.append(_claim(f"SP above {m} (matched sparsity)", 6, j, f"{fmt(sp)} vs {fmt(row)}",
+                              verdict(sp, row, "greater", rule)))
+        base = [_find(ch6["rows"], name=m, judge=j) for m in ("magnitude", "wanda", "structured (Taylor)",
+                                                              "lottery ticket")]
+        top = max(base, key=lambda r: r["ci95"][0])
+        out.append(_claim("the paper's baselines score 0", 6, j, f"highest: {top['name']} {fmt(top)}",
+                          verdict_zero(top, tolerance, rule)))
+    return out
+
+
+def _peak_above_edges(iv: list[dict], rule: str) -> tuple[str, str]:
+    inner = max(iv[1:-1], key=lambda r: r["score"])
+    edge = max((iv[0], iv[-1]), key=lambda r: r["score"])
+    return (f"depth {inner['depth']} {fmt(inner)} vs depth {edge['depth']} {fmt(edge)}",
+            verdict(inner, edge, "greater", rule))
+
+
+def p_shallower(freq_a: dict, freq_b: dict) -> float:
+    """P(peak of a < peak of b) when each is drawn from its bootstrap peak frequencies (depth -> share)."""
+    fa = {int(k): v for k, v in freq_a.items()}
+    fb = {int(k): v for k, v in freq_b.items()}
+    return float(sum(pa * pb for da, pa in fa.items() for db, pb in fb.items() if da < db))
+
+
+def peak_set(freq: dict, level: float = 0.95) -> list[int]:
+    """The most frequent bootstrap peaks (depth -> share) whose shares add up to at least ``level``."""
+    out, total = [], 0.0
+    for d, f in sorted(((int(k), v) for k, v in freq.items()), key=lambda kv: (-kv[1], kv[0])):
+        if total >= level:
+            break
+        out.append(d)
+        total += f
+    return sorted(out)
+
+
+def predictor_verdict(predicted: int, peaks: Sequence[int], depths: Sequence[int]) -> str:
+    """The PNG line's depth against the 95% set of bootstrap peaks (:func:`peak_set`) of a sweep over
+    ``depths`` (our rule). A prediction outside the swept range cannot be tested: inconclusive. Inside, it
+    stands for the swept depths next to it (itself, or the two around it): reproduced when the set holds
+    nothing else, not reproduced when the set holds none of them, else inconclusive."""
+    predicted = checks.integer(predicted, "predicted")
+    if not peaks or not depths or not set(peaks) <= set(depths):
+        raise ValueError(f"peaks must be a non-empty subset of depths, got {list(peaks)} and {list(depths)}")
+    d = sorted(depths)
+    if not d[0] <= predicted <= d[-1]:
+        return INCONCLUSIVE
+    near = {predicted} if predicted in d else {max(x for x in d if x < predicted), min(x for x in d if x > predicted)}
+    if set(peaks) <= near:
+        return REPRODUCED
+    return NOT_REPRODUCED if not set(peaks) & near else INCONCLUSIVE
+
+
+def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
+    """A peak inside the depth range; the simpler target (higher PNG ratio) peaks shallower; the PNG line
+    (:data:`compbook.depth.DEFAULT_LINE`) predicts the peak."""
+    from .depth import DEFAULT_LINE
+    out = []
+    t = ch7["targets"]
+    for j in ("default", "ssim"):
+        for n, tg in t.items():
+            numbers, v = _peak_above_edges(tg["intervals"][j], rule)
+            out.append(_claim(f"{n}: score peaks inside the depth range", 7, j, numbers, v))
+        for n, tg in t.items():
+            pred = max(1, int(round(float(DEFAULT_LINE(tg["ratio"])))))
+            peaks = peak_set(tg["peak_frequencies"][j])
+            depths = [r["depth"] for r in tg["intervals"][j]]
+            out.append(_claim(f"{n}: the PNG depth line predicts the peak", 7, j,
+                              f"line {pred}; 95% of peaks in {peaks}", predictor_verdict(pred, peaks, depths)))
+        if len(t) >= 2:
+            simple, hard = sorted(t, key=lambda n: -t[n]["ratio"])[:2]
+            p = p_shallower(t[simple]["peak_frequencies"][j], t[hard]["peak_frequencies"][j])
+            out.append(_claim(f"{simple} (simpler) peaks shallower than {hard}", 7, j,
+                              f"peaks {t[simple]['peak'][j]} vs {t[hard]['peak'][j]}; P = {p:.2f}",
+                              probability_verdict(p, rule=rule)))
+    return out
+
+
+def chapter8_claims(ch8: dict, rule: str = "separated") -> list[dict]:
+    """Muon: lower loss and a higher score than Adam."""
+    mu, ad = mean_ci(ch8["mse"]["muon"]), mean_ci(ch8["mse"]["adam"])
+    four = lambda r: f"{r['score']:.4f} [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]"   # noqa: E731
+    out = [_claim("Muon reaches a lower loss than Adam", 8, "(MSE)", f"{four(mu)} vs {four(ad)}",
+                  verdict(mu, ad, "less", rule))]
+    for j in ("default", "ssim"):
+        m, a = _find(ch8["rows"], name="muon", judge=j), _find(ch8["rows"], name="adam", judge=j)
+        out.append(_claim("Muon scores higher than Adam", 8, j, f"{fmt(m)} vs {fmt(a)}",
+                          verdict(m, a, "greater", rule)))
+    return out
+
+
+def chapter9_claims(ch9: dict, rule: str = "separated") -> list[dict]:
+    """SP raises the score on unknown targets; less so for the two-object scene."""
+    out = []
+    t = ch9["targets"]
+    single = [n for n in t if n not in ("butterfly + apple", "butterfly", "apple")]
+    for j in ("default", "ssim"):
+        for n in single + ["butterfly + apple"]:
+            sp, de = _find(t[n]["rows"], name="SP", judge=j), _find(t[n]["rows"], name="dense", judge=j)
+            out.append(_claim(f"{n}: SP above dense", 9, j, f"{fmt(sp)} vs {fmt(de)}",
+                              verdict(sp, de, "greater", rule)))
+        gains = {n: difference(_find(t[n]["rows"], name="SP", judge=j), _find(t[n]["rows"], name="dense", judge=j))
+                 for n in single + ["butterfly + apple"]}
+        best = max(single, key=lambda n: gains[n]["ci95"][0])
+        out.append(_claim("SP's gain smaller for the two-object scene", 9, j,
+                          f"gain {fmt(gains['butterfly + apple'])} vs {best} {fmt(gains[best])}",
+                          verdict(gains["butterfly + apple"], gains[best], "less", rule)))
+    return out
+
+
+def theory_claims(theory: dict) -> list[dict]:
+    """Chapters 3-4: exact checks of the book's model of rho and of the Welch bound (no noise)."""
+    w, v = theory["welch"], theory["volume"]
+    return [
+        _claim("rho peaks at (W_min, L*) for the skull", 3, "(model)",
+               f"argmax {tuple(v['argmax'])}, (W_min, L*) = {tuple(v['sweet_spot'])}",
+               REPRODUCED if v["argmax"] == v["sweet_spot"] else NOT_REPRODUCED),
+        _claim("rho decays exponentially in W and L", 3, "(model)",
+               f"log10 steps: W {v['step_W']:.2f}, L {v['step_L']:.2f}",
+               REPRODUCED if v["step_W"] < 0 and v["step_L"] < 0 and v["constant_steps"] else NOT_REPRODUCED),
+        _claim("Welch bound: coherence >= bound for every frame", 4, "(exact)",
+               f"min gap {w['min_gap']:.1e} over {w['frames']} frames", REPRODUCED if w["min_gap"] >= -1e-9
+               else NOT_REPRODUCED),
+        _claim("Welch bound: ETFs meet it", 4, "(exact)", f"max gap {w['etf_gap']:.1e}",
+               REPRODUCED if w["etf_gap"] < 1e-6 else NOT_REPRODUCED),
+    ]
+
+
+def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float = 0.02) -> list[dict]:
+    """Every claim row, chapters in order (see the chapter functions)."""
+    rule = checks.choice(rule, "rule", RULES)
+    for key in ("theory", "chapter6", "chapter7", "chapter8", "chapter9"):
+        if key not in stored:
+            raise ValueError(f"stored: no {key!r} (run python -m compbook.experiments --write)")
+    return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule)
+            + chapter6_claims(stored["chapter6"], rule, tolerance) + chapter7_claims(stored["chapter7"], rule)
+            + chapter8_claims(stored["chapter8"], rule) + chapter9_claims(stored["chapter9"], rule))
+
+
+def load() -> tuple[dict, dict]:
+    """``(reread.json, partA_reread.json)`` from ``data/emc2/``."""
+    from .experiments import stored_path
+    from .paths import data_dir
+    return (json.loads((data_dir() / "emc2" / "reread.json").read_text()),
+            json.loads(stored_path().read_text()))
+
+
+# -- the theory checks the command stores -------------------------------------------------------------------------
+def run_theory() -> dict:
+    """Chapters 3 and 4's checks in a few seconds: the Welch bound on optimised frames and ETFs; the book's
+    rho model of the skull on a grid around its sweet spot."""
+    from . import picbreeder, theory
+    gaps, etf = [], []
+    for d in (2, 3, 4):
+        for r in range(2, 9):
+            c = theory.coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
+            gaps.append(c - theory.welch_bound(r, d))
+        f = theory.simplex_etf(d)
+        etf.append(abs(theory.coherence(f) - theory.welch_bound(len(f), d)))
+    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    w0, l0 = skull.width, skull.depth
+    grid = {(w, l): theory.log_rho(skull, w, l) for w in range(1, w0 + 6) for l in range(1, l0 + 6)}
+    finite = {k: v for k, v in grid.items() if math.isfinite(v)}
+    best = max(finite, key=finite.get)
+    steps_w = np.diff([grid[(w, l0)] for w in range(w0, w0 + 6)]) / math.log(10)
+    steps_l = np.diff([grid[(w0, l)] for l in range(l0, l0 + 6)]) / math.log(10)
+    return {"welch": {"frames": len(gaps), "min_gap": float(min(gaps)), "etf_gap": float(max(etf))},
+            "volume": {"argmax": list(best), "sweet_spot": [w0, l0], "step_W": float(steps_w.mean()),
+                       "step_L": float(steps_l.mean()),
+                       "constant_steps": bool(np.ptp(steps_w) < 1e-6 * (1 + abs(steps_w).max())
+                                              and np.ptp(steps_l) < 1e-6 * (1 + abs(steps_l).max()))}}

@@ -1,0 +1,325 @@
+"""Part A's chapter experiments as functions, so a chapter and ``python -m compbook.experiments`` run the same
+code (chapters 6, 8 and 9; chapter 7's sweep is :func:`compbook.depth.depth_sweep`).
+
+Each runner trains and prunes exactly as its chapter explains; :func:`judged` scores the resulting networks
+under the two judges of :func:`compbook.panel.default_panel` with 95% intervals. ``python -m compbook.experiments
+--write`` runs every chapter's experiment in CPU mode with more seeds than a chapter can afford live, and writes
+``data/emc2/partA_reread.json``, which the chapters and the Part A claims table (``09b_part_a_claims``) load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import checks, panel, prune, train
+from .cppn import CPPN, uniform_cppn
+
+
+# -- chapter 6: pruning methods at matched sparsity -------------------------------------------------------------
+@dataclass
+class PruningConfig:
+    """Chapter 6's CPU-mode settings (our choices; ``full()`` for a GPU)."""
+    res: int = 32
+    depth: int = 6
+    width: int = 16
+    layout: dict = field(default_factory=lambda: {"sin": 4, "gaussian": 4, "tanh": 4, "sigmoid": 4})
+    dense_steps: int = 800
+    sp: dict = field(default_factory=lambda: dict(threshold=0.8, rounds=6, retrain_steps=100))
+    lt_rounds: int = 3
+
+    @classmethod
+    def full(cls) -> "PruningConfig":
+        return cls(res=128, dense_steps=8000, sp=dict(threshold=0.8, rounds=6, retrain_steps=1000))
+
+    @property
+    def budget(self) -> int:
+        """Training steps every method gets after pruning (SP spends its own inside its rounds)."""
+        return self.sp["rounds"] * self.sp["retrain_steps"]
+
+
+@dataclass
+class PruningRun:
+    """One seed of chapter 6: the dense network, SP's and the Lottery Ticket's results, every method's
+    masks (``masks``, before retraining), the retrained networks ``final`` (name -> model, dense first) and
+    their training curves after pruning."""
+    init: CPPN
+    dense: train.FitResult
+    sp: prune.PruneResult
+    lottery: prune.PruneResult
+    masks: dict
+    final: dict
+    curves: dict
+    retrain_seconds: float
+
+
+def pruning_methods(target, seed: int = 0, cfg: PruningConfig | None = None) -> PruningRun:
+    """Chapter 6 for one seed: dense fit, SP (its sparsity is the level for every method), magnitude, Wanda,
+    Taylor-structured, random and Lottery Ticket at that level, then the same retraining budget for all."""
+    cfg = cfg or PruningConfig()
+    seed = checks.integer(seed, "seed", 0)
+    init = uniform_cppn(cfg.depth, cfg.width, cfg.layout, seed=seed)
+    dense = train.fit(init, target, cfg.dense_steps, progress=False)
+    sp = prune.similarity_prune(dense.model, target, seed=seed, **cfg.sp)
+    level = sp.final_sparsity
+    masks = {"magnitude": prune.magnitude_prune(dense.model, level),
+             "wanda": prune.wanda_prune(dense.model, level, res=cfg.res),
+             "structured (Taylor)": prune.structured_prune(dense.model, target, sparsity=level),
+             "random": prune.random_prune(dense.model, level, seed=seed)}
+    lt = prune.lottery_ticket(init, target, level, rounds=cfg.lt_rounds, steps_per_round=cfg.dense_steps // 2)
+    names = ["dense"] + list(masks) + ["lottery ticket"]
+    start = [dense.model] + [dense.model.clone_with(masks=m) for m in masks.values()] + [lt.model]
+    batch = train.fit_many(start, target, cfg.budget, progress=False)
+    rest = train.fit(sp.model, target, cfg.budget - len(sp.curve), progress=False)
+    final = dict(zip(names, batch.models)) | {"SP": rest.model}
+    curves = {n: batch.losses[:, k] for k, n in enumerate(names)}
+    curves["SP"] = np.concatenate([sp.curve, rest.losses])
+    return PruningRun(init, dense, sp, lt, masks | {"lottery ticket": lt.masks, "SP": sp.masks}, final,
+                      curves, batch.seconds)
+
+
+# -- chapter 8: Adam against Muon on one masked architecture ----------------------------------------------------
+@dataclass
+class OptimizerConfig:
+    """Chapter 8's CPU-mode settings (our choices)."""
+    res: int = 32
+    depth: int = 6
+    width: int = 8
+    steps: int = 600
+    grid: dict = field(default_factory=lambda: {"adam": [1e-2, 3e-2, 1e-1], "muon": [1e-2, 3e-2, 1e-1]})
+    sp: dict = field(default_factory=lambda: dict(threshold=0.9, rounds=2, seed=0, retrain_steps=100))
+    mask_seed: int = 100
+
+    @classmethod
+    def full(cls) -> "OptimizerConfig":
+        return cls(res=128, depth=12, width=22, steps=10_000,
+                   sp=dict(threshold=0.9, rounds=2, seed=0, retrain_steps=1000))
+
+
+def finite_mean(x) -> float:
+    """Mean that counts a diverged run (NaN) as infinitely bad."""
+    return float(np.mean(np.nan_to_num(np.asarray(x, dtype=float), nan=np.inf)))
+
+
+@dataclass
+class OptimizerRun:
+    """Chapter 8: the shared SP ``masks``, every ``(optimizer, lr)`` run, each optimizer's ``best`` rate (by
+    mean final loss) and ``final`` (optimizer -> the FitResult at that rate)."""
+    masks: list
+    runs: dict
+    best: dict
+    final: dict
+
+
+def optimizer_comparison(target, seeds, cfg: OptimizerConfig | None = None) -> OptimizerRun:
+    """SP masks from one dense Adam fit (seed ``cfg.mask_seed``), then fresh weights per seed with those masks,
+    trained by each optimizer at each rate of its grid (all seeds at once)."""
+    from .depth import mixed_layout
+    cfg = cfg or OptimizerConfig()
+    layout = mixed_layout(cfg.width)
+    dense = train.fit(uniform_cppn(cfg.depth, cfg.width, layout, seed=cfg.mask_seed), target, cfg.steps,
+                      lr=1e-2, progress=False).model
+    masks = prune.similarity_prune(dense, target, **cfg.sp).masks
+
+    def starts():
+        return [uniform_cppn(cfg.depth, cfg.width, layout, seed=s).clone_with(masks=masks) for s in seeds]
+
+    runs = {(opt, lr): train.fit_many(starts(), target, cfg.steps, lr=lr, optimizer=opt, progress=False)
+            for opt, lrs in cfg.grid.items() for lr in lrs}
+    best = {opt: min(lrs, key=lambda lr: finite_mean(runs[(opt, lr)].final_loss)) for opt, lrs in cfg.grid.items()}
+    return OptimizerRun(masks, runs, best, {opt: runs[(opt, best[opt])] for opt in cfg.grid})
+
+
+# -- chapter 9: unknown targets, dense then SP ------------------------------------------------------------------
+@dataclass
+class UnknownConfig:
+    """Chapter 9's CPU-mode settings (our choices)."""
+    res: int = 32
+    width: int = 8
+    steps: int = 600
+    lr: float = 1e-2
+    sp: dict = field(default_factory=lambda: dict(threshold=0.9, rounds=2, retrain_steps=100))
+
+
+def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) -> tuple[list, list]:
+    """Chapter 9 for one target: ``len(seeds)`` dense networks trained together, then each similarity-pruned.
+    Returns ``(dense models, pruned models)``."""
+    from .depth import mixed_layout
+    cfg = cfg or UnknownConfig()
+    models = [uniform_cppn(depth, cfg.width, mixed_layout(cfg.width), seed=s) for s in seeds]
+    dense = train.fit_many(models, target, cfg.steps, lr=cfg.lr, progress=False).models
+    pruned = [p.model for p in prune.similarity_prune_many(dense, target, lr=cfg.lr, seed=seeds[0], **cfg.sp)]
+    return dense, pruned
+
+
+# -- scoring under both judges ----------------------------------------------------------------------------------
+def judged(groups: dict, concept: str, delta: float, judge_map: dict | None = None, sample: int | None = None,
+           seed: int = 0, res: int = panel.SCORE_RES, **labels) -> list[dict]:
+    """Score every network of ``groups`` (name -> list of models, e.g. the seeds of one method) under every
+    judge of ``judge_map`` (default :func:`compbook.panel.default_panel`): one :func:`compbook.panel.summary`
+    row per (name, judge), with ``labels``, ``delta``, ``sample``, the per-network counts ``k_n`` and the
+    fraction of networks whose own render the judge accepts (``unperturbed``)."""
+    judge_map = judge_map or panel.default_panel()
+    rows = []
+    for name, models in groups.items():
+        verdicts = [panel.panel_verdicts(m, judge_map, concept, delta, res, sample, seed) for m in models]
+        base = panel.unperturbed(models, judge_map, concept, res)
+        for j in judge_map:
+            g = [v[j] for v in verdicts]
+            rows.append(panel.summary(g, **labels, name=name, judge=j) | {
+                "delta": delta, "sample": sample, "k_n": [[int(x.sum()), len(x)] for x in g],
+                "unperturbed": base[j]})
+    return rows
+
+
+# -- chapter 7 and 9's settings and targets ---------------------------------------------------------------------
+@dataclass
+class DepthConfig:
+    """Chapter 7's CPU-mode settings (our choices)."""
+    targets: tuple = ("skull", "butterfly")
+    res: int = 32
+    width: int = 8
+    depths: tuple = (1, 2, 3, 4, 6, 8, 12, 16)
+    steps: int = 600
+    lr: float = 1e-2
+    sp: dict = field(default_factory=lambda: dict(threshold=0.9, rounds=2, retrain_steps=100))
+    delta: float = 1.0
+
+
+def unknown_targets() -> tuple[dict, dict]:
+    """Chapter 9's targets at 256 px: three ``skimage.data`` photographs centre-cropped, the Picbreeder
+    butterfly and apple side by side at half size on a white canvas, and the two objects alone. Returns
+    ``(images name -> (256, 256, 3) in [0, 1], concept name -> what it shows)``."""
+    import skimage.data
+    from . import images, picbreeder
+    genomes = {n: picbreeder.load_genome(n) for n in ("butterfly", "apple")}
+    half = {n: picbreeder.render(g, 128) for n, g in genomes.items()}
+    composite = np.ones((256, 256, 3))
+    composite[64:192, :128] = half["butterfly"]
+    composite[64:192, 128:] = half["apple"]
+    full = {"astronaut": images.to_square(skimage.data.astronaut(), 256),
+            "coffee": images.to_square(skimage.data.coffee(), 256),
+            "chelsea (cat)": images.to_square(skimage.data.chelsea(), 256),
+            "butterfly + apple": composite,
+            "butterfly": picbreeder.render(genomes["butterfly"], 256),
+            "apple": picbreeder.render(genomes["apple"], 256)}
+    concepts = {"astronaut": "astronaut", "coffee": "cup of coffee", "chelsea (cat)": "cat",
+                "butterfly + apple": "butterfly and apple", "butterfly": "butterfly", "apple": "apple"}
+    return full, concepts
+
+
+def target_panel(concept: str, target) -> dict:
+    """The two judges for one of chapter 9's targets: the default judge where ``concept`` is one of the
+    three Picbreeder concepts, else the same comparison against the ``target`` image itself (our choice)."""
+    from .semantic import CONCEPTS
+    return panel.default_panel() if concept in CONCEPTS else panel.default_panel(target)
+
+
+# -- the command line: every chapter's experiment, more seeds, one file -----------------------------------------
+#: Seeds and weights per network of the stored run (our choice: what the shared CPU allowed, about 25 min).
+STORED = {"6": dict(seeds=list(range(8)), sample=300), "7": dict(seeds=[0, 1, 2, 3, 4], sample=100),
+          "8": dict(seeds=list(range(12)), sample=200), "9": dict(seeds=[0, 1, 2, 3, 4], sample=100),
+          "theory": dict(seeds=[], sample=None)}
+
+
+def stored_path():
+    from .paths import data_dir
+    return data_dir() / "emc2" / "partA_reread.json"
+
+
+def run_chapter6(seeds, sample: int | None) -> dict:
+    from . import picbreeder
+    cfg = PruningConfig()
+    target = picbreeder.render(picbreeder.load_genome("skull"), cfg.res)
+    runs = [pruning_methods(target, s, cfg) for s in seeds]
+    names = list(runs[0].final)
+    groups = {n: [r.final[n] for r in runs] for n in names}
+    return {"seeds": list(seeds), "config": cfg.__dict__, "levels": [r.sp.final_sparsity for r in runs],
+            "mse": {n: [train.mse(m, target) for m in g] for n, g in groups.items()},
+            "rows": judged(groups, "skull", 0.5, sample=sample)}
+
+
+def run_chapter7(seeds, sample: int | None) -> dict:
+    from . import depth, picbreeder
+    cfg = DepthConfig()
+    out = {"seeds": list(seeds), "config": cfg.__dict__, "targets": {}}
+    for n in cfg.targets:
+        g = picbreeder.load_genome(n)
+        sw = depth.depth_sweep(picbreeder.render(g, cfg.res), list(cfg.depths), cfg.width, list(seeds),
+                               steps=cfg.steps, lr=cfg.lr, sp=cfg.sp, judge=panel.default_panel(), concept=n,
+                               score_kwargs=dict(delta=cfg.delta, sample=sample), progress=False)
+        out["targets"][n] = {
+            "ratio": depth.png_compression_ratio(picbreeder.render(g, depth.RATIO_RES)),
+            "rows": sw.rows, "intervals": {j: sw.intervals(j) for j in (panel.DEFAULT, panel.SSIM)},
+            "peak": {j: sw.peak(j) for j in (panel.DEFAULT, panel.SSIM)},
+            "peak_frequencies": {j: sw.peak_frequencies(key=j) for j in (panel.DEFAULT, panel.SSIM)}}
+    return out
+
+
+def run_chapter8(seeds, sample: int | None) -> dict:
+    from . import picbreeder
+    cfg = OptimizerConfig()
+    target = picbreeder.render(picbreeder.load_genome("skull"), cfg.res)
+    run = optimizer_comparison(target, list(seeds), cfg)
+    return {"seeds": list(seeds), "config": cfg.__dict__, "best_lr": run.best,
+            "mse": {o: [float(x) for x in r.final_loss] for o, r in run.final.items()},
+            "rows": judged({o: r.models for o, r in run.final.items()}, "skull", 1.0, sample=sample)}
+
+
+def run_chapter9(seeds, sample: int | None) -> dict:
+    from . import depth, images
+    cfg = UnknownConfig()
+    full, concepts = unknown_targets()
+    out = {"seeds": list(seeds), "config": cfg.__dict__, "depth": 8, "targets": {}}
+    for n, img in full.items():
+        tgt = images.to_square(img, cfg.res)
+        dense, pruned = dense_and_sp(tgt, out["depth"], list(seeds), cfg)
+        out["targets"][n] = {
+            "concept": concepts[n], "ratio": depth.png_compression_ratio(img),
+            "mse": {"dense": [train.mse(m, tgt) for m in dense], "SP": [train.mse(m, tgt) for m in pruned]},
+            "rows": judged({"dense": dense, "SP": pruned}, concepts[n], 1.0, target_panel(concepts[n], tgt),
+                           sample=sample, target=n)}
+    return out
+
+
+def run_theory(seeds=(), sample=None) -> dict:
+    """Chapters 3-4's exact checks (:func:`compbook.claims.run_theory`)."""
+    from .claims import run_theory as theory
+    return theory()
+
+
+RUNNERS = {"theory": run_theory, "6": run_chapter6, "7": run_chapter7, "8": run_chapter8, "9": run_chapter9}
+
+
+def main(argv=None) -> int:
+    """``python -m compbook.experiments --write [--chapters 6 7 8 9]``: run and store (see the module doc)."""
+    import argparse
+    import json
+    import time
+    import torch
+    p = argparse.ArgumentParser(prog="python -m compbook.experiments")
+    p.add_argument("--write", action="store_true", help=f"write {stored_path().name}")
+    p.add_argument("--chapters", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    path = stored_path()
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    for ch in args.chapters:
+        t0 = time.perf_counter()
+        out = RUNNERS[ch](**STORED[ch])
+        out |= {"made_by": f"python -m compbook.experiments --write --chapters {ch}", "sample": STORED[ch]["sample"],
+                "seconds": round(time.perf_counter() - t0, 1)}
+        data[ch if ch == "theory" else f"chapter{ch}"] = out
+        print(f"chapter {ch}: {out['seconds']} s")
+        if args.write:
+            path.write_text(json.dumps(data, indent=0, default=float))
+    if args.write:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    from compbook.experiments import main as _main
+    sys.exit(_main())

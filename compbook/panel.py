@@ -1,0 +1,165 @@
+"""Several judges on the same perturbed renders, each score with a 95% interval (chapters 5-9, issue 11).
+
+Part A's chapters score EMC2 (:mod:`compbook.emc2`) under two judges side by side: the book's default
+semantic judge (:func:`compbook.judges.default_cpu_judge`, "is this still a skull?", chosen on blind human
+verdicts) and SSIM to the network's own render (:class:`compbook.judges.SSIMJudge`, "is this the same
+picture?"). :class:`Panel` asks every judge about the same renders (rendered once); :func:`score_row` gives a
+score with its Wilson interval over the perturbations of one network, :func:`summary` a score pooled over
+several networks (seeds) with a two-level bootstrap interval (networks, then perturbations within each), so
+the spread between seeds counts.
+
+Our choices, all parameters: renders are judged at :data:`SCORE_RES` = 64 px (the size the judges were
+checked on against human verdicts, whatever size a network was trained at: a CPPN draws at any size), SSIM's
+threshold is its documented 0.5, and two intervals "overlap" when neither lies wholly above the other.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from . import checks
+
+SCORE_RES = 64
+SSIM_THRESHOLD = 0.5
+#: Short names of the two judges of :func:`default_panel`, as tables show them.
+DEFAULT, SSIM = "default", "ssim"
+
+
+def score_row(verdicts, **labels) -> dict:
+    """``labels`` plus ``score`` (the fraction of True), ``k``, ``n`` and ``ci95`` (Wilson, 95%) of
+    ``verdicts`` (a bool array ``(n,)``). An empty array gives a NaN score and interval."""
+    from .agreement import wilson
+    v = np.asarray(verdicts)
+    if v.ndim != 1 or (v.size and v.dtype != bool):
+        raise ValueError(f"verdicts must be a 1-D bool array, got {v.dtype} {v.shape}")
+    k, n = int(v.sum()), len(v)
+    lo, hi = wilson(k, n)
+    return labels | {"score": k / n if n else float("nan"), "k": k, "n": n, "ci95": [lo, hi]}
+
+
+class Panel:
+    """A judge that asks every judge of ``judge_map`` (name -> judge) about the same renders, keeps each
+    one's verdicts in ``verdicts[name]`` (a list of bool arrays, one per call) and answers with the first."""
+
+    def __init__(self, judge_map: dict):
+        if not isinstance(judge_map, dict) or not judge_map or not all(callable(j) for j in judge_map.values()):
+            raise ValueError(f"judge_map must be a non-empty dict name -> judge, got {judge_map!r:.80}")
+        self.judge_map, self.verdicts = judge_map, {k: [] for k in judge_map}
+        self.identity = "panel:" + "|".join(getattr(j, "identity", "?") for j in judge_map.values())
+
+    def __call__(self, images, concept, *, reference=None, questions=None):
+        out = None
+        for name, judge in self.judge_map.items():
+            v = judge(images, concept, reference=reference)
+            self.verdicts[name].append(v.numpy())
+            out = v if out is None else out
+        return out
+
+    def results(self) -> dict[str, np.ndarray]:
+        """Every judge's verdicts so far, concatenated: name -> bool ``(M,)``."""
+        return {k: np.concatenate(v) if v else np.zeros(0, bool) for k, v in self.verdicts.items()}
+
+
+def default_panel(target=None, threshold: float | None = None) -> dict:
+    """``{"default": ..., "ssim": SSIMJudge(0.5)}``: the book's default CPU judge and SSIM to the own render.
+
+    With ``target`` (an image ``(H, W, 3)`` in [0, 1]) the first judge is instead the same multi-scale
+    comparison against ``target`` itself (:class:`compbook.semantic.ImageReferenceJudge`, chapter 9's choice
+    for targets that are none of the three concepts), at ``threshold`` (default: the default judge's).
+    """
+    from . import judges, semantic
+    if target is None:
+        first = judges.default_cpu_judge()
+    else:
+        if threshold is None:
+            threshold = semantic.default_judge().threshold
+        first = semantic.ImageReferenceJudge(target, threshold)
+    return {DEFAULT: first, SSIM: judges.SSIMJudge(SSIM_THRESHOLD)}
+
+
+def panel_verdicts(model, judge_map: dict, concept: str, delta: float = 0.5, res: int = SCORE_RES,
+                   sample: int | None = None, seed: int = 0, progress: bool = False,
+                   **score_kwargs) -> dict[str, np.ndarray]:
+    """EMC2 verdicts of ``model`` under every judge of ``judge_map``: name -> bool ``(M,)``, the same M
+    perturbations (:func:`compbook.emc2.compositional_score`'s plan: ``+delta``, a seeded ``sample`` of
+    weights or all of them; ``score_kwargs`` go to it too)."""
+    from . import emc2
+    panel = Panel(judge_map)
+    emc2.compositional_score(model, panel, concept, delta=delta, res=res, sample=sample, seed=seed,
+                             progress=progress, **score_kwargs)
+    return panel.results()
+
+
+def groups_from_counts(k_n) -> list[np.ndarray]:
+    """Bool arrays (k True then n - k False) from per-network counts ``[[k, n], ...]``: all that
+    :func:`summary` and :func:`bootstrap_ci` need of stored verdicts."""
+    out = []
+    for j, kn in enumerate(k_n):
+        if len(kn) != 2 or not 0 <= int(kn[0]) <= int(kn[1]) or int(kn[1]) < 1:
+            raise ValueError(f"k_n[{j}] must be [k, n] with 0 <= k <= n, n >= 1, got {kn!r}")
+        out.append(np.repeat([True, False], [int(kn[0]), int(kn[1]) - int(kn[0])]))
+    return out
+
+
+@torch.no_grad()
+def unperturbed(models: Sequence, judge_map: dict, concept: str, res: int = SCORE_RES) -> dict[str, float]:
+    """The fraction of ``models`` whose own unperturbed render each judge accepts (SSIM: 1 by definition):
+    a score means little when the network did not draw the concept in the first place."""
+    imgs = torch.stack([m.render(res).float() for m in models]).clamp(0, 1)
+    return {k: float(j(imgs, concept, reference=imgs[0]).float().mean()) if k != SSIM else 1.0
+            for k, j in judge_map.items()}
+
+
+def bootstrap_ci(groups: Sequence, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the pooled score of ``groups`` (one bool array per network): each draw
+    resamples the networks with replacement, then each drawn network's verdicts with replacement."""
+    groups = _check_groups(groups)
+    n_boot = checks.integer(n_boot, "n_boot")
+    level = checks.real(level, "level", 0, 1)
+    rng = np.random.default_rng(seed)
+    p = np.array([g.mean() for g in groups])
+    n = np.array([len(g) for g in groups])
+    pick = rng.integers(0, len(groups), size=(n_boot, len(groups)))       # networks
+    hits = rng.binomial(n[pick], p[pick])                                # perturbations within each
+    means = hits.sum(1) / n[pick].sum(1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+def summary(groups: Sequence, n_boot: int = 2000, seed: int = 0, **labels) -> dict:
+    """``labels`` plus the pooled ``score``, ``k``, ``n``, ``networks``, ``per_network`` scores and ``ci95``:
+    Wilson for one network, :func:`bootstrap_ci` for several (``interval`` says which)."""
+    groups = _check_groups(groups)
+    row = score_row(np.concatenate(groups), **labels)
+    row |= {"networks": len(groups), "per_network": [round(float(g.mean()), 4) for g in groups]}
+    if len(groups) > 1:
+        row |= {"ci95": list(bootstrap_ci(groups, n_boot, seed)), "interval": "bootstrap (networks, weights)"}
+    else:
+        row |= {"interval": "Wilson"}
+    return row
+
+
+def overlap(a: dict, b: dict) -> bool:
+    """Do the ``ci95`` intervals of rows ``a`` and ``b`` overlap (touching counts as overlapping)?"""
+    (a0, a1), (b0, b1) = _ci(a, "a"), _ci(b, "b")
+    return not (a0 > b1 or b0 > a1)
+
+
+def _ci(row, name: str) -> tuple[float, float]:
+    ci = row.get("ci95") if isinstance(row, dict) else None
+    if ci is None or len(ci) != 2 or not all(np.isfinite(ci)) or ci[0] > ci[1]:
+        raise ValueError(f"{name} must be a row with a finite 'ci95' [lo, hi], got {row!r:.120}")
+    return float(ci[0]), float(ci[1])
+
+
+def _check_groups(groups) -> list[np.ndarray]:
+    if isinstance(groups, np.ndarray) or not isinstance(groups, Sequence) or not groups:
+        raise ValueError(f"groups must be a non-empty list of bool arrays (one per network), got {groups!r:.80}")
+    out = [np.asarray(g) for g in groups]
+    for j, g in enumerate(out):
+        if g.ndim != 1 or not g.size or g.dtype != bool:
+            raise ValueError(f"groups[{j}] must be a non-empty 1-D bool array, got {g.dtype} {g.shape}")
+    return out

@@ -1,0 +1,138 @@
+"""compbook.claims: the Part A claims table's bookkeeping, on planted numbers (issue 11)."""
+
+import numpy as np
+import pytest
+
+from compbook import claims
+from compbook.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+
+def row(score, lo, hi, **kw):
+    return {"score": score, "ci95": [lo, hi]} | kw
+
+
+HIGH, LOW, MID = row(0.8, 0.7, 0.9), row(0.3, 0.2, 0.4), row(0.5, 0.35, 0.75)
+
+
+def test_verdict_rule_on_planted_intervals():
+    assert claims.verdict(HIGH, LOW, "greater") == REPRODUCED
+    assert claims.verdict(LOW, HIGH, "greater") == NOT_REPRODUCED, "direction ignored"
+    assert claims.verdict(HIGH, MID, "greater") == INCONCLUSIVE, "overlapping intervals called a result"
+    assert claims.verdict(LOW, HIGH, "less") == REPRODUCED, "'less' not mirrored"
+    assert claims.verdict(HIGH, LOW, "less") == NOT_REPRODUCED
+    # touching intervals overlap
+    assert claims.verdict(row(0.6, 0.4, 0.7), row(0.3, 0.2, 0.4)) == INCONCLUSIVE
+    # a number is an exact value
+    assert claims.verdict(HIGH, 0.5) == REPRODUCED and claims.verdict(MID, 0.5) == INCONCLUSIVE
+
+
+def test_point_rule_reads_estimates_only():
+    assert claims.verdict(HIGH, MID, "greater", "point") == REPRODUCED
+    assert claims.verdict(MID, HIGH, "greater", "point") == NOT_REPRODUCED
+    assert claims.verdict(MID, MID, "greater", "point") == INCONCLUSIVE
+
+
+def test_zero_and_probability_rules():
+    assert claims.verdict_zero(row(0.0, 0.0, 0.01)) == REPRODUCED
+    assert claims.verdict_zero(row(0.0, 0.0, 0.2)) == INCONCLUSIVE
+    assert claims.verdict_zero(row(0.5, 0.3, 0.7)) == NOT_REPRODUCED
+    assert claims.verdict_zero(row(0.05, 0.0, 0.2), tolerance=0.2) == REPRODUCED
+    assert claims.probability_verdict(0.99) == REPRODUCED
+    assert claims.probability_verdict(0.01) == NOT_REPRODUCED
+    assert claims.probability_verdict(0.6) == INCONCLUSIVE
+    assert claims.probability_verdict(0.6, rule="point") == REPRODUCED
+
+
+def test_mean_ci_and_difference():
+    m = claims.mean_ci([1.0, 2.0, 3.0, 4.0])
+    assert m["score"] == 2.5 and 1.0 <= m["ci95"][0] < 2.5 < m["ci95"][1] <= 4.0
+    a = {"score": 0.9, "k_n": [[90, 100], [90, 100]]}
+    b = {"score": 0.1, "k_n": [[10, 100], [10, 100]]}
+    d = claims.difference(a, b)
+    assert d["score"] == pytest.approx(0.8) and 0.7 < d["ci95"][0] < 0.8 < d["ci95"][1] < 0.9
+    same = claims.difference(a, a)
+    assert same["ci95"][0] < 0 < same["ci95"][1]
+
+
+def test_p_shallower():
+    assert claims.p_shallower({2: 1.0}, {4: 0.5, 1: 0.5}) == 0.5
+    assert claims.p_shallower({"2": 0.5, "3": 0.5}, {"8": 1.0}) == 1.0
+
+
+def _stored_rows(scores, judges=("default", "ssim")):
+    """Rows as compbook.experiments.judged writes them, from {name: (k, n)} per network."""
+    from compbook.panel import groups_from_counts, summary
+    out = []
+    for name, kns in scores.items():
+        for j in judges:
+            out.append(summary(groups_from_counts(kns), name=name, judge=j) | {"k_n": kns})
+    return out
+
+
+def test_chapter6_claims_on_planted_scores():
+    sp = [[95, 100], [96, 100]]
+    weak = [[5, 100], [6, 100]]
+    rows = _stored_rows({"SP": sp, "magnitude": weak, "wanda": weak, "structured (Taylor)": weak,
+                         "lottery ticket": [[0, 100], [0, 100]], "random": sp})
+    out = {(r["claim"], r["judge"]): r["verdict"] for r in claims.chapter6_claims({"rows": rows})}
+    assert out[("SP above magnitude (matched sparsity)", "default")] == REPRODUCED
+    assert out[("SP above random (matched sparsity)", "default")] == INCONCLUSIVE
+    # the highest baseline is about 0.055, above the 0.02 tolerance with a lower bound above it
+    assert out[("the paper's baselines score 0", "ssim")] == NOT_REPRODUCED
+
+
+def test_chapter5_claims_pick_the_chosen_judge_and_skip_empty_rows():
+    rr = {"chosen": "reference", "rows": [
+        row(0.9, 0.85, 0.95, concept="skull", network="picbreeder", judge="reference (default)", delta=0.5, n=100),
+        row(0.2, 0.1, 0.3, concept="skull", network="sgd", judge="reference (default)", delta=0.5, n=100),
+        row(0.5, 0.4, 0.6, concept="skull", network="picbreeder", judge="classifier", delta=0.5, n=100),
+        row(0.9, 0.8, 0.95, concept="skull", network="sgd", judge="classifier", delta=0.5, n=100),
+        row(0.4, 0.3, 0.5, concept="skull", network="picbreeder", judge="ssim (own render, 0.5)", delta=0.5, n=9),
+        row(0.7, 0.6, 0.8, concept="skull", network="sgd", judge="ssim (own render, 0.5)", delta=0.5, n=9)]}
+    out = claims.chapter5_claims(rr)
+    assert [(r["judge"], r["verdict"]) for r in out] == [("default", REPRODUCED), ("ssim", NOT_REPRODUCED)]
+    with pytest.raises(ValueError, match="reread"):
+        claims.chapter5_claims({"rows": []})
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: claims.verdict(HIGH, LOW, "above"), "paper"),
+    (lambda: claims.verdict(HIGH, LOW, rule="loose"), "rule"),
+    (lambda: claims.verdict({"score": 0.5}, LOW), "a"),
+    (lambda: claims.verdict(HIGH, row(0.5, 0.6, 0.7)), "b"),
+    (lambda: claims.verdict(float("nan"), LOW), "a"),
+    (lambda: claims.verdict_zero(HIGH, tolerance=2), "tolerance"),
+    (lambda: claims.probability_verdict(1.5), "p"),
+    (lambda: claims.mean_ci([1.0]), "values"),
+    (lambda: claims.difference({"score": 1}, HIGH), "a"),
+    (lambda: claims.table({}, {}), "stored"),
+])
+def test_bad_inputs_name_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_stored_files_make_a_table():
+    """The committed data files give a full table whose verdicts are among the three."""
+    reread, stored = claims.load()
+    rows = claims.table(reread, stored)
+    assert {r["verdict"] for r in rows} <= {REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE}
+    assert {r["chapter"] for r in rows} >= {3, 4, 5, 6, 7, 8, 9}
+
+
+def test_peak_set_and_predictor_verdict():
+    freq = {"4": 0.7, "6": 0.26, "8": 0.04}
+    assert claims.peak_set(freq) == [4, 6]
+    assert claims.peak_set({4: 0.96, 8: 0.04}) == [4]
+    depths = [1, 2, 4, 8, 12, 16]
+    assert claims.predictor_verdict(4, [4], depths) == REPRODUCED
+    assert claims.predictor_verdict(4, [4, 8], depths) == INCONCLUSIVE
+    assert claims.predictor_verdict(12, [4, 8], depths) == NOT_REPRODUCED
+    # between two swept depths it stands for both; outside the range it cannot be tested
+    assert claims.predictor_verdict(10, [8, 12], depths) == REPRODUCED
+    assert claims.predictor_verdict(10, [2, 4], depths) == NOT_REPRODUCED
+    assert claims.predictor_verdict(21, [16], depths) == INCONCLUSIVE
+    with pytest.raises(ValueError, match="peaks"):
+        claims.predictor_verdict(4, [], depths)
+    with pytest.raises(ValueError, match="peaks"):
+        claims.predictor_verdict(4, [5], depths)

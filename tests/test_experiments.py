@@ -1,0 +1,79 @@
+"""compbook.experiments: chapters 6-9's protocols as functions, on tiny settings (issue 11)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from compbook import experiments, panel, prune
+from compbook.cppn import uniform_cppn
+
+
+class _Bright:
+    identity = "bright"
+
+    def __call__(self, images, concept, *, reference=None, questions=None):
+        return images.mean(dim=(1, 2, 3)) > 0.5
+
+
+def _target(res=8):
+    return torch.rand(res, res, 3, generator=torch.Generator().manual_seed(0))
+
+
+def test_pruning_methods_matches_sparsity_and_keeps_masks():
+    cfg = experiments.PruningConfig(res=8, depth=2, width=4, layout="tanh", dense_steps=4,
+                                    sp=dict(threshold=0.5, rounds=2, retrain_steps=2), lt_rounds=1)
+    run = experiments.pruning_methods(_target(), seed=0, cfg=cfg)
+    assert list(run.final)[0] == "dense" and "SP" in run.final and len(run.final) == 7
+    level = run.sp.final_sparsity
+    for name in ("magnitude", "wanda", "random", "lottery ticket"):
+        assert prune.sparsity(run.final[name].masks) == pytest.approx(level, abs=0.05), name
+        # retraining respects the masks: removed weights stay exactly zero
+        for w, m in zip(run.final[name].effective_weights(), run.masks[name]):
+            assert (w.detach()[m == 0] == 0).all(), f"{name}: a pruned weight came back"
+    with pytest.raises(ValueError, match="seed"):
+        experiments.pruning_methods(_target(), seed=-1, cfg=cfg)
+
+
+def test_optimizer_comparison_picks_the_lowest_mean_loss():
+    cfg = experiments.OptimizerConfig(res=8, depth=2, width=4, steps=3, grid={"adam": [1e-3, 1e-2]},
+                                      sp=dict(threshold=0.9, rounds=1, seed=0, retrain_steps=1))
+    run = experiments.optimizer_comparison(_target(), [0, 1], cfg)
+    losses = {lr: experiments.finite_mean(run.runs[("adam", lr)].final_loss) for lr in (1e-3, 1e-2)}
+    assert run.best["adam"] == min(losses, key=losses.get)
+    assert experiments.finite_mean([1.0, float("nan")]) == float("inf")
+
+
+def test_judged_rows_pool_networks_and_keep_counts():
+    models = [uniform_cppn(1, 3, "tanh", seed=s) for s in (0, 1)]
+    jm = {"a": _Bright()}
+    rows = experiments.judged({"x": models}, "skull", 1.0, jm, sample=4, res=8, tag="t")
+    (r,) = rows
+    assert r["name"] == "x" and r["judge"] == "a" and r["tag"] == "t" and r["networks"] == 2
+    assert [n for _, n in r["k_n"]] == [4, 4] and r["k"] == sum(k for k, _ in r["k_n"])
+    alone = panel.panel_verdicts(models[1], jm, "skull", 1.0, 8, 4, 0)["a"]
+    assert r["k_n"][1] == [int(alone.sum()), 4]
+
+
+def test_unknown_targets_and_their_judges():
+    full, concepts = experiments.unknown_targets()
+    assert set(full) == set(concepts) and all(img.shape == (256, 256, 3) for img in full.values())
+    assert all(0 <= img.min() and img.max() <= 1 for img in full.values())
+    from compbook import semantic
+    assert isinstance(experiments.target_panel("cat", full["chelsea (cat)"])[panel.DEFAULT],
+                      semantic.ImageReferenceJudge)
+    assert isinstance(experiments.target_panel("apple", full["apple"])[panel.DEFAULT], semantic.ReferenceJudge)
+
+
+def test_command_writes_one_section_and_keeps_the_others(tmp_path, monkeypatch):
+    path = tmp_path / "partA.json"
+    path.write_text(json.dumps({"chapter6": {"kept": True}}))
+    monkeypatch.setattr(experiments, "stored_path", lambda: path)
+    monkeypatch.setitem(experiments.RUNNERS, "8", lambda seeds, sample: {"seeds": seeds, "value": 1.5})
+    monkeypatch.setitem(experiments.STORED, "8", dict(seeds=[3], sample=7))
+    assert experiments.main(["--write", "--chapters", "8"]) == 0
+    data = json.loads(path.read_text())
+    assert data["chapter6"] == {"kept": True}
+    assert data["chapter8"]["value"] == 1.5 and data["chapter8"]["sample"] == 7
+    assert data["chapter8"]["made_by"].endswith("--chapters 8")
