@@ -135,8 +135,21 @@ def judge_kind(name: str, chosen: str) -> str | None:
     return "default" if name.split(" ")[0] == chosen else None
 
 
-def chapter5_claims(reread: dict, rule: str = "separated") -> list[dict]:
-    """Picbreeder above the SGD twins, per concept and delta, under each judge of ``reread.json``."""
+def drew_concept(row: dict) -> bool:
+    """Did every network of a ``reread.json`` row draw its concept before any weight moved, for that judge?
+    (``row["unperturbed"]`` ``[k, n]``: k of its n networks' own renders accepted; a row without it counts as
+    yes; with ``n = 0``, no network's render was judged: yes.)"""
+    k, n = row.get("unperturbed", (0, 0))
+    return int(k) == int(n)
+
+
+def chapter5_claims(reread: dict, rule: str = "separated", require_drawn: bool = True) -> list[dict]:
+    """Picbreeder above the SGD twins, per concept and delta, under each judge of ``reread.json``.
+
+    ``require_drawn`` (our choice, the default): a comparison in which some network's own unperturbed render
+    already fails the judge (:func:`drew_concept`) is *inconclusive* whatever the scores: "still a skull after
+    the perturbation" means little for a network that did not draw one. The row says which side failed."""
+    checks.boolean(require_drawn, "require_drawn")
     for key in ("chosen", "rows"):
         if key not in reread:
             raise ValueError(f"reread: no {key!r} key (is it data/emc2/reread.json?)")
@@ -150,8 +163,13 @@ def chapter5_claims(reread: dict, rule: str = "separated") -> list[dict]:
                 if set(pair) != {"picbreeder", "sgd"}:
                     continue
                 pb, sgd = pair["picbreeder"], pair["sgd"]
-                out.append(_claim(f"Picbreeder {c} above its SGD twins (delta {d:g})", 5, kind,
-                                  f"{fmt(pb)} vs {fmt(sgd)}", verdict(pb, sgd, "greater", rule)))
+                result, numbers = verdict(pb, sgd, "greater", rule), f"{fmt(pb)} vs {fmt(sgd)}"
+                failed = [f"{name} drew {r['unperturbed'][0]}/{r['unperturbed'][1]}" for name, r in
+                          (("Picbreeder", pb), ("twins", sgd)) if not drew_concept(r)]
+                if failed:
+                    numbers += f"; {', '.join(failed)}"
+                    result = INCONCLUSIVE if require_drawn else result
+                out.append(_claim(f"Picbreeder {c} above its SGD twins (delta {d:g})", 5, kind, numbers, result))
     return out
 
 
@@ -293,13 +311,15 @@ def theory_claims(theory: dict) -> list[dict]:
     ]
 
 
-def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float = 0.02) -> list[dict]:
-    """Every claim row, chapters in order (see the chapter functions)."""
+def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float = 0.02,
+          require_drawn: bool = True) -> list[dict]:
+    """Every claim row, chapters in order (see the chapter functions; ``require_drawn``:
+    :func:`chapter5_claims`)."""
     rule = checks.choice(rule, "rule", RULES)
     for key in ("theory", "chapter6", "chapter7", "chapter8", "chapter9"):
         if key not in stored:
             raise ValueError(f"stored: no {key!r} (run python -m compbook.experiments --write)")
-    return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule)
+    return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule, require_drawn)
             + chapter6_claims(stored["chapter6"], rule, tolerance) + chapter7_claims(stored["chapter7"], rule)
             + chapter8_claims(stored["chapter8"], rule) + chapter9_claims(stored["chapter9"], rule))
 

@@ -29,14 +29,17 @@ def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> 
 
 def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
                    seed: int = 0, progress: bool = False, concepts: Sequence[str] = twins.TARGETS) -> list[dict]:
-    """Rows (concept, network, judge, delta, score, k, n, ci95): Picbreeder networks over every non-zero weight
+    """Rows (concept, network, judge, delta, score, k, n, ci95, unperturbed): Picbreeder networks over every non-zero weight
     (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
     (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept
-    alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``)."""
+    alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``).
+    ``unperturbed`` is ``[k, n]`` of :func:`unperturbed_counts` for the row's networks."""
     rows = []
     for c in concepts:
         nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
         nets += [("sgd", m, sample) for m in twins.load_twins(c)]
+        base = {kind: unperturbed_counts([m for k, m, _ in nets if k == kind], judge_map, c)
+                for kind in ("picbreeder", "sgd")}
         for d in deltas:
             rec = {kind: [] for kind in ("picbreeder", "sgd")}
             for kind, model, n in nets:
@@ -45,22 +48,36 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
                 for name in judge_map:
                     v = np.concatenate([x[name] for x in recs])
                     extra = {"per_seed": [round(float(x[name].mean()), 4) for x in recs]} if kind == "sgd" else {}
-                    rows.append(_row(c, kind, name, d, v, extra))
+                    rows.append(_row(c, kind, name, d, v, extra | {"unperturbed": base[kind][name]}))
     return rows
+
+
+@torch.no_grad()
+def unperturbed_counts(models: Sequence, judge_map: dict, concept: str) -> dict[str, list[int]]:
+    """Per judge, ``[k, n]``: how many of the ``n`` networks' own unperturbed renders it accepts as ``concept``
+    (a judge comparing with the network's own render, SSIM, accepts every one by construction)."""
+    from .panel import SCORE_RES
+    imgs = torch.stack([m.render(SCORE_RES).float() for m in models]).clamp(0, 1)
+    return {name: [len(models) if name.startswith("ssim") else
+                   int(sum(bool(j(img[None], concept, reference=img)[0]) for img in imgs)), len(models)]
+            for name, j in judge_map.items()}
 
 
 def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dict]:
     """Rows of the human verdicts per concept, network kind and delta (perturbed items only); "can't tell"
-    counts as no (as stored); ``cant_tell`` says how many."""
+    counts as no (as stored); ``cant_tell`` says how many; ``unperturbed`` ``[k, n]``: of the networks' own
+    unperturbed renders labelled, how many the labeller called the concept."""
     rows = []
     for c in twins.TARGETS:
         for kind in ("picbreeder", "sgd"):
+            base = [a == "yes" for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
+                    and it["question"]["weight"] is None and a is not None]
             for d in sorted({it["question"]["delta"] for it in key if it["question"]["weight"] is not None}):
                 its = [(it, a) for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
                        and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
                 a = [a for _, a in its]
                 rows.append(_row(c, kind, "human (book authors)", d, np.array([x == "yes" for x in a]),
-                                 {"cant_tell": sum(x == "can't tell" for x in a),
+                                 {"cant_tell": sum(x == "can't tell" for x in a), "unperturbed": [sum(base), len(base)],
                                   "sources": sorted({it["source"] for it, _ in its if "source" in it})}))
     return rows
 

@@ -87,10 +87,12 @@ def _normalise_grads_(grads: Sequence[torch.Tensor], batched: bool) -> None:
 def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor], target: torch.Tensor,
            steps: int, lr: float, optimizer: str | OptimizerFactory, normalize_grad: bool, progress: bool,
            desc: str, straight_through: bool = True, gradients: str = "backprop", stop=None,
-           check_every: int = 1000):
+           check_every: int = 1000, keep_best: bool = False):
     """Train ``weights`` (``(out, in)`` each, or stacks ``(B, out, in)``) with ``masks``; gradients by
     :class:`~compbook.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any.
-    ``stop(losses (steps,) or (steps, B))`` is asked every ``check_every`` steps; True ends training there."""
+    ``stop(losses (steps,) or (steps, B))`` is asked every ``check_every`` steps; True ends training there.
+    ``keep_best``: return each network's weights at its lowest loss seen (losses are measured before each
+    step, and once more after the last), instead of the last weights."""
     engine = Backprop(template, target, straight_through, device=config.device())
     loss_and_grads = engine.loss_and_grads if gradients == "backprop" else engine.autograd_loss_and_grads
     masks = engine.to_engine_order(masks)
@@ -99,11 +101,14 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
     make = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     opt = make(params, lr)
     losses = []
+    best = _BestWeights(params) if keep_best else None
     for step in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
         if stop is not None and step and step % check_every == 0 and stop(torch.stack(losses).cpu().numpy()):
             break
         loss, grads = loss_and_grads(params)
-        losses.append(loss)
+        losses.append(loss.detach().clone())   # a clone: a view would keep its whole base tensor alive
+        if best is not None:
+            best.update(loss, params)
         if not dense:
             for g, m in zip(grads, masks):
                 g.mul_(m)
@@ -117,11 +122,35 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
                 for p, m in zip(params, masks):
                     p.mul_(m)
     final, _ = engine.loss_and_grads(params, grads=False)
+    if best is not None:
+        best.update(final, params)
+        params, final = best.weights, best.loss
     params = [p.detach().cpu() for p in engine.to_model_order(params)]
     if not all(bool(torch.isfinite(p).all()) for p in params):
         raise ValueError(f"training diverged: weights became NaN or inf within {steps} steps at lr={lr} "
                          f"(optimizer {getattr(optimizer, '__name__', optimizer)!s}); use a smaller lr")
     return params, torch.stack(losses).cpu().numpy() if losses else np.zeros((0,)), final.cpu()
+
+
+class _BestWeights:
+    """Each network's lowest loss so far and a copy of its weights then (``keep_best``); weights are
+    ``(out, in)`` or stacks ``(B, out, in)``, the loss a scalar or ``(B,)``."""
+
+    def __init__(self, params):
+        self.weights = [p.detach().clone() for p in params]
+        self.loss = None
+
+    def update(self, loss, params) -> None:
+        loss = loss.detach()
+        better = torch.ones_like(loss, dtype=torch.bool) if self.loss is None else loss < self.loss
+        if not bool(better.any()):
+            return
+        self.loss = loss.clone() if self.loss is None else torch.where(better, loss, self.loss)
+        for w, p in zip(self.weights, params):
+            if p.ndim == 3:
+                w[better] = p.detach()[better]
+            else:
+                w.copy_(p.detach())
 
 
 def _check_settings(steps, lr, optimizer, gradients, **flags) -> tuple[int, float]:
@@ -174,7 +203,8 @@ def fit(model: CPPN, target, steps: int = 1000, lr: float = 3e-3, optimizer: str
 def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3,
              optimizer: str | OptimizerFactory = "adam", normalize_grad: bool = True,
              progress: bool = True, straight_through: bool = True, gradients: str = "backprop",
-             stop: Callable[[np.ndarray], bool] | None = None, check_every: int = 1000) -> FitResult:
+             stop: Callable[[np.ndarray], bool] | None = None, check_every: int = 1000,
+             keep_best: bool = False) -> FitResult:
     """Fit B models of one architecture at once (stacked weights, batched matmuls); masks may differ per model.
 
     ``target`` is one image ``(H, W, 3)`` shared by all, or one per model ``(B, H, W, 3)``. Each model's
@@ -182,6 +212,7 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     (up to float rounding). ``losses`` is ``(steps, B)``. ``stop``: a rule asked every ``check_every`` steps
     with the losses so far ``(steps_done, B)``; True ends training early (``losses`` then has fewer rows;
     :func:`compbook.twins.plateau_rule`). Without it (the default) training runs ``steps`` steps.
+    ``keep_best``: each model comes back with its weights at its lowest training loss, not its last ones.
     """
     steps, lr = _check_settings(steps, lr, optimizer, gradients, normalize_grad=normalize_grad,
                                 progress=progress, straight_through=straight_through)
@@ -206,7 +237,8 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     t0 = time.perf_counter()
     params, losses, final = _train(template, weights, masks, target, steps, lr, optimizer, normalize_grad,
                                    progress, desc=f"fit x{len(models)}", straight_through=straight_through,
-                                   gradients=gradients, stop=stop, check_every=check_every)
+                                   gradients=gradients, stop=stop, check_every=check_every,
+                                   keep_best=checks.boolean(keep_best, "keep_best"))
     trained = [template.clone_with(weights=[p[b] for p in params], masks=[m[b] for m in masks])
                for b in range(len(models))]
     cfg = dict(steps=len(losses), lr=lr, res=target.shape[-2], final_loss=final.numpy())

@@ -60,6 +60,7 @@ class TwinRecipe:
     straight_through: bool = True
     stop_at_plateau: bool = True      # end when every seed has plateaued (:func:`plateaued`)
     max_minutes: float | None = None  # end after this wall time (the JSON then records the steps actually run)
+    keep_best: bool = True            # our choice: return each seed's lowest-loss weights, not its last ones
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -137,7 +138,8 @@ def train_twins(recipe: TwinRecipe, progress: bool = True) -> tuple[list[CPPN], 
     rule = stop_rule(recipe)
     fit = train.fit_many(models, picbreeder.render(g, recipe.res), steps=recipe.steps, lr=recipe.lr,
                          optimizer=recipe.optimizer, normalize_grad=recipe.normalize_grad, progress=progress,
-                         straight_through=recipe.straight_through, stop=rule, check_every=CHECK_EVERY)
+                         straight_through=recipe.straight_through, stop=rule, check_every=CHECK_EVERY,
+                         keep_best=recipe.keep_best)
     losses = np.asarray(fit.losses).reshape(-1, len(recipe.seeds))
     recipe.max_steps, recipe.steps, recipe.stopped_by = recipe.steps, len(losses), rule.reason or "steps"
     return fit.models, losses, fit.seconds
@@ -240,13 +242,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-minutes", type=float, default=None, help="stop after this wall time (steps recorded)")
     p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
+    p.add_argument("--last-weights", action="store_true", help="store the last weights, not the lowest-loss ones")
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     for t in args.target:
         recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds, stop_at_plateau=not args.no_plateau_stop,
-                            max_minutes=args.max_minutes)
+                            max_minutes=args.max_minutes, keep_best=not args.last_weights)
         t0 = time.perf_counter()
         models, losses, seconds = train_twins(recipe, progress=sys.stderr.isatty())
         written = save_twins(recipe, models, losses, seconds, args.out)

@@ -164,3 +164,98 @@ def test_validation_binding_reads_saved_models_per_model(tmp_path):
     assert a.shape == (4,) and np.isfinite(a).any(), "some model must have scenes with swap negatives"
     assert ((0 <= a[np.isfinite(a)]) & (a[np.isfinite(a)] <= 1)).all()
     np.testing.assert_array_equal(a, b)
+
+
+def test_needs_binding_keeps_only_pairs_with_a_third_swap():
+    """Against a naive rule: a scene needs binding when some swap of its values is neither present object.
+    The likely bug: keeping one object twice, or two objects that differ in one concept only."""
+    from compbook.binding.sweep import needs_binding
+    cfg = ControlledConfig(n_concepts=3, n_values=3)
+    space = cfg.tokens.space
+    scenes = np.array([(a, b) for a in range(27) for b in range(27)])
+    sw = swaps(cfg, scenes)
+    naive = ((sw != scenes[:, :1]) & (sw != scenes[:, 1:])).any(1)
+    np.testing.assert_array_equal(needs_binding(space, scenes), naive)
+    assert not needs_binding(space, np.array([[5, 5]]))[0], "one object twice needs no binding"
+
+
+def test_rescore_recognition_never_exceeds_binding_alone(tmp_path):
+    """Full unseen-object recognition (every object a candidate) on scenes that need binding cannot beat the
+    swaps-only score on the same scenes: its negatives include every swap. ``rescore`` rewrites the JSON from the
+    stored weights, the weights untouched, the same numbers on a second call."""
+    from compbook.binding.sweep import load_sweep, rescore
+    from safetensors.torch import load_file
+    cfg = dataclasses.replace(TINY, n_concepts=3, n_values=3)
+    sweep = dataclasses.replace(SWEEP, max_scenes=200, test_scenes=30)
+    run_size(sweep, cfg, out_dir=tmp_path, progress=False)
+    before = load_file(str(tmp_path / "controlled_V3.safetensors"))
+    a = rescore(3, tmp_path)
+    b = load_sweep(3, tmp_path)
+    assert a["test_recognition"] == b["test_recognition"] and a["test_binding"] == b["test_binding"]
+    assert np.all(np.array(a["test_recognition"]) <= np.array(a["test_binding"]) + 1e-12)
+    after = load_file(str(tmp_path / "controlled_V3.safetensors"))
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_scene_attention_matches_the_encoders_own_attention():
+    """The weights ``scene_attention`` reports, applied to the values, must give what the encoder's fused
+    attention computes (a bug would report a different scaling, layer or head order)."""
+    import torch.nn.functional as F
+    from compbook.binding.controlled import (_attention_inputs, _embed, _weights_of, scene_attention)
+    cfg = dataclasses.replace(TINY, n_layers=2)
+    params = init_params(cfg, 2, [0, 1])
+    scenes = np.array([[[0, 4]], [[8, 2]]])
+    p = _weights_of(params, "scene", cfg)
+    with torch.no_grad():
+        x = _embed(p, scene_tokens(cfg, scenes), cfg)
+        q, k, v = _attention_inputs(p, x, 0, cfg)
+        fused = F.scaled_dot_product_attention(q, k, v)[:, 0]          # (M, H, T, dh)
+    w = torch.as_tensor(scene_attention(params, cfg, scenes, layer=0))
+    torch.testing.assert_close(w @ v[:, 0], fused, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w.sum(-1), 1, rtol=1e-6)
+    assert scene_attention(params, cfg, scenes, layer=1).shape == w.shape
+    with pytest.raises(ValueError, match="layer"):
+        scene_attention(params, cfg, scenes, layer=2)
+
+
+def test_own_object_attention_reads_planted_patterns():
+    from compbook.binding.controlled import own_object_attention
+    cfg = ControlledConfig(n_concepts=3, n_values=3)
+    T = 2 * (3 + 2) + 1
+    obj = np.full(T, -1)
+    obj[1:4], obj[6:9] = 0, 1
+    by_object = (obj[:, None] == obj[None, :]) & (obj[:, None] >= 0)
+    uniform = np.ones((T, T)) / T
+    planted = np.stack([by_object / np.maximum(by_object.sum(1, keepdims=True), 1), uniform])[None]
+    out = own_object_attention(planted, cfg)
+    np.testing.assert_allclose(out, [[1.0, 0.5]])
+
+
+def test_recipe_check_reports_seen_and_unseen_binding_per_coverage():
+    from compbook.binding.sweep import recipe_check
+    cfg = dataclasses.replace(TINY, n_concepts=3, n_values=3)
+    out = recipe_check(cfg, (0.4, 0.7), max_scenes=200, n_scenes=20)
+    assert out["coverages"] == [0.4, 0.7]
+    for k in ("bind_seen", "bind_unseen", "recognition", "final_loss"):
+        assert len(out[k]) == 2, k
+    assert all(0 <= x <= 1 for k in ("bind_seen", "bind_unseen", "recognition") for x in out[k])
+    assert out == recipe_check(cfg, (0.4, 0.7), max_scenes=200, n_scenes=20) | {"seconds": out["seconds"]}
+    with pytest.raises(ValueError, match="coverages"):
+        recipe_check(cfg, (0.0, 0.5))
+
+
+def test_swap_chance_matches_random_logits():
+    """Against a simulation: random logits per candidate (one per distinct object) pass swap separation at
+    the rate ``swap_chance`` says (the likely bug: counting duplicate swaps as extra candidates)."""
+    from compbook.binding.controlled import swap_chance, swap_separation
+    cfg = ControlledConfig(n_concepts=3, n_values=4)
+    rng = np.random.default_rng(0)
+    scenes = rng.integers(0, 64, (400, 2))
+    sw = swaps(cfg, scenes)
+    hits = []
+    for _ in range(200):
+        per_object = rng.normal(size=64)
+        hits.append(np.nanmean(swap_separation(per_object[sw][None], sw[None], scenes[None])))
+    assert np.mean(hits) == pytest.approx(swap_chance(cfg, scenes), abs=0.01)
+    with pytest.raises(ValueError, match="scenes"):
+        swap_chance(cfg, np.array([[3, 3]]))

@@ -95,6 +95,20 @@ def test_chapter5_claims_pick_the_chosen_judge_and_skip_empty_rows():
         claims.chapter5_claims({"rows": []})
 
 
+def test_chapter5_claim_is_inconclusive_when_a_twin_never_drew_the_concept():
+    # the apple case: the twins score low because their unperturbed renders are not apples at all
+    pb = row(0.9, 0.85, 0.95, concept="apple", network="picbreeder", judge="reference (default)", delta=1.0,
+             n=100, unperturbed=[1, 1])
+    sgd = row(0.05, 0.0, 0.1, concept="apple", network="sgd", judge="reference (default)", delta=1.0, n=100)
+    for twins_drawn, expected in (([3, 3], REPRODUCED), ([1, 3], INCONCLUSIVE), ([0, 3], INCONCLUSIVE)):
+        out = claims.chapter5_claims({"chosen": "reference", "rows": [pb, sgd | {"unperturbed": twins_drawn}]})
+        assert out[0]["verdict"] == expected, f"twins drawn {twins_drawn}: unperturbed renders not checked"
+        assert ("twins" in out[0]["this run"]) == (twins_drawn[0] < 3), "the row must say which side failed"
+    out = claims.chapter5_claims({"chosen": "reference", "rows": [pb, sgd | {"unperturbed": [0, 3]}]},
+                                 require_drawn=False)
+    assert out[0]["verdict"] == REPRODUCED, "require_drawn=False must read the scores alone"
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: claims.verdict(HIGH, LOW, "above"), "paper"),
     (lambda: claims.verdict(HIGH, LOW, rule="loose"), "rule"),

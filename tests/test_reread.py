@@ -30,3 +30,21 @@ def test_merge_needs_every_concept_once_and_the_same_settings():
         reread.merge([part(["apple"]), part(["apple", "skull", "butterfly"])])
     with pytest.raises(ValueError, match="settings"):
         reread.merge([part(["apple"]), part(["skull", "butterfly"], made="other")])
+
+
+def test_unperturbed_counts_ask_each_network_alone():
+    """k of n networks whose own render the judge accepts; a judge that only accepts bright images must
+    accept the bright network and not the dark one (a bug would judge the stack once, or the first image)."""
+    import torch
+
+    class Flat:
+        def __init__(self, v):
+            self.v = v
+
+        def render(self, res):
+            return torch.full((res, res, 3), self.v)
+
+    bright = lambda imgs, concept, reference=None: imgs.mean((1, 2, 3)) > 0.5   # noqa: E731
+    out = reread.unperturbed_counts([Flat(0.9), Flat(0.1), Flat(0.8)], {"bright": bright,
+                                    "ssim (own render, 0.5)": bright}, "skull")
+    assert out == {"bright": [2, 3], "ssim (own render, 0.5)": [3, 3]}

@@ -165,3 +165,21 @@ def test_fit_many_refuses_mixed_dtypes_before_training(target):
 def test_divergence_is_reported_as_the_training_not_the_weights(target):
     with pytest.raises(ValueError, match="training diverged: .* use a smaller lr"):
         train.fit(uniform_cppn(2, 4, "identity"), target, steps=5, lr=1e38, progress=False)
+
+
+def test_keep_best_returns_each_models_lowest_loss_weights(target):
+    """An lr so large that the loss jumps about: ``keep_best`` must hand back, per model, the weights at that
+    model's own lowest logged loss (a common bug: one model's best step applied to all, or the last weights)."""
+    models = [uniform_cppn(3, 8, LAYOUT, seed=s) for s in range(3)]
+    models[1].set_masks(sparse_masks(models[1], seed=1))
+    last = train.fit_many(models, target, steps=40, lr=0.1, progress=False)
+    best = train.fit_many(models, target, steps=40, lr=0.1, progress=False, keep_best=True)
+    np.testing.assert_array_equal(last.losses, best.losses)           # the same training path
+    for b in range(3):
+        lowest = min(last.losses[:, b].min(), train.mse(last.models[b], target))
+        assert train.mse(best.models[b], target) == pytest.approx(lowest, rel=1e-4)
+        assert train.mse(best.models[b], target) <= train.mse(last.models[b], target) + 1e-7
+        assert all(torch.all(w[mk == 0] == 0) for w, mk in zip(best.models[b].weights, best.models[b].masks))
+    assert len({int(np.argmin(last.losses[:, b])) for b in range(3)}) > 1, "test needs different best steps"
+    with pytest.raises(ValueError, match="keep_best"):
+        train.fit_many(models, target, steps=1, progress=False, keep_best="yes")

@@ -60,6 +60,9 @@ class ControlledConfig:
     shared: bool = False         # one transformer reads scenes and queries (query = a one-object sequence)
     scale_init: float = 10.0     # learned inverse temperature: initial value and cap
     scale_max: float = 100.0
+    slot_embed: bool = False     # add a learned embedding of each token's object slot (BERT's segment embedding)
+    slot_scale: float = 1.0      # its init std
+    object_attention: bool = False   # ablation: layer 0's tokens attend only within their own object
 
     def __post_init__(self):
         if self.pool not in ("mean", "last"):
@@ -87,6 +90,8 @@ def default_config(n_values: int = 5) -> ControlledConfig:
 def _encoder_shapes(cfg: ControlledConfig, n_pos: int) -> dict:
     d, h = cfg.d_model, 4 * cfg.d_model
     shapes = {"embed": (cfg.tokens.vocab_size, d), "pos": (n_pos, d), "out": (d, cfg.d_out)}
+    if cfg.slot_embed:
+        shapes["slot"] = (3, d)   # object 1, object 2, the closing eos
     for l in range(cfg.n_layers):
         shapes.update({f"l{l}.qkv": (d, 3 * d), f"l{l}.proj": (d, d), f"l{l}.fc1": (d, h), f"l{l}.b1": (h,),
                        f"l{l}.fc2": (h, d), f"l{l}.b2": (d,)})
@@ -113,6 +118,8 @@ def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
                 p[name] = 0.1 * torch.randn(shape, generator=g)
             elif name.endswith("pos"):
                 p[name] = cfg.pos_scale * torch.randn(shape, generator=g)
+            elif name.endswith("slot"):
+                p[name] = cfg.slot_scale * torch.randn(shape, generator=g)
             else:   # fan-in scaled
                 p[name] = torch.randn(shape, generator=g) / math.sqrt(shape[0])
         p["log_scale"] = torch.tensor(math.log(cfg.scale_init))
@@ -120,24 +127,60 @@ def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
     return {k: torch.stack([p[k] for p in per_model]).requires_grad_(True) for k in per_model[0]}
 
 
+def _weights_of(params: dict, prefix: str, cfg: ControlledConfig) -> dict:
+    prefix = "scene" if cfg.shared else prefix
+    return {k[len(prefix) + 1:]: v for k, v in params.items() if k.startswith(prefix + ".")}
+
+
+def _embed(p: dict, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
+    """Token + position (+ slot) embeddings (M, N, T, d) of tokens (M, N, T)."""
+    M, N, T = tokens.shape
+    x = p["embed"][torch.arange(M)[:, None, None], tokens] + p["pos"][:, None, :T]
+    if cfg.slot_embed:                                                  # token t belongs to object t // (C + 2)
+        x = x + p["slot"][:, None, (torch.arange(T) // (cfg.n_concepts + 2)).clamp(max=2)]
+    return x
+
+
+def _attention_inputs(p: dict, x: torch.Tensor, l: int, cfg: ControlledConfig):
+    """Layer ``l``'s heads ``q, k, v`` (M, N, H, T, d/H) from the residual stream x (M, N, T, d)."""
+    M, N, T, d = x.shape
+    y = F.layer_norm(x, (d,))
+    q, k, v = torch.einsum("mntd,mde->mnte", y, p[f"l{l}.qkv"]).split(d, dim=-1)
+    return (t.reshape(M, N, T, cfg.n_heads, d // cfg.n_heads).transpose(2, 3) for t in (q, k, v))
+
+
+def _block(p: dict, x: torch.Tensor, l: int, keep: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
+    """One pre-LayerNorm block (attention over non-pad keys, then the MLP) on x (M, N, T, d)."""
+    M, N, T, d = x.shape
+    q, k, v = _attention_inputs(p, x, l, cfg)
+    a = F.scaled_dot_product_attention(q, k, v, attn_mask=_attention_mask(keep, l, cfg))
+    x = x + torch.einsum("mntd,mde->mnte", a.transpose(2, 3).reshape(M, N, T, d), p[f"l{l}.proj"])
+    y = F.layer_norm(x, (d,))
+    y = F.gelu(torch.einsum("mntd,mdh->mnth", y, p[f"l{l}.fc1"]) + p[f"l{l}.b1"][:, None, None])
+    return x + torch.einsum("mnth,mhd->mntd", y, p[f"l{l}.fc2"]) + p[f"l{l}.b2"][:, None, None]
+
+
+def _attention_mask(keep: torch.Tensor, l: int, cfg: ControlledConfig) -> torch.Tensor:
+    """Which keys each query may see (M, N, 1, T|1, T): the non-pad ones; with ``object_attention``, at layer 0
+    only those of the query's own object (the closing eos sees every token)."""
+    mask = keep[:, :, None, None, :]
+    if cfg.object_attention and l == 0:
+        T = keep.shape[-1]
+        obj = torch.arange(T) // (cfg.n_concepts + 2)
+        own = (obj[:, None] == obj[None, :]) | (obj[:, None] >= 2)      # (T, T); the eos row sees all
+        mask = mask & own
+    return mask
+
+
 def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
     """Stacked encoder ``prefix`` ("scene"/"query") on tokens (M, N, T) -> unit embeddings (M, N, d_out)."""
-    prefix = "scene" if cfg.shared else prefix
-    p = {k[len(prefix) + 1:]: v for k, v in params.items() if k.startswith(prefix + ".")}
+    p = _weights_of(params, prefix, cfg)
     M, N, T = tokens.shape
     keep = tokens != cfg.tokens.pad                                     # (M, N, T)
-    x = p["embed"][torch.arange(M)[:, None, None], tokens] + p["pos"][:, None, :T]
-    H, d = cfg.n_heads, cfg.d_model
-    attn_mask = keep[:, :, None, None, :]                               # keys only
+    x = _embed(p, tokens, cfg)
+    d = cfg.d_model
     for l in range(cfg.n_layers):
-        y = F.layer_norm(x, (d,))
-        q, k, v = torch.einsum("mntd,mde->mnte", y, p[f"l{l}.qkv"]).split(d, dim=-1)
-        q, k, v = (t.reshape(M, N, T, H, d // H).transpose(2, 3) for t in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-        x = x + torch.einsum("mntd,mde->mnte", a.transpose(2, 3).reshape(M, N, T, d), p[f"l{l}.proj"])
-        y = F.layer_norm(x, (d,))
-        y = F.gelu(torch.einsum("mntd,mdh->mnth", y, p[f"l{l}.fc1"]) + p[f"l{l}.b1"][:, None, None])
-        x = x + torch.einsum("mnth,mhd->mntd", y, p[f"l{l}.fc2"]) + p[f"l{l}.b2"][:, None, None]
+        x = _block(p, x, l, keep, cfg)
     if cfg.pool == "last":
         last = keep.sum(2, keepdim=True).clamp(min=1) - 1                # (M, N, 1)
         pooled = F.layer_norm(x.gather(2, last[..., None].expand(M, N, 1, d))[:, :, 0], (d,))
@@ -145,6 +188,38 @@ def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfi
         w = keep.unsqueeze(-1).to(x.dtype)
         pooled = F.layer_norm((x * w).sum(2) / w.sum(2).clamp(min=1), (d,))
     return F.normalize(torch.einsum("mnd,mde->mne", pooled, p["out"]), dim=-1)
+
+
+@torch.no_grad()
+def scene_attention(params: dict, cfg: ControlledConfig, scenes, layer: int = 0) -> np.ndarray:
+    """The scene encoder's attention weights at ``layer`` (M, H, T, T), averaged over scenes (M, S, 2):
+    row t is where token t looks (chapter 13: by object or by concept?)."""
+    if not 0 <= layer < cfg.n_layers:
+        raise ValueError(f"layer={layer!r}: the model has layers 0..{cfg.n_layers - 1}")
+    p = _weights_of(params, "scene", cfg)
+    tokens = scene_tokens(cfg, scenes)
+    x = _embed(p, tokens, cfg)
+    keep = tokens != cfg.tokens.pad
+    for l in range(layer):
+        x = _block(p, x, l, keep, cfg)
+    q, k, _ = _attention_inputs(p, x, layer, cfg)
+    logits = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    return torch.softmax(logits.masked_fill(~_attention_mask(keep, layer, cfg), -torch.inf), -1).mean(1).numpy()
+
+
+def own_object_attention(attn: np.ndarray, cfg: ControlledConfig) -> np.ndarray:
+    """From :func:`scene_attention` (M, H, T, T): per model and head (M, H), the share of each value token's
+    attention to the *other value tokens* that goes to its own object's (0.5 = blind to objects; 1 = only its
+    own object, what binding by attention needs)."""
+    C = cfg.n_concepts
+    own, other = np.zeros(attn.shape[:2]), np.zeros(attn.shape[:2])
+    for o in (0, 1):
+        vals = [o * (C + 2) + 1 + c for c in range(C)]
+        others = [(1 - o) * (C + 2) + 1 + c for c in range(C)]
+        for t in vals:
+            own += attn[..., t, [u for u in vals if u != t]].sum(-1) / (C - 1)
+            other += attn[..., t, others].sum(-1) / C
+    return own / (own + other)
 
 
 def scene_tokens(cfg: ControlledConfig, scenes) -> torch.Tensor:
@@ -337,3 +412,15 @@ def swap_separation(logits, swapped, scenes) -> np.ndarray:
     has_neg = (~pos).any(-1)
     ok = np.where(pos, logits, np.inf).min(-1) > np.where(pos, -np.inf, logits).max(-1) + TIE
     return np.array([ok[m][has_neg[m]].mean() if has_neg[m].any() else np.nan for m in range(len(scenes))])
+
+
+def swap_chance(cfg: ControlledConfig, scenes) -> float:
+    """What :func:`swap_recognition` scores by chance on scenes (S, 2): the mean over scenes (with a swap
+    that is a third object) of ``2 / (k (k - 1))``, the chance that a random order of the scene's ``k``
+    distinct candidates (the two present objects and their distinct swaps) puts both present objects first."""
+    sw = swaps(cfg, np.asarray(scenes))
+    k = np.array([len(np.unique(row)) for row in sw])
+    k = k[k > 2]
+    if not len(k):
+        raise ValueError("scenes: none has a swap that is a third object")
+    return float(np.mean(2.0 / (k * (k - 1))))

@@ -64,13 +64,49 @@ def sweep_splits(sweep: SweepConfig, n_values: int, n_concepts: int = 3):
     return splits, [s for _, s in rows], [c for c, _ in rows]
 
 
-def test_recognition(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.ndarray:
-    """Unseen-object recognition (M,): test scenes of held-out objects, every object of the space a candidate."""
-    test = [subsample(np.asarray(s.test), n_scenes, s.seed) for s in splits]
-    n = [len(t) for t in test]
-    padded = np.stack([t[np.arange(max(n)) % len(t)] for t in test])
+def needs_binding(space, scenes) -> np.ndarray:
+    """Which two-object scenes (S, 2) test binding (S,) bools: the objects differ in at least two concepts, so
+    some swap of their values is a third object. (One object twice, or two that differ in one concept only,
+    have every swap equal to a present object: a bag-of-concepts model recognises them.)"""
+    scenes = np.asarray(scenes)
+    a, b = space.object_values(scenes[:, 0]), space.object_values(scenes[:, 1])
+    return (a != b).sum(1) >= 2
+
+
+def test_scenes(split, n_scenes: int, space=None) -> np.ndarray:
+    """At most ``n_scenes`` test scenes (S, 2) of a split (held-out objects only; a seeded subsample). With the
+    object ``space`` (our choice, what the sweep reads): only scenes that :func:`needs_binding`; without it,
+    every test scene (the sweep's first number). At coverage 0.9 of |O| = 125, 13 held-out objects, 49 of
+    the 169 ordered pairs need no binding."""
+    rows = np.asarray(split.test)
+    if space is not None:
+        rows = rows[needs_binding(space, rows)]
+        if not len(rows):
+            raise ValueError(f"split (coverage {split.coverage}): no test scene whose objects differ in two "
+                             f"concepts")
+    return subsample(rows, n_scenes, split.seed)
+
+
+def _stack_ragged(rows) -> tuple[np.ndarray, list[int]]:
+    n = [len(t) for t in rows]
+    return np.stack([t[np.arange(max(n)) % len(t)] for t in rows]), n
+
+
+def test_recognition(params, cfg: ControlledConfig, splits, n_scenes: int, binding_only: bool = True) -> np.ndarray:
+    """Unseen-object recognition (M,): :func:`test_scenes` of held-out objects that need binding
+    (``binding_only=False``: every test scene, as the sweep first stored), every object a candidate."""
+    space = cfg.tokens.space if binding_only else None
+    padded, n = _stack_ragged([test_scenes(s, n_scenes, space) for s in splits])
     cands = np.tile(np.arange(cfg.tokens.space.n_objects), (len(splits), 1))
     return object_recognition(params, cfg, padded, cands, n)
+
+
+def test_binding(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.ndarray:
+    """Binding alone on unseen objects (M,): :func:`~compbook.binding.controlled.swap_recognition` on each
+    model's :func:`test_scenes` (present objects against the swaps of their values only)."""
+    return np.array([swap_recognition({k: v[m:m + 1] for k, v in params.items()}, cfg,
+                                      test_scenes(s, n_scenes, cfg.tokens.space)[None])[0]
+                     for m, s in enumerate(splits)])
 
 
 @torch.no_grad()
@@ -99,10 +135,9 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
     """Train, select, test and probe one object-space size; save when ``out_dir``; returns the record."""
     splits, seeds, covs = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
     res = train_controlled(cfg, splits, seeds, progress=progress)
-    acc = test_recognition(res.params, cfg, splits, sweep.test_scenes)
     fits = probe_fits(res.params, cfg, splits, sweep)
     record = {"format": FORMAT, "config": asdict(cfg), "sweep": asdict(sweep), "n_objects": cfg.tokens.space.n_objects,
-              "coverages": covs, "seeds": seeds, "test_recognition": acc.tolist(),
+              "coverages": covs, "seeds": seeds} | test_scores(res.params, cfg, splits, sweep) | {
               "probe_r2": {k: v.tolist() for k, v in fits.items()}, "val_history": res.val.tolist(),
               "best_step": res.best_step.tolist(), "final_loss": res.losses[-1].tolist(),
               "lr_first_last": [float(res.lrs[0]), float(res.lrs[-1]), float(res.lrs.max())],
@@ -141,10 +176,39 @@ def validation_binding(record: dict, n_scenes: int = 128) -> np.ndarray:
     return np.array(out)
 
 
-def coverage_curve(record: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(coverages (n,), mean (n,), std (n,)) of test recognition over seeds, per coverage of a record."""
+def test_scores(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dict:
+    """What the sweep stores about unseen objects: ``test_recognition`` (scenes that need binding, the number
+    the chapter reads), ``test_recognition_all`` (every test scene, the sweep's first number) and
+    ``test_binding`` (swaps only), each (M,) as lists, and the rule named in ``test_scenes_rule``."""
+    return {"test_recognition": test_recognition(params, cfg, splits, sweep.test_scenes).tolist(),
+            "test_recognition_all": test_recognition(params, cfg, splits, sweep.test_scenes, False).tolist(),
+            "test_binding": test_binding(params, cfg, splits, sweep.test_scenes).tolist(),
+            "test_scenes_rule": "held-out objects differing in >= 2 concepts (_all: every held-out pair)"}
+
+
+def rescore(n_values: int, directory=None) -> dict:
+    """Recompute :func:`test_scores` of a saved size from its stored weights and rewrite its JSON (the
+    weights are not touched); returns the record as :func:`load_sweep` gives it."""
+    rec = load_sweep(n_values, directory)
+    cfg = rec["config"]
+    sweep = SweepConfig(**{**rec["sweep"], "coverages": tuple(rec["sweep"]["coverages"]),
+                           "seeds": tuple(rec["sweep"]["seeds"]), "n_values": (cfg.n_values,)})
+    splits, _, _ = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
+    rec.update(test_scores(rec["params"], cfg, splits, sweep))
+    path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}.json"
+    path.write_text(json.dumps({k: asdict(v) if k == "config" else v for k, v in rec.items() if k != "params"},
+                               indent=1))
+    return rec
+
+
+def coverage_curve(record: dict, key: str = "test_recognition") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(coverages (n,), mean (n,), std (n,)) over seeds, per coverage of a record, of one stored per-model
+    score: ``key`` "test_recognition" (default), "test_recognition_all" or "test_binding"."""
+    if key not in record:
+        raise ValueError(f"key={key!r}: not in the record (has {sorted(k for k in record if k.startswith('test'))};"
+                         f" python -m compbook.binding.sweep --rescore adds the test scores)")
     cov = np.asarray(record["coverages"])
-    acc = np.asarray(record["test_recognition"])
+    acc = np.asarray(record[key])
     grid = np.unique(cov)
     return grid, np.array([acc[cov == c].mean() for c in grid]), np.array([acc[cov == c].std() for c in grid])
 
@@ -182,6 +246,24 @@ def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int 
     return rho, float(lo), float(hi)
 
 
+def recipe_check(cfg: ControlledConfig, coverages, seed: int = 0, max_scenes: int = 20000,
+                 n_scenes: int = 256) -> dict:
+    """Train one model per coverage with ``cfg`` (one stack) and read binding on seen and unseen objects:
+    ``{"coverages", "bind_seen"`` (swap-only on train scenes), ``"bind_unseen"`` (:func:`test_binding`),
+    ``"recognition"`` (:func:`test_recognition`), ``"final_loss"``, ``"seconds"}`` (lists, one per coverage).
+    How ``data/binding/recipes.json`` was made (``--recipe-check``): can a recipe bind at all, and does it
+    carry to unseen objects?"""
+    cov = check_coverages(coverages)
+    splits = [coverage_split(cfg.tokens.space.n_objects, c, seed=seed, max_scenes=max_scenes) for c in cov]
+    res = train_controlled(cfg, splits, [seed] * len(cov), progress=False)
+    seen = np.stack([subsample(np.asarray(s.train), n_scenes, seed) for s in splits])
+    return {"coverages": list(cov), "seed": seed, "config": asdict(cfg),
+            "bind_seen": swap_recognition(res.params, cfg, seen).tolist(),
+            "bind_unseen": test_binding(res.params, cfg, splits, n_scenes).tolist(),
+            "recognition": test_recognition(res.params, cfg, splits, n_scenes).tolist(),
+            "final_loss": res.losses[-1].tolist(), "seconds": round(res.seconds, 1)}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Train the coverage sweep of controlled models (chapter 13).")
     ap.add_argument("--out", default=str(data_dir() / "binding"))
@@ -189,9 +271,34 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
                          "wait for each other at every small op; see benchmarks/bench_controlled.py)")
+    ap.add_argument("--rescore", action="store_true",
+                    help="recompute the unseen-object scores of the saved sizes from their weights (no training)")
+    ap.add_argument("--recipe-check", metavar="NAME=JSON", default=None,
+                    help='train one model per --coverages with ControlledConfig(**JSON) for each of --sizes and '
+                         'append binding on seen / unseen objects to OUT/recipes.json, e.g. '
+                         '\'big={"n_layers": 2, "d_model": 64, "batch": 64, "lr": 0.002, "steps": 3000}\'')
+    ap.add_argument("--coverages", type=float, nargs="*", default=[0.2, 0.5, 0.9])
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     sweep = default_sweep()
+    if args.recipe_check:
+        name, overrides = args.recipe_check.split("=", 1)
+        path = Path(args.out) / "recipes.json"
+        for v in args.sizes or sweep.n_values:
+            out = recipe_check(ControlledConfig(n_values=v, **json.loads(overrides)), args.coverages)
+            done = json.loads(path.read_text()) if path.exists() else []
+            done.append({"name": name, "n_objects": v ** 3} | out)
+            path.write_text(json.dumps(done, indent=1))
+            print(name, f"|O|={v ** 3}:", {k: np.round(out[k], 2).tolist() for k in
+                                           ("bind_seen", "bind_unseen", "recognition")}, out["seconds"], "s")
+        return
+    if args.rescore:
+        for v in args.sizes or sweep.n_values:
+            rec = rescore(v, args.out)
+            print(f"|O|={rec['n_objects']}:", " ".join(f"{c:.1f}:{a:.2f}/{b:.2f}" for c, a, b in
+                                                     zip(rec["coverages"], rec["test_recognition"],
+                                                         rec["test_binding"])))
+        return
     for v in args.sizes or sweep.n_values:
         cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
         rec = run_size(sweep, cfg, args.out)
