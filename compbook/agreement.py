@@ -123,6 +123,46 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     return out
 
 
+def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
+             thresholds: dict) -> dict:
+    """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render, 0.5) on
+    a new labelled batch that took no part in the choice: metric rows for all items and per network kind."""
+    keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
+    items_l, human = labelled(items, answers)
+    imgs = images[keep]
+    kinds = np.array([it["kind"] for it in items_l])
+    verdicts = {k: judge_scores(k, imgs, items_l) >= t for k, t in thresholds.items()}
+    verdicts["ssim (own render, 0.5)"] = judge_scores("ssim", imgs, items_l) >= 0.5
+    return {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
+            "thresholds": dict(thresholds),
+            "tables": {k: [{"network": kind} | metrics(human[(kinds == kind) if kind != "all" else slice(None)],
+                                                        v[(kinds == kind) if kind != "all" else slice(None)])
+                           for kind in ("all", "picbreeder", "sgd")] for k, v in verdicts.items()}}
+
+
+def main_validate(key_name: str = "human_key_batch2.json") -> int:
+    """:func:`validate` on a later labelled batch (its key in ``data/judge_cache/``) with the thresholds of
+    ``data/semantic/choice.json``; writes ``data/semantic/validation_<batch>.json``."""
+    from . import labelling, semantic
+    from .paths import data_dir
+    torch.set_num_threads(1)
+    key = json.loads((data_dir() / "judge_cache" / key_name).read_text())["items"]
+    answers = labelling.answers_for(key)
+    have = [j for j, a in enumerate(answers) if a is not None]
+    key, answers = [key[j] for j in have], [answers[j] for j in have]
+    choice = json.loads(semantic.choice_path().read_text())
+    result = validate(key, answers, labelling.render_items(key), choice["thresholds"])
+    result["key"] = key_name
+    out = semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
+    out.write_text(json.dumps(result, indent=1))
+    for name, rows in result["tables"].items():
+        for r in rows:
+            print(f"{name:24s} {r['network']:10s} n={r['n']:3d} agree {r['agreement']:.3f} "
+                  f"bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
+    print(f"wrote {out}")
+    return 0
+
+
 def main_choose() -> int:
     """Load the key and the human verdicts, run :func:`choose`, write ``data/semantic/choice.json``."""
     from . import labelling, semantic

@@ -111,6 +111,16 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
     return out
 
 
+def without_questions(items: Sequence[dict], asked: Sequence[dict], start: int) -> list[dict]:
+    """``items`` minus those whose (concept, question) an earlier batch ``asked`` (a verdict is stored once per
+    question), renumbered from ``start`` in the same shuffled order."""
+    seen = {(it["concept"], judges.canonical_json(it["question"])) for it in asked}
+    out = [dict(it) for it in items if (it["concept"], judges.canonical_json(it["question"])) not in seen]
+    for n, it in enumerate(out, start):
+        it["item"] = n
+    return out
+
+
 def _question(model_hash: str, weight, delta: float) -> dict:
     """The question dict of one item: as :func:`compbook.emc2.questions_for` (``weight: None`` = unperturbed)."""
     return {"model": model_hash, "weight": None if weight is None else [int(x) for x in weight],
@@ -348,6 +358,10 @@ def main(argv=None) -> int:
     s.add_argument("--per-picbreeder", type=int, default=22)
     s.add_argument("--per-sgd", type=int, default=8)
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--start", type=int, default=None,
+                   help="first item number (default 1000, 2000, 3000 for skull, butterfly, apple)")
+    s.add_argument("--exclude-key", nargs="*", default=[],
+                   help="keys of earlier batches: their questions are not asked again")
     r = sub.add_parser("relabel", help="sheets of a shuffled fraction of labelled items, renumbered")
     r.add_argument("--key", nargs="+", required=True)
     r.add_argument("--out-key", required=True)
@@ -360,9 +374,10 @@ def main(argv=None) -> int:
     t.add_argument("--labels", nargs="+", required=True)
     args = p.parse_args(argv)
     if args.command == "sheets":
-        start = 1000 * (twins.TARGETS.index(args.concept) + 1)
+        start = 1000 * (twins.TARGETS.index(args.concept) + 1) if args.start is None else args.start
         items = plan_items(networks([args.concept]), tuple(args.deltas), args.per_picbreeder, args.per_sgd,
                            args.seed + start, start)
+        items = without_questions(items, [it for k in args.exclude_key for it in _read_key(k)], start)
         _write_key(args.key, items, f"key of {args.concept} items (seed {args.seed})")
         sheets = write_sheets(items, render_items(items), args.out)
         print(f"{len(items)} items, {len(sheets)} sheets in {args.out}; key {args.key}")

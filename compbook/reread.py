@@ -23,6 +23,10 @@ from . import checkpoints, judges, labelling, picbreeder, semantic, twins
 from .panel import panel_verdicts, score_row
 
 
+#: the labelled batches (``data/judge_cache/``): the first (earlier twins) and the second (current twins)
+HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
+
+
 def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
     return score_row(verdicts, concept=concept, network=kind, judge=judge_name, delta=delta) | (extra or {})
 
@@ -63,10 +67,24 @@ def unperturbed_counts(models: Sequence, judge_map: dict, concept: str) -> dict[
             for name, j in judge_map.items()}
 
 
-def human_scores(key: Sequence[dict], answers: Sequence[str | None]) -> list[dict]:
+EARLIER = "earlier twins: human (book authors)"
+
+
+def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=None) -> list[dict]:
     """Rows of the human verdicts per concept, network kind and delta (perturbed items only); "can't tell"
     counts as no (as stored); ``cant_tell`` says how many; ``unperturbed`` ``[k, n]``: of the networks' own
-    unperturbed renders labelled, how many the labeller called the concept."""
+    unperturbed renders labelled, how many the labeller called the concept.
+
+    ``current`` (the ``source`` names of the twins scored now): the rows named "human (book authors)" then hold
+    only those twins' SGD items, and rows named :data:`EARLIER` the other twins' (the Picbreeder rows, every
+    batch, appear under both names); None: one set of rows over every item."""
+    if current is not None:
+        current = set(current)
+        now = [it["kind"] == "picbreeder" or it["source"] in current for it in key]
+        before = [it["kind"] == "picbreeder" or it["source"] not in current for it in key]
+        pick = lambda keep: ([it for it, k in zip(key, keep) if k], [a for a, k in zip(answers, keep) if k])  # noqa
+        rows = human_scores(*pick(now))
+        return rows + [r | {"judge": EARLIER} for r in human_scores(*pick(before))]
     rows = []
     for c in twins.TARGETS:
         for kind in ("picbreeder", "sgd"):
@@ -133,8 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     judge_map["ssim (own render, 0.5)"] = judges.SSIMJudge(0.5)
     concepts = args.concepts or list(twins.TARGETS)
     rows = machine_scores(judge_map, tuple(args.deltas), args.sample, args.pb_sample, concepts=concepts)
-    key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
-    human = human_scores(key, labelling.answers_for(key))
+    key = [it for f in HUMAN_KEYS for it in json.loads((data_dir() / "judge_cache" / f).read_text())["items"]]
+    current = {n.source for n in labelling.networks() if n.kind == "sgd"}
+    human = human_scores(key, labelling.answers_for(key), current)
     out = {"made_by": _made_by(args), "seconds": round(time.perf_counter() - t0, 1),
            "twins": {c: [checkpoints.content_hash(m) for m in twins.load_twins(c)] for c in concepts},
            "chosen": choice["chosen"], "rows": rows + human}

@@ -333,7 +333,8 @@ def default_judge():
 
 # -- command line ----------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m compbook.semantic train`` (the CNN's weights) or ``choose`` (see :mod:`compbook.agreement`)."""
+    """``python -m compbook.semantic train`` (the CNN's weights), ``choose`` or ``validate`` (see
+    :mod:`compbook.agreement`)."""
     p = argparse.ArgumentParser(prog="python -m compbook.semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -342,10 +343,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=1)
     sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
+    v = sub.add_parser("validate", help="the chosen thresholds on a later labelled batch (not in the choice)")
+    v.add_argument("--key", default="human_key_batch2.json", help="its key, in data/judge_cache/")
     args = p.parse_args(argv)
     if args.command == "choose":
         from . import agreement
         return agreement.main_choose()
+    if args.command == "validate":
+        from . import agreement
+        return agreement.main_validate(args.key)
     from safetensors.torch import save_file
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()

@@ -47,3 +47,25 @@ def test_self_agreement_counts_pairs_by_original_item():
     s = agreement.self_agreement(relabel, {5: "y", 7: "n", 9: "?"}, {9001: "y", 9002: "y", 9003: "?"})
     assert s["n"] == 3 and s["exact"] == pytest.approx(2 / 3) and s["n_yes_no_both"] == 2
     assert s["agreement_yes_no"] == pytest.approx(0.5)
+
+
+def test_validate_reads_a_new_batch_at_fixed_thresholds():
+    """A batch the choice never saw: the Picbreeder skull itself (labelled yes) and blank images (no). The
+    reference judge at its fixed threshold and SSIM to the own render must both agree with every verdict;
+    "can't tell" is left out and counted."""
+    import torch
+
+    from compbook import labelling, picbreeder
+    from compbook.agreement import validate
+    skull = picbreeder.render(picbreeder.load_genome("skull", download=False), labelling.RES)
+    skull = torch.as_tensor(skull, dtype=torch.float32)
+    blank = torch.zeros_like(skull)
+    item = lambda kind: {"concept": "skull", "kind": kind, "source": "picbreeder:skull"}   # noqa: E731
+    items = [item("picbreeder"), item("sgd"), item("sgd"), item("picbreeder")]
+    out = validate(items, ["yes", "no", "no", "can't tell"], torch.stack([skull, blank, blank, blank]),
+                   {"reference": 0.625})
+    assert out["n_labelled"] == 3 and out["n_cant_tell"] == 1
+    for name in ("reference", "ssim (own render, 0.5)"):
+        rows = {r["network"]: r for r in out["tables"][name]}
+        assert rows["all"]["n"] == 3 and rows["all"]["agreement"] == 1.0, name
+        assert rows["sgd"]["n"] == 2 and rows["picbreeder"]["n"] == 1

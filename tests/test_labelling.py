@@ -96,3 +96,14 @@ def test_relabel_items_are_renumbered_and_point_back(nets):
     by = {it["item"]: it for it in items}
     assert all(by[a["of"]]["question"] == a["question"] for a in again)
     assert [a["item"] for a in again] == list(range(9001, 9001 + len(again)))
+
+
+def test_without_questions_drops_asked_ones_and_renumbers():
+    from compbook.labelling import without_questions
+    q = lambda w: {"model": "m", "weight": w, "delta": 0.5, "policy": "plus", "res": 64}   # noqa: E731
+    items = [{"concept": "skull", "question": q([0, 0, i]), "item": 10 + i} for i in range(4)]
+    asked = [{"concept": "skull", "question": q([0, 0, 1])}, {"concept": "apple", "question": q([0, 0, 2])}]
+    out = without_questions(items, asked, 500)
+    assert [it["question"]["weight"][2] for it in out] == [0, 2, 3], "same question of another concept kept"
+    assert [it["item"] for it in out] == [500, 501, 502]
+    assert items[0]["item"] == 10, "the input must not be renumbered in place"

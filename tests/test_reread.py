@@ -48,3 +48,19 @@ def test_unperturbed_counts_ask_each_network_alone():
     out = reread.unperturbed_counts([Flat(0.9), Flat(0.1), Flat(0.8)], {"bright": bright,
                                     "ssim (own render, 0.5)": bright}, "skull")
     assert out == {"bright": [2, 3], "ssim (own render, 0.5)": [3, 3]}
+
+
+def test_human_scores_split_current_and_earlier_twins():
+    """SGD items of twins not scored now must not be pooled with the current twins' (the likely bug: one row
+    over two different sets of networks); Picbreeder items count under both names."""
+    q = lambda w: {"model": "m", "weight": w, "delta": 0.5, "policy": "plus", "res": 64}   # noqa: E731
+    key = [{"concept": "skull", "kind": "sgd", "source": "emc2/new", "question": q([0, 0, 0])},
+           {"concept": "skull", "kind": "sgd", "source": "emc2/old", "question": q([0, 0, 1])},
+           {"concept": "skull", "kind": "sgd", "source": "emc2/old", "question": q([0, 0, 2])},
+           {"concept": "skull", "kind": "picbreeder", "source": "picbreeder:skull", "question": q([0, 1, 0])}]
+    rows = reread.human_scores(key, ["yes", "no", "no", "yes"], current={"emc2/new"})
+    get = lambda judge, net: [r for r in rows if r["judge"] == judge and r["network"] == net  # noqa: E731
+                              and r["concept"] == "skull" and r["delta"] == 0.5][0]
+    assert (get("human (book authors)", "sgd")["k"], get("human (book authors)", "sgd")["n"]) == (1, 1)
+    assert (get(reread.EARLIER, "sgd")["k"], get(reread.EARLIER, "sgd")["n"]) == (0, 2)
+    assert get("human (book authors)", "picbreeder")["n"] == get(reread.EARLIER, "picbreeder")["n"] == 1
