@@ -123,6 +123,16 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     return out
 
 
+def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
+    """The items of a key in ``data/judge_cache/`` that have a stored human answer, and those answers."""
+    from . import labelling
+    from .paths import data_dir
+    key = json.loads((data_dir() / "judge_cache" / key_name).read_text())["items"]
+    answers = labelling.answers_for(key)
+    have = [j for j, a in enumerate(answers) if a is not None]
+    return [key[j] for j in have], [answers[j] for j in have]
+
+
 def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
              thresholds: dict) -> dict:
     """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render, 0.5) on
@@ -144,43 +154,36 @@ def main_validate(key_name: str = "human_key_batch2.json") -> int:
     """:func:`validate` on a later labelled batch (its key in ``data/judge_cache/``) with the thresholds of
     ``data/semantic/choice.json``; writes ``data/semantic/validation_<batch>.json``."""
     from . import labelling, semantic
-    from .paths import data_dir
     torch.set_num_threads(1)
-    key = json.loads((data_dir() / "judge_cache" / key_name).read_text())["items"]
-    answers = labelling.answers_for(key)
-    have = [j for j, a in enumerate(answers) if a is not None]
-    key, answers = [key[j] for j in have], [answers[j] for j in have]
+    key, answers = answered_items(key_name)
     choice = json.loads(semantic.choice_path().read_text())
     result = validate(key, answers, labelling.render_items(key), choice["thresholds"])
     result["key"] = key_name
     out = semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
     out.write_text(json.dumps(result, indent=1))
-    for name, rows in result["tables"].items():
-        for r in rows:
-            print(f"{name:24s} {r['network']:10s} n={r['n']:3d} agree {r['agreement']:.3f} "
-                  f"bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
+    _print_tables(result["tables"])
     print(f"wrote {out}")
     return 0
+
+
+def _print_tables(tables: dict) -> None:
+    for name, rows in tables.items():
+        for r in rows:
+            print(f"{name:24s} {r.get('split', ''):8s} {r['network']:10s} n={r['n']:3d} agree "
+                  f"{r['agreement']:.3f} bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
 
 
 def main_choose() -> int:
     """Load the key and the human verdicts, run :func:`choose`, write ``data/semantic/choice.json``."""
     from . import labelling, semantic
-    from .paths import data_dir
     torch.set_num_threads(1)
-    key = json.loads((data_dir() / "judge_cache" / "human_key.json").read_text())["items"]
-    answers = labelling.answers_for(key)
-    have = [j for j, a in enumerate(answers) if a is not None]
-    key, answers = [key[j] for j in have], [answers[j] for j in have]
+    key, answers = answered_items("human_key.json")
     images = labelling.render_items(key)
     result = choose(key, answers, images)
     path = semantic.choice_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
-    for name, rows in result["tables"].items():
-        for r in rows:
-            print(f"{name:24s} {r['split']:8s} {r['network']:10s} n={r['n']:3d} agree {r['agreement']:.3f} "
-                  f"bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
+    _print_tables(result["tables"])
     print(f"thresholds {result['thresholds']}; chosen: {result['chosen']}")
     return 0
 

@@ -207,7 +207,7 @@ def test_scene_attention_matches_the_encoders_own_attention():
     scenes = np.array([[[0, 4]], [[8, 2]]])
     p = _weights_of(params, "scene", cfg)
     with torch.no_grad():
-        x = _embed(p, scene_tokens(cfg, scenes), cfg)
+        x = _embed(p, scene_tokens(cfg, scenes))
         q, k, v = _attention_inputs(p, x, 0, cfg)
         fused = F.scaled_dot_product_attention(q, k, v)[:, 0]          # (M, H, T, dh)
     w = torch.as_tensor(scene_attention(params, cfg, scenes, layer=0))

@@ -60,8 +60,6 @@ class ControlledConfig:
     shared: bool = False         # one transformer reads scenes and queries (query = a one-object sequence)
     scale_init: float = 10.0     # learned inverse temperature: initial value and cap
     scale_max: float = 100.0
-    slot_embed: bool = False     # add a learned embedding of each token's object slot (BERT's segment embedding)
-    slot_scale: float = 1.0      # its init std
     object_attention: bool = False   # ablation: layer 0's tokens attend only within their own object
 
     def __post_init__(self):
@@ -90,8 +88,6 @@ def default_config(n_values: int = 5) -> ControlledConfig:
 def _encoder_shapes(cfg: ControlledConfig, n_pos: int) -> dict:
     d, h = cfg.d_model, 4 * cfg.d_model
     shapes = {"embed": (cfg.tokens.vocab_size, d), "pos": (n_pos, d), "out": (d, cfg.d_out)}
-    if cfg.slot_embed:
-        shapes["slot"] = (3, d)   # object 1, object 2, the closing eos
     for l in range(cfg.n_layers):
         shapes.update({f"l{l}.qkv": (d, 3 * d), f"l{l}.proj": (d, d), f"l{l}.fc1": (d, h), f"l{l}.b1": (h,),
                        f"l{l}.fc2": (h, d), f"l{l}.b2": (d,)})
@@ -118,8 +114,6 @@ def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
                 p[name] = 0.1 * torch.randn(shape, generator=g)
             elif name.endswith("pos"):
                 p[name] = cfg.pos_scale * torch.randn(shape, generator=g)
-            elif name.endswith("slot"):
-                p[name] = cfg.slot_scale * torch.randn(shape, generator=g)
             else:   # fan-in scaled
                 p[name] = torch.randn(shape, generator=g) / math.sqrt(shape[0])
         p["log_scale"] = torch.tensor(math.log(cfg.scale_init))
@@ -132,13 +126,10 @@ def _weights_of(params: dict, prefix: str, cfg: ControlledConfig) -> dict:
     return {k[len(prefix) + 1:]: v for k, v in params.items() if k.startswith(prefix + ".")}
 
 
-def _embed(p: dict, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
-    """Token + position (+ slot) embeddings (M, N, T, d) of tokens (M, N, T)."""
+def _embed(p: dict, tokens: torch.Tensor) -> torch.Tensor:
+    """Token + position embeddings (M, N, T, d) of tokens (M, N, T)."""
     M, N, T = tokens.shape
-    x = p["embed"][torch.arange(M)[:, None, None], tokens] + p["pos"][:, None, :T]
-    if cfg.slot_embed:                                                  # token t belongs to object t // (C + 2)
-        x = x + p["slot"][:, None, (torch.arange(T) // (cfg.n_concepts + 2)).clamp(max=2)]
-    return x
+    return p["embed"][torch.arange(M)[:, None, None], tokens] + p["pos"][:, None, :T]
 
 
 def _attention_inputs(p: dict, x: torch.Tensor, l: int, cfg: ControlledConfig):
@@ -177,7 +168,7 @@ def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfi
     p = _weights_of(params, prefix, cfg)
     M, N, T = tokens.shape
     keep = tokens != cfg.tokens.pad                                     # (M, N, T)
-    x = _embed(p, tokens, cfg)
+    x = _embed(p, tokens)
     d = cfg.d_model
     for l in range(cfg.n_layers):
         x = _block(p, x, l, keep, cfg)
@@ -198,7 +189,7 @@ def scene_attention(params: dict, cfg: ControlledConfig, scenes, layer: int = 0)
         raise ValueError(f"layer={layer!r}: the model has layers 0..{cfg.n_layers - 1}")
     p = _weights_of(params, "scene", cfg)
     tokens = scene_tokens(cfg, scenes)
-    x = _embed(p, tokens, cfg)
+    x = _embed(p, tokens)
     keep = tokens != cfg.tokens.pad
     for l in range(layer):
         x = _block(p, x, l, keep, cfg)
