@@ -86,15 +86,21 @@ def best_threshold(scores: np.ndarray, human: np.ndarray, grid: Sequence[float])
     return float(grid[int(np.nanargmax(ba))])
 
 
+def kind_rows(items, human, verdicts, mask=None) -> list[dict]:
+    """Metrics rows over the ``mask``ed items (default all): all network kinds together, then each kind."""
+    kinds = np.array([it["kind"] for it in items])
+    mask = np.ones(len(kinds), dtype=bool) if mask is None else mask
+    rows = []
+    for kind in ("all", "picbreeder", "sgd"):
+        m = mask & ((kinds == kind) if kind != "all" else True)
+        rows.append({"network": kind} | metrics(human[m], verdicts[m]))
+    return rows
+
+
 def table(items, human, verdicts, held) -> list[dict]:
     """Metrics rows: all items and per network kind, on the held-out half and on everything."""
-    rows = []
-    kinds = np.array([it["kind"] for it in items])
-    for part, mask in (("held-out", held), ("all", np.ones_like(held))):
-        for kind in ("all", "picbreeder", "sgd"):
-            m = mask & ((kinds == kind) if kind != "all" else True)
-            rows.append({"split": part, "network": kind} | metrics(human[m], verdicts[m]))
-    return rows
+    return [{"split": part} | r for part, mask in (("held-out", held), ("all", np.ones_like(held)))
+            for r in kind_rows(items, human, verdicts, mask)]
 
 
 def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
@@ -140,14 +146,11 @@ def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
-    kinds = np.array([it["kind"] for it in items_l])
     verdicts = {k: judge_scores(k, imgs, items_l) >= t for k, t in thresholds.items()}
     verdicts["ssim (own render, 0.5)"] = judge_scores("ssim", imgs, items_l) >= 0.5
     return {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
             "thresholds": dict(thresholds),
-            "tables": {k: [{"network": kind} | metrics(human[(kinds == kind) if kind != "all" else slice(None)],
-                                                        v[(kinds == kind) if kind != "all" else slice(None)])
-                           for kind in ("all", "picbreeder", "sgd")] for k, v in verdicts.items()}}
+            "tables": {k: kind_rows(items_l, human, v) for k, v in verdicts.items()}}
 
 
 def main_validate(key_name: str = "human_key_batch2.json") -> int:

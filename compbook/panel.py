@@ -105,12 +105,18 @@ def groups_from_counts(k_n) -> list[np.ndarray]:
 
 
 @torch.no_grad()
-def unperturbed(models: Sequence, judge_map: dict, concept: str, res: int = SCORE_RES) -> dict[str, float]:
-    """The fraction of ``models`` whose own unperturbed render each judge accepts (SSIM: 1 by definition):
-    a score means little when the network did not draw the concept in the first place."""
+def unperturbed_counts(models: Sequence, judge_map: dict, concept: str, res: int = SCORE_RES) -> dict[str, list[int]]:
+    """Per judge ``[k, n]``: how many of the ``n`` models' own unperturbed renders it accepts as ``concept``,
+    each render judged alone with itself as the reference (so SSIM to the own render accepts every one): a
+    score means little when the network did not draw the concept in the first place."""
     imgs = torch.stack([m.render(res).float() for m in models]).clamp(0, 1)
-    return {k: float(j(imgs, concept, reference=imgs[0]).float().mean()) if k != SSIM else 1.0
+    return {k: [sum(bool(j(img[None], concept, reference=img)[0]) for img in imgs), len(imgs)]
             for k, j in judge_map.items()}
+
+
+def unperturbed(models: Sequence, judge_map: dict, concept: str, res: int = SCORE_RES) -> dict[str, float]:
+    """The fraction of ``models`` each judge accepts unperturbed (:func:`unperturbed_counts`)."""
+    return {k: kk / n for k, (kk, n) in unperturbed_counts(models, judge_map, concept, res).items()}
 
 
 def bootstrap_ci(groups: Sequence, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:

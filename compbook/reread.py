@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import checkpoints, judges, labelling, picbreeder, semantic, twins
+from . import checkpoints, judges, labelling, panel, picbreeder, semantic, twins
 from .panel import panel_verdicts, score_row
 
 
@@ -37,12 +37,12 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
     (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
     (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept
     alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``).
-    ``unperturbed`` is ``[k, n]`` of :func:`unperturbed_counts` for the row's networks."""
+    ``unperturbed`` is ``[k, n]`` of :func:`compbook.panel.unperturbed_counts` for the row's networks."""
     rows = []
     for c in concepts:
         nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
         nets += [("sgd", m, sample) for m in twins.load_twins(c)]
-        base = {kind: unperturbed_counts([m for k, m, _ in nets if k == kind], judge_map, c)
+        base = {kind: panel.unperturbed_counts([m for k, m, _ in nets if k == kind], judge_map, c)
                 for kind in ("picbreeder", "sgd")}
         for d in deltas:
             rec = {kind: [] for kind in ("picbreeder", "sgd")}
@@ -54,17 +54,6 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
                     extra = {"per_seed": [round(float(x[name].mean()), 4) for x in recs]} if kind == "sgd" else {}
                     rows.append(_row(c, kind, name, d, v, extra | {"unperturbed": base[kind][name]}))
     return rows
-
-
-@torch.no_grad()
-def unperturbed_counts(models: Sequence, judge_map: dict, concept: str) -> dict[str, list[int]]:
-    """Per judge, ``[k, n]``: how many of the ``n`` networks' own unperturbed renders it accepts as ``concept``
-    (a judge comparing with the network's own render, SSIM, accepts every one by construction)."""
-    from .panel import SCORE_RES
-    imgs = torch.stack([m.render(SCORE_RES).float() for m in models]).clamp(0, 1)
-    return {name: [len(models) if name.startswith("ssim") else
-                   int(sum(bool(j(img[None], concept, reference=img)[0]) for img in imgs)), len(models)]
-            for name, j in judge_map.items()}
 
 
 EARLIER = "earlier twins: human (book authors)"

@@ -162,13 +162,19 @@ def load_sweep(n_values: int, directory=None) -> dict:
     return record
 
 
+def record_splits(record: dict) -> tuple[SweepConfig, list]:
+    """The sweep config of a saved size (:func:`load_sweep`) and its splits, rebuilt as training built them."""
+    cfg = record["config"]
+    sweep = SweepConfig(**{**record["sweep"], "coverages": tuple(record["sweep"]["coverages"]),
+                           "seeds": tuple(record["sweep"]["seeds"]), "n_values": (cfg.n_values,)})
+    return sweep, sweep_splits(sweep, cfg.n_values, cfg.n_concepts)[0]
+
+
 def validation_binding(record: dict, n_scenes: int = 128) -> np.ndarray:
     """Binding on train objects (M,): :func:`~compbook.binding.controlled.swap_recognition` of each saved model
     on ``n_scenes`` of its validation scenes (train objects, pairs not trained on; never the test split)."""
     cfg = record["config"]
-    sweep = SweepConfig(**{**record["sweep"], "coverages": tuple(record["sweep"]["coverages"]),
-                           "seeds": tuple(record["sweep"]["seeds"]), "n_values": (cfg.n_values,)})
-    splits, _, _ = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
+    splits = record_splits(record)[1]
     out = []
     for m, s in enumerate(splits):
         one = {k: v[m:m + 1] for k, v in record["params"].items()}
@@ -190,11 +196,8 @@ def rescore(n_values: int, directory=None) -> dict:
     """Recompute :func:`test_scores` of a saved size from its stored weights and rewrite its JSON (the
     weights are not touched); returns the record as :func:`load_sweep` gives it."""
     rec = load_sweep(n_values, directory)
-    cfg = rec["config"]
-    sweep = SweepConfig(**{**rec["sweep"], "coverages": tuple(rec["sweep"]["coverages"]),
-                           "seeds": tuple(rec["sweep"]["seeds"]), "n_values": (cfg.n_values,)})
-    splits, _, _ = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
-    rec.update(test_scores(rec["params"], cfg, splits, sweep))
+    sweep, splits = record_splits(rec)
+    rec.update(test_scores(rec["params"], rec["config"], splits, sweep))
     path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}.json"
     path.write_text(json.dumps({k: asdict(v) if k == "config" else v for k, v in rec.items() if k != "params"},
                                indent=1))
