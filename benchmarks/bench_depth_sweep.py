@@ -13,9 +13,9 @@ import time
 import numpy as np
 import torch
 
-from compbook import picbreeder, train
-from compbook.cppn import uniform_cppn
-from compbook.depth import mixed_layout
+from compbook.cppn import picbreeder, train
+from compbook.cppn.network import uniform_cppn
+from compbook.cppn.depth import mixed_layout
 
 
 def main(argv=None) -> None:

@@ -1,4 +1,4 @@
-"""Time EMC2-Bench's two engines side by side: the naive loop vs the fast engine (compbook.emc2).
+"""Time EMC2-Bench's two engines side by side: the naive loop vs the fast engine (compbook.cppn.emc2).
 
     python benchmarks/bench_emc2.py [--res 64] [--threads 1] [--naive-renders 600] [--repeats 3] [--all]
 
@@ -32,9 +32,9 @@ import time
 import numpy as np
 import torch
 
-from compbook import emc2
-from compbook.cppn import CPPN, uniform_cppn
-from compbook.picbreeder import layerize, load_genome
+from compbook.cppn import emc2
+from compbook.cppn.network import CPPN, uniform_cppn
+from compbook.cppn.picbreeder import layerize, load_genome
 
 
 def layer_costs(model: CPPN, n_pixels: int) -> list[int]:

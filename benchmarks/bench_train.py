@@ -20,8 +20,8 @@ import time
 
 import torch
 
-from compbook import picbreeder, train
-from compbook.cppn import uniform_cppn
+from compbook.cppn import picbreeder, train
+from compbook.cppn.network import uniform_cppn
 
 SKULL_ARCH = {"cache": 15, "gaussian": 4, "identity": 2, "sin": 1}
 FER_JAX_SECONDS = {64: 0.007, 256: 0.16}

@@ -1,4 +1,4 @@
-"""Seconds per training step of the SGD twins (``compbook.twins``), per target: plain autograd against the
+"""Seconds per training step of the SGD twins (``compbook.cppn.twins``), per target: plain autograd against the
 trainer's hand-written pass (the fast path), 3 seeds batched, at 64x64 and 1 thread, with each step's FLOPs.
 
 Why the apple's step is slower than the skull's: its dense twin (33 hidden layers, up to 29 neurons) does about
@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from compbook import picbreeder, train
-from compbook.cppn import CPPN
+from compbook.cppn import picbreeder, train
+from compbook.cppn.network import CPPN
 
 TARGETS = ("skull", "butterfly", "apple")
 

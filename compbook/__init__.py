@@ -1,7 +1,20 @@
 """compbook: the helper package of the compbook teaching book.
 
-Chapters import small, well-named functions from its modules (``compbook.cppn``, ``compbook.picbreeder``,
-``compbook.train``, ...). Importing it has no side effects.
+* shared pieces (top level): :mod:`~compbook.config` (CPU / full mode), :mod:`~compbook.paths`,
+  :mod:`~compbook.checks` (argument checks), :mod:`~compbook.stats` (intervals and their formatting),
+  :mod:`~compbook.checkpoints` (safetensors + JSON for every part), :mod:`~compbook.images`,
+  :mod:`~compbook.plots`, :mod:`~compbook.sliders`, :mod:`~compbook.scenes` (scenes of Parts B and C);
+* Part A, chapters 1-9b: :mod:`compbook.cppn` (CPPNs, training, EMC2-Bench and its judges, claims);
+* Part B, chapters 10-13: :mod:`compbook.binding` (how embedding models bind concepts);
+* Part C, chapters 14-16: :mod:`compbook.sae` (sparse autoencoders, vanilla and S2AE).
+
+Each part's command lines: ``python -m compbook.cppn|binding|sae <command>``. Importing the package loads no
+submodule; it only lets the old Part A paths (``compbook.judges``, ``python -m compbook.twins``) work for one
+release (:mod:`compbook._compat`).
 """
 
-__version__ = "0.1.0"
+from . import _compat
+
+__version__ = "0.2.0"
+
+_compat.install()

@@ -1,7 +1,13 @@
-"""Save and load CPPNs: weights and masks in safetensors, the architecture in JSON (no pickles).
+"""One checkpoint format for every part of the book: tensors in safetensors, everything else in JSON (no pickles).
 
-A checkpoint is two files, ``NAME.safetensors`` and ``NAME.json``. :func:`content_hash` identifies a network by
-its architecture and exact weights, so caches (e.g. judge verdicts) can be keyed by what a network *is*.
+A checkpoint is two files, ``NAME.safetensors`` and ``NAME.json``. The JSON sidecar holds a ``format`` string
+naming what the tensors are (``"compbook-cppn/1"``, ``"compbook-topk-sae/1"``, ...), the caller's header (a config,
+metadata) and ``tensor_digest``, a SHA-256 of every tensor's name, dtype, shape and bytes: a truncated or edited
+file is refused on load, never served. Writes go to temporary names in the same folder, then are renamed, so a
+failure leaves no half-written checkpoint behind.
+
+Used by :mod:`compbook.cppn.store` (CPPNs), :mod:`compbook.binding` (dual encoders, controlled models) and
+:mod:`compbook.sae` (SAEs, the tiny VLM).
 """
 
 from __future__ import annotations
@@ -10,37 +16,47 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Mapping
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from . import checks
-from .cppn import CPPN
-
-FORMAT = "compbook-cppn/1"
 
 
-def save_cppn(model: CPPN, path, metadata: dict | None = None) -> Path:
-    """Write ``path.safetensors`` and ``path.json``; returns the JSON path. ``metadata`` must be JSON-able.
+def stem(path) -> Path:
+    """``path`` without its suffix (``run.json`` and ``run`` name the same checkpoint); ``ValueError`` if empty."""
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise ValueError(f"path must be a checkpoint path (str or os.PathLike), got {path!r}")
+    return Path(path).with_suffix("")
 
-    Everything is checked before anything is written, and each file is written under a temporary name in the
-    same folder, then renamed: a failure leaves no half-written checkpoint behind.
-    """
-    checks.instance(model, "model", CPPN)
-    if metadata is not None and not isinstance(metadata, dict):
-        raise ValueError(f"metadata must be a dict or None, got {type(metadata).__name__}")
-    path = _stem(path)
-    tensors = {}
-    for l, (w, m) in enumerate(zip(model.weights, model.masks)):
-        tensors[f"weight{l}"] = w.detach().cpu().contiguous()
-        tensors[f"mask{l}"] = m.detach().cpu().contiguous()
-    config = {"format": FORMAT, "activations": model.activations, "color": model.color,
-              "content_hash": content_hash(model), "metadata": metadata or {}}
+
+def tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
+    """SHA-256 (hex, 16 chars) of the tensors' names, dtypes, shapes and exact bytes, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()[:16]
+
+
+def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str) -> Path:
+    """Write ``path.safetensors`` and ``path.json`` (``header`` plus ``format`` and ``tensor_digest``); returns
+    the JSON path. Everything is checked before anything is written; ``ValueError`` for a header that JSON cannot
+    hold exactly (NaN, tensors, sets)."""
+    path = stem(path)
+    if not isinstance(header, dict):
+        raise ValueError(f"header must be a dict, got {type(header).__name__}")
+    for k, v in tensors.items():
+        checks.instance(v, f"tensors[{k!r}]", torch.Tensor)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     try:
-        text = json.dumps(config, indent=1, allow_nan=False)
+        text = json.dumps({"format": format} | header | {"tensor_digest": tensor_digest(tensors)}, indent=1,
+                          allow_nan=False)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"metadata is not JSON-able ({e}): {metadata!r:.200}; nothing was written") from None
+        raise ValueError(f"metadata is not JSON-able ({e}): {header!r:.200}; nothing was written") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     st_path, cfg_path = path.with_suffix(".safetensors"), path.with_suffix(".json")
     tmp_st, tmp_cfg = (p.with_name(f".{p.name}.{os.getpid()}.tmp") for p in (st_path, cfg_path))
@@ -55,69 +71,52 @@ def save_cppn(model: CPPN, path, metadata: dict | None = None) -> Path:
     return cfg_path
 
 
-def _stem(path) -> Path:
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise ValueError(f"path must be a checkpoint path (str or os.PathLike), got {path!r}")
-    return Path(path).with_suffix("")
-
-
-def _read_config(cfg_path: Path) -> dict:
-    """The JSON sidecar as a dict with ``format``, ``activations`` and ``color``; ``ValueError`` naming it."""
+def read_header(path, *, format: str) -> dict:
+    """The JSON sidecar of checkpoint ``path`` as a dict, its ``format`` checked; ``ValueError`` naming the file
+    (``FileNotFoundError`` when it is missing)."""
+    cfg_path = stem(path).with_suffix(".json")
     checks.file_path(cfg_path, "checkpoint file")
     try:
-        config = json.loads(cfg_path.read_text())
+        header = json.loads(cfg_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{cfg_path}: not valid JSON ({e})") from e
-    if not isinstance(config, dict):
+    if not isinstance(header, dict):
         raise ValueError(f"{cfg_path}: expected a JSON object (a compbook checkpoint sidecar), "
-                         f"got a JSON {type(config).__name__}")
-    if config.get("format") != FORMAT:
-        raise ValueError(f"{cfg_path}: format {config.get('format')!r} is not {FORMAT!r}")
-    missing = [k for k in ("activations", "color") if k not in config]
-    if missing:
-        raise ValueError(f"{cfg_path}: missing fields {missing}")
-    if not isinstance(config.get("metadata", {}), dict):
-        raise ValueError(f"{cfg_path}: 'metadata' must be a JSON object")
-    return config
+                         f"got a JSON {type(header).__name__}")
+    if header.get("format") != format:
+        raise ValueError(f"{cfg_path}: format {header.get('format')!r} is not {format!r}")
+    return header
 
 
-def load_cppn(path) -> CPPN:
-    """Load a checkpoint written by :func:`save_cppn`; checks the format and the stored content hash.
+def load(path, *, format: str, names=None) -> tuple[dict[str, torch.Tensor], dict]:
+    """``(tensors, header)`` of a checkpoint written by :func:`save`.
 
-    Every problem with the files raises ``ValueError`` naming the file (``FileNotFoundError`` when one is missing).
-    """
-    path = _stem(path)
-    cfg_path, st_path = path.with_suffix(".json"), path.with_suffix(".safetensors")
-    config = _read_config(cfg_path)
+    Refused with ``ValueError`` naming the file: another format, a sidecar that is not a JSON object, a truncated
+    or unreadable safetensors file, tensors whose digest differs from the sidecar's (edited, or the two files of
+    different checkpoints), and, given ``names``, a set of tensor names other than ``names``."""
+    path = stem(path)
+    header = read_header(path, format=format)
+    st_path = path.with_suffix(".safetensors")
     checks.file_path(st_path, "checkpoint file")
     try:
         tensors = load_file(str(st_path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise ValueError(f"{st_path}: not a readable safetensors file, truncated or corrupt ({e})") from None
-    n = len(config["activations"]) + 1 if isinstance(config["activations"], list) else 0
-    missing = [k for l in range(n) for k in (f"weight{l}", f"mask{l}") if k not in tensors]
-    if missing:
-        raise ValueError(f"{st_path}: missing tensors {missing}")
-    try:
-        model = CPPN(config["activations"], config["color"], [tensors[f"weight{l}"] for l in range(n)],
-                     [tensors[f"mask{l}"] for l in range(n)])
-    except ValueError as e:
-        raise ValueError(f"{st_path} does not fit the architecture in {cfg_path.name} ({e})") from None
-    if content_hash(model) != config.get("content_hash"):
-        raise ValueError(f"{st_path}: weights do not match the content hash in {cfg_path.name} (corrupt or edited)")
-    return model
+    if "tensor_digest" in header and tensor_digest(tensors) != header["tensor_digest"]:
+        raise ValueError(f"{st_path}: tensors do not match the digest in {path.name}.json (edited, or the two "
+                         f"files belong to different checkpoints)")
+    if names is not None and set(tensors) != set(names):
+        raise ValueError(f"{st_path}: tensor names differ from the expected ones "
+                         f"(missing {sorted(set(names) - set(tensors))}, extra {sorted(set(tensors) - set(names))})")
+    return tensors, header
 
 
-def load_metadata(path) -> dict:
-    """The ``metadata`` dict stored beside a checkpoint."""
-    return _read_config(_stem(path).with_suffix(".json")).get("metadata", {})
-
-
-def content_hash(model: CPPN) -> str:
-    """SHA-256 (hex, 16 chars) of the architecture and the exact effective weights of ``model``."""
-    checks.instance(model, "model", CPPN)
-    h = hashlib.sha256(json.dumps([model.activations, model.color]).encode())
-    for w in model.effective_weights():
-        h.update(str(tuple(w.shape)).encode())
-        h.update(w.detach().cpu().to(torch.float64).contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
+def __getattr__(name):
+    # one release: save_cppn / load_cppn / load_metadata / content_hash moved to compbook.cppn.store
+    if name in ("save_cppn", "load_cppn", "load_metadata", "content_hash", "FORMAT"):
+        import importlib
+        import warnings
+        warnings.warn(f"compbook.checkpoints.{name} moved to compbook.cppn.store.{name}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(importlib.import_module("compbook.cppn.store"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -90,3 +90,17 @@ def resize(image, res: int) -> np.ndarray:
     res = checks.integer(res, "res")
     out = Image.fromarray(to_uint8(image)).resize((res, res), Image.BICUBIC)
     return np.asarray(out, dtype=np.float64) / 255.0
+
+
+def as_target(target, name: str = "target") -> torch.Tensor:
+    """Check and convert a target image: ``(H, W, 3)`` (or ``(B, H, W, 3)``) floats in [0, 1] -> float32 tensor.
+
+    Raises ``ValueError`` naming ``name`` for a shape that is not square RGB, a non-float dtype, NaNs or values
+    outside [0, 1] (:func:`compbook.check_values`).
+    """
+    a = as_array(target)
+    if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3] or 0 in a.shape:
+        raise ValueError(f"{name}: shape {tuple(a.shape)} is not a square RGB image (H, W, 3) or "
+                         f"(B, H, W, 3) with H = W >= 1")
+    check_values(a, name)
+    return torch.as_tensor(a).float()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from compbook import picbreeder
+from compbook.cppn import picbreeder
 
 GENOME_NAMES = ("skull", "butterfly", "apple")
 

@@ -1,9 +1,9 @@
-"""compbook.agreement: agreement metrics and the held-out split (issue 11)."""
+"""compbook.cppn.agreement: agreement metrics and the held-out split (issue 11)."""
 
 import numpy as np
 import pytest
 
-from compbook import agreement
+from compbook.cppn import agreement
 
 
 def test_metrics_against_hand_computed_values():
@@ -55,8 +55,8 @@ def test_validate_reads_a_new_batch_at_fixed_thresholds():
     "can't tell" is left out and counted."""
     import torch
 
-    from compbook import labelling, picbreeder
-    from compbook.agreement import validate
+    from compbook.cppn import labelling, picbreeder
+    from compbook.cppn.agreement import validate
     skull = picbreeder.render(picbreeder.load_genome("skull", download=False), labelling.RES)
     skull = torch.as_tensor(skull, dtype=torch.float32)
     blank = torch.zeros_like(skull)

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from compbook import cppn, picbreeder
-from compbook.backprop import Backprop, autograd_loss_and_grads
-from compbook.cppn import CPPN, uniform_cppn
+from compbook.cppn import network as cppn, picbreeder
+from compbook.cppn.backprop import Backprop, autograd_loss_and_grads
+from compbook.cppn.network import CPPN, uniform_cppn
 
 ALL = sorted(cppn.ACTIVATIONS)
 
@@ -93,7 +93,7 @@ def test_buffers_are_reused_safely_across_batch_shapes():
 
 
 def test_gradient_error_is_rounding_for_the_engine_and_large_for_a_wrong_one(monkeypatch):
-    from compbook import backprop
+    from compbook.cppn import backprop
     model = CPPN(random_layers(3, 8, seed=8), seed=2)
     target = torch.rand(10, 10, 3)
     assert backprop.gradient_error(model, target) < 1e-12

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import (backprop, checkpoints, cppn, depth, emc2, images, judges, optim, picbreeder, plots, prune,
-                      theory, train)
+from compbook import images, plots
+from compbook.cppn import backprop, depth, emc2, judges, network as cppn, optim, picbreeder, prune, theory, train
+from compbook.cppn import store as checkpoints
 
 SECONDS = 1.0
 
@@ -113,7 +114,7 @@ CASES = {
     "feature_maps res=100000": lambda c: c.model.feature_maps(100000),
     "layout_from_counts negative": lambda c: cppn.layout_from_counts({"sin": -1}),
     "layout_from_counts count 1.5": lambda c: cppn.layout_from_counts({"sin": 1.5}),
-    # -- compbook.picbreeder ----------------------------------------------------------------------------------
+    # -- compbook.cppn.picbreeder ----------------------------------------------------------------------------------
     "load_genome unknown name 'dragon'": lambda c: picbreeder.load_genome("dragon", download=False),
     "load_genome a directory": lambda c: picbreeder.load_genome(c.dir / "folder"),
     "load_genome source=42": lambda c: picbreeder.load_genome(42),
@@ -126,7 +127,7 @@ CASES = {
     "picbreeder.render res=0": lambda c: picbreeder.render(c.genome, 0),
     "picbreeder.render a name, not a Genome": lambda c: picbreeder.render("skull", 8),
     "layerize a name, not a Genome": lambda c: picbreeder.layerize("skull"),
-    # -- compbook.train ---------------------------------------------------------------------------------------
+    # -- compbook.cppn.train ---------------------------------------------------------------------------------------
     "fit lr='0.01'": lambda c: train.fit(c.model, c.target, 1, lr="0.01", progress=False),
     "fit lr=inf": lambda c: train.fit(c.model, c.target, 1, lr=_inf, progress=False),
     "fit lr=0": lambda c: train.fit(c.model, c.target, 1, lr=0, progress=False),
@@ -152,7 +153,7 @@ CASES = {
     "fit_many 3 targets for 1 model": lambda c: train.fit_many([c.model], np.zeros((3, 8, 8, 3)), 1,
                                                               progress=False),
     "mse a batch of targets": lambda c: train.mse(c.model, np.zeros((2, 8, 8, 3))),
-    # -- compbook.checkpoints ---------------------------------------------------------------------------------
+    # -- compbook.cppn.store ---------------------------------------------------------------------------------
     "save_cppn metadata with an object": lambda c: checkpoints.save_cppn(c.model, c.dir / "new1", {"x": object()}),
     "save_cppn metadata with NaN": lambda c: checkpoints.save_cppn(c.model, c.dir / "new2", {"loss": _nan}),
     "save_cppn metadata a list": lambda c: checkpoints.save_cppn(c.model, c.dir / "new3", [1, 2]),
@@ -163,7 +164,7 @@ CASES = {
     "load_cppn truncated safetensors": lambda c: checkpoints.load_cppn(c.dir / "cut"),
     "load_cppn sidecar of another width": lambda c: checkpoints.load_cppn(c.dir / "narrow"),
     "load_metadata sidecar a JSON list": lambda c: checkpoints.load_metadata(c.dir / "list"),
-    # -- compbook.emc2 ----------------------------------------------------------------------------------------
+    # -- compbook.cppn.emc2 ----------------------------------------------------------------------------------------
     "compositional_score delta=0": lambda c: emc2.compositional_score(c.model, _lenient, "x", delta=0, res=8),
     "compositional_score delta=1e308": lambda c: emc2.compositional_score(c.model, _lenient, "x", delta=1e308,
                                                                          res=8, progress=False),
@@ -188,7 +189,7 @@ CASES = {
     "weight_sweep values with NaN": lambda c: emc2.weight_sweep(c.model, (0, 0, 0), [0.0, _nan], res=8),
     "important_weights k=0": lambda c: emc2.important_weights(c.model, k=0),
     "important_weights delta=0": lambda c: emc2.important_weights(c.model, delta=0),
-    # -- compbook.judges --------------------------------------------------------------------------------------
+    # -- compbook.cppn.judges --------------------------------------------------------------------------------------
     "SSIMJudge threshold=2": lambda c: judges.SSIMJudge(threshold=2),
     "SSIMJudge win_size=4": lambda c: judges.SSIMJudge(win_size=4),
     "SSIMJudge images above 1": lambda c: judges.SSIMJudge()(torch.full((1, 8, 8, 3), 2.0), "x",
@@ -200,7 +201,7 @@ CASES = {
     "CachedJudge conflicting duplicate keys": lambda c: judges.CachedJudge(c.dir / "conflict.json"),
     "CachedJudge a verdict flipped by hand": lambda c: judges.CachedJudge(c.dir / "flipped.json"),
     "CachedJudge path=None": lambda c: judges.CachedJudge(None, identity="x"),
-    # -- compbook.prune ---------------------------------------------------------------------------------------
+    # -- compbook.cppn.prune ---------------------------------------------------------------------------------------
     "magnitude_prune sparsity=1.0": lambda c: prune.magnitude_prune(c.model, 1.0),
     "magnitude_prune sparsity='half'": lambda c: prune.magnitude_prune(c.model, "half"),
     "magnitude_prune scope='everywhere'": lambda c: prune.magnitude_prune(c.model, 0.5, scope="everywhere"),
@@ -210,7 +211,7 @@ CASES = {
     "structured_prune n_neurons and sparsity": lambda c: prune.structured_prune(c.model, c.target, 1, 0.5),
     "wanda_prune res=0": lambda c: prune.wanda_prune(c.model, 0.5, res=0),
     "remove_neurons (5, 0) is not hidden": lambda c: prune.remove_neurons(c.model.masks, [(5, 0)]),
-    # -- compbook.depth ---------------------------------------------------------------------------------------
+    # -- compbook.cppn.depth ---------------------------------------------------------------------------------------
     "predict_depth constant image, extrapolate=False": lambda c: depth.predict_depth(
         np.full((16, 16, 3), 0.5), extrapolate=False),
     "predict_depth line='default'": lambda c: depth.predict_depth(c.target, "default"),
@@ -220,7 +221,7 @@ CASES = {
     "depth_sweep depths=[0]": lambda c: depth.depth_sweep(c.target, [0]),
     "depth_sweep depths='123'": lambda c: depth.depth_sweep(c.target, "123"),
     "mixed_layout width=0": lambda c: depth.mixed_layout(0),
-    # -- compbook.theory --------------------------------------------------------------------------------------
+    # -- compbook.cppn.theory --------------------------------------------------------------------------------------
     "welch_bound(inf, 2)": lambda c: theory.welch_bound(_inf, 2),
     "welch_bound(2.5, 2)": lambda c: theory.welch_bound(2.5, 2),
     "coherence one row": lambda c: theory.coherence([[1.0, 0.0]]),
@@ -232,7 +233,7 @@ CASES = {
     "log_rho p='0.5'": lambda c: theory.log_rho(c.dag, 2, 2, p="0.5"),
     "rho_monte_carlo n=0": lambda c: theory.rho_monte_carlo(c.dag, 2, 2, n=0),
     "minimise_coherence steps=0": lambda c: theory.minimise_coherence(3, 2, steps=0),
-    # -- compbook.images and compbook.optim -------------------------------------------------------------------
+    # -- compbook.images and compbook.cppn.optim -------------------------------------------------------------------
     "resize res=0": lambda c: images.resize(c.target, 0),
     "to_square res=-4": lambda c: images.to_square(c.target, -4),
     "to_square an empty image": lambda c: images.to_square(np.zeros((0, 5, 3)), 4),

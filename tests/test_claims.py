@@ -1,10 +1,10 @@
-"""compbook.claims: the Part A claims table's bookkeeping, on planted numbers (issue 11)."""
+"""compbook.cppn.claims: the Part A claims table's bookkeeping, on planted numbers (issue 11)."""
 
 import numpy as np
 import pytest
 
-from compbook import claims
-from compbook.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from compbook.cppn import claims
+from compbook.cppn.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 
 def row(score, lo, hi, **kw):
@@ -60,8 +60,8 @@ def test_p_shallower():
 
 
 def _stored_rows(scores, judges=("default", "ssim")):
-    """Rows as compbook.experiments.judged writes them, from {name: (k, n)} per network."""
-    from compbook.panel import groups_from_counts, summary
+    """Rows as compbook.cppn.experiments.judged writes them, from {name: (k, n)} per network."""
+    from compbook.cppn.panel import groups_from_counts, summary
     out = []
     for name, kns in scores.items():
         for j in judges:

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from compbook import cppn
-from compbook.cppn import CPPN, coordinate_grid, hsv_to_rgb, outputs_to_rgb, uniform_cppn
+from compbook.cppn import network as cppn
+from compbook.cppn.network import CPPN, coordinate_grid, hsv_to_rgb, outputs_to_rgb, uniform_cppn
 
 
 def test_coordinate_grid_conventions():

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import depth, picbreeder
-from compbook.depth import (DEFAULT_LINE, DepthSweep, depth_sweep, fit_depth_line, mixed_layout, png_bytes,
+from compbook.cppn import depth, picbreeder
+from compbook.cppn.depth import (DEFAULT_LINE, DepthSweep, depth_sweep, fit_depth_line, mixed_layout, png_bytes,
                             png_compression_ratio, predict_depth, resize)
 
 
@@ -174,7 +174,7 @@ def test_peak_frequencies():
 def test_predict_depth_warns_or_refuses_outside_the_fitted_range(genomes):
     """A constant image (ratio ~350) used to read as depth -6251, or 1 when rounded, without a word."""
     import warnings
-    from compbook import depth
+    from compbook.cppn import depth
     flat = np.full((256, 256, 3), 0.5)
     with pytest.warns(depth.DepthRangeWarning, match=r"outside the range \[4.13, 5.24\].* reads -\d+"):
         assert predict_depth(flat) == 1

@@ -1,4 +1,4 @@
-"""Tests for compbook.emc2: the fast engine against the naive method, the score, policies and argument checks."""
+"""Tests for compbook.cppn.emc2: the fast engine against the naive method, the score, policies and argument checks."""
 
 import math
 import random
@@ -6,10 +6,10 @@ import random
 import pytest
 import torch
 
-from compbook import emc2
-from compbook.checkpoints import content_hash
-from compbook.cppn import ACTIVATIONS, CPPN
-from compbook.picbreeder import layerize
+from compbook.cppn import emc2
+from compbook.cppn.store import content_hash
+from compbook.cppn.network import ACTIVATIONS, CPPN
+from compbook.cppn.picbreeder import layerize
 
 POLICIES = ("plus", "both", "noise")
 
@@ -255,7 +255,7 @@ def test_sample_is_a_seeded_subset_of_the_full_plan(policy, skull):
 
 
 def test_works_with_the_ssim_and_cached_judges(skull, tmp_path):
-    from compbook.judges import CachedJudge, SSIMJudge
+    from compbook.cppn.judges import CachedJudge, SSIMJudge
     ssim = SSIMJudge()
     r = emc2.compositional_score(skull, ssim, "skull", res=16, progress=False)
     assert 0 < r.score < 1 and ssim.identity in r.source

@@ -1,4 +1,4 @@
-"""compbook.experiments: chapters 6-9's protocols as functions, on tiny settings (issue 11)."""
+"""compbook.cppn.experiments: chapters 6-9's protocols as functions, on tiny settings (issue 11)."""
 
 import json
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import experiments, panel, prune
-from compbook.cppn import uniform_cppn
+from compbook.cppn import experiments, panel, prune
+from compbook.cppn.network import uniform_cppn
 
 
 class _Bright:
@@ -60,7 +60,7 @@ def test_unknown_targets_and_their_judges():
     full, concepts = experiments.unknown_targets()
     assert set(full) == set(concepts) and all(img.shape == (256, 256, 3) for img in full.values())
     assert all(0 <= img.min() and img.max() <= 1 for img in full.values())
-    from compbook import semantic
+    from compbook.cppn.judges import semantic
     assert isinstance(experiments.target_panel("cat", full["chelsea (cat)"])[panel.DEFAULT],
                       semantic.ImageReferenceJudge)
     assert isinstance(experiments.target_panel("apple", full["apple"])[panel.DEFAULT], semantic.ReferenceJudge)
@@ -72,7 +72,8 @@ def test_command_writes_one_section_and_keeps_the_others(tmp_path, monkeypatch):
     monkeypatch.setattr(experiments, "stored_path", lambda: path)
     monkeypatch.setitem(experiments.RUNNERS, "8", lambda seeds, sample: {"seeds": seeds, "value": 1.5})
     monkeypatch.setitem(experiments.STORED, "8", dict(seeds=[3], sample=7))
-    assert experiments.main(["--write", "--chapters", "8"]) == 0
+    from compbook.cppn.__main__ import main
+    assert main(["experiments", "--write", "--chapters", "8"]) == 0
     data = json.loads(path.read_text())
     assert data["chapter6"] == {"kept": True}
     assert data["chapter8"]["value"] == 1.5 and data["chapter8"]["sample"] == 7

@@ -1,4 +1,4 @@
-"""Tests for compbook.judges and compbook.vlm: SSIM judge, cached verdicts, the VLM code path, the fill command."""
+"""Tests for compbook.cppn.judges and compbook.cppn.judges.vlm: SSIM judge, cached verdicts, the VLM code path, the fill command."""
 
 import json
 import sys
@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-import compbook
-from compbook import judges, picbreeder, vlm
-from compbook.judges import CacheMiss, CachedJudge, SSIMJudge, entry_key
-from compbook.vlm import VLMJudge, final_answer, parse_yes_no, vlm_identity
+import compbook.cppn
+from compbook.cppn import judges, picbreeder
+from compbook.cppn.__main__ import main as cli
+from compbook.cppn.judges import vlm
+from compbook.cppn.judges import CacheMiss, CachedJudge, SSIMJudge, entry_key
+from compbook.cppn.judges.vlm import VLMJudge, final_answer, parse_yes_no, vlm_identity
 
 RES = 32
 
@@ -408,8 +410,8 @@ def test_vlm_judge_loads_with_from_pretrained(tiny_vlm, tmp_path, monkeypatch):
 
 # -- the fill command -------------------------------------------------------------------------------------------
 def fake_emc2():
-    """A stand-in for compbook.emc2 that asks about 3 weights, the way the contract says the engine does."""
-    from compbook.checkpoints import content_hash
+    """A stand-in for compbook.cppn.emc2 that asks about 3 weights, the way the contract says the engine does."""
+    from compbook.cppn.store import content_hash
 
     def compositional_score(model, judge, concept, delta=0.5, res=RES, policy="plus", seed=0, batch_size=64,
                             progress=True, engine="fast"):
@@ -430,27 +432,28 @@ def fake_emc2():
 
 
 def test_fill_command_with_ssim_judge(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "compbook.emc2", fake_emc2())
-    monkeypatch.setattr(compbook, "emc2", sys.modules["compbook.emc2"], raising=False)
+    fake = fake_emc2()    # the package attribute first: reading its old value imports the real module
+    monkeypatch.setattr(compbook.cppn, "emc2", fake)
+    monkeypatch.setitem(sys.modules, "compbook.cppn.emc2", fake)
     argv = ["fill", "--genome", "skull", "--judge", "ssim", "--res", str(RES), "--delta", "0.5",
             "--cache", str(tmp_path)]
-    assert judges.main(argv) == 0
+    assert cli(["judges", *argv]) == 0
     out = capsys.readouterr().out
     assert "0 stored, 3 new verdicts" in out and "ssim:grey,threshold=0.5" in out
     (path,) = tmp_path.glob("*.json")
     assert len(CachedJudge(path)) == 3
-    assert judges.main(argv) == 0 and "3 stored, 0 new verdicts" in capsys.readouterr().out
-    assert judges.main(["show", str(tmp_path)]) == 0
+    assert cli(["judges", *argv]) == 0 and "3 stored, 0 new verdicts" in capsys.readouterr().out
+    assert cli(["judges", "show", str(tmp_path)]) == 0
     assert "skull: 3 verdicts" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        judges.main(["fill", "--checkpoint", "x", "--judge", "ssim"])  # a checkpoint needs --concept
+        cli(["judges", "fill", "--checkpoint", "x", "--judge", "ssim"])  # a checkpoint needs --concept
 
 
 def test_fill_command_with_the_real_engine(tmp_path, skull):
     """The cache the command fills serves compositional_score in strict mode."""
-    from compbook import emc2
+    from compbook.cppn import emc2
     argv = ["fill", "--genome", "skull", "--judge", "ssim", "--res", str(RES), "--cache", str(tmp_path)]
-    assert judges.main(argv) == 0
+    assert cli(["judges", *argv]) == 0
     (path,) = tmp_path.glob("*.json")
     strict = CachedJudge(path)
     result = emc2.compositional_score(skull, strict, "skull", res=RES, progress=False)
@@ -460,10 +463,10 @@ def test_fill_command_with_the_real_engine(tmp_path, skull):
 
 
 def test_fill_command_sample_matches_compositional_score_sample(tmp_path, skull):
-    from compbook import emc2
+    from compbook.cppn import emc2
     argv = ["fill", "--genome", "skull", "--judge", "ssim", "--res", str(RES), "--sample", "20",
             "--cache", str(tmp_path)]
-    assert judges.main(argv) == 0
+    assert cli(["judges", *argv]) == 0
     (path,) = tmp_path.glob("*.json")
     strict = CachedJudge(path)
     assert len(strict) == 20

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from compbook import picbreeder, train
-from compbook.cppn import uniform_cppn
-from compbook.optim import NS_COEFFICIENTS, Muon, muon, newton_schulz, shape_scale
+from compbook.cppn import picbreeder, train
+from compbook.cppn.network import uniform_cppn
+from compbook.cppn.optim import NS_COEFFICIENTS, Muon, muon, newton_schulz, shape_scale
 
 # After 5 steps the reference quintic maps every singular value s of the normalised matrix with
 # s >= 2e-3 into this band (computed from the scalar map; the reference's "roughly [0.7, 1.2]").

@@ -1,12 +1,12 @@
-"""compbook.panel: several judges on the same renders, scores with 95% intervals (issue 11)."""
+"""compbook.cppn.panel: several judges on the same renders, scores with 95% intervals (issue 11)."""
 
 import numpy as np
 import pytest
 import torch
 
-from compbook import panel
-from compbook.agreement import wilson
-from compbook.cppn import uniform_cppn
+from compbook.cppn import panel
+from compbook.cppn.agreement import wilson
+from compbook.cppn.network import uniform_cppn
 
 
 class _Const:
@@ -33,7 +33,7 @@ def test_panel_asks_every_judge_and_answers_with_the_first():
 
 
 def test_panel_verdicts_equal_one_score_per_judge():
-    from compbook import emc2
+    from compbook.cppn import emc2
     m = uniform_cppn(2, 4, "tanh", seed=0)
     got = panel.panel_verdicts(m, {"a": _Bright(), "b": _Const(True, "t")}, "skull", delta=1.0, res=16)
     alone = emc2.compositional_score(m, _Bright(), "skull", delta=1.0, res=16, progress=False)
@@ -90,7 +90,7 @@ def test_bad_inputs_name_the_argument(call, name):
 
 
 def test_default_panel_on_an_unknown_target_compares_with_the_target():
-    from compbook import semantic
+    from compbook.cppn.judges import semantic
     g = torch.Generator().manual_seed(0)
     target = torch.rand(32, 32, 3, generator=g, dtype=torch.float64)
     j = panel.default_panel(target)
@@ -103,7 +103,7 @@ def test_default_panel_on_an_unknown_target_compares_with_the_target():
 
 
 def test_depth_sweep_under_several_judges_keeps_each_ones_counts():
-    from compbook import depth
+    from compbook.cppn import depth
     target = torch.rand(8, 8, 3, generator=torch.Generator().manual_seed(0))
     kw = dict(steps=3, lr=1e-2, concept="skull", progress=False, score_kwargs=dict(res=8, delta=1.0, sample=5))
     both = depth.depth_sweep(target, [1, 2], 3, [0, 1], judge={"a": _Bright(), "b": _Const(True, "t")}, **kw)

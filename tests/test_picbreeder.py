@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import picbreeder
-from compbook.picbreeder import GenomeError, layerize, load_genome, parse_genome, render
+from compbook.cppn import picbreeder
+from compbook.cppn.picbreeder import GenomeError, layerize, load_genome, parse_genome, render
 
 GENOME_NAMES = ("skull", "butterfly", "apple")
 

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from compbook import picbreeder, prune, train
-from compbook.cppn import CPPN, uniform_cppn
+from compbook.cppn import picbreeder, prune, train
+from compbook.cppn.network import CPPN, uniform_cppn
 
 LAYOUT = {"sin": 2, "gaussian": 2, "tanh": 2, "sigmoid": 2}
 RES = 16
@@ -102,7 +102,7 @@ def test_magnitude_keeps_the_largest_weights(trained):
 
 
 def test_wanda_scores_against_naive_loops(trained):
-    from compbook.cppn import coordinate_grid
+    from compbook.cppn.network import coordinate_grid
     coords = coordinate_grid(RES)
     inputs = [coords]
     h = coords

@@ -1,8 +1,8 @@
-"""compbook.reread: scores under several judges from one set of renders (issue 11)."""
+"""compbook.cppn.reread: scores under several judges from one set of renders (issue 11)."""
 
 import numpy as np
 
-from compbook import reread
+from compbook.cppn import reread
 
 
 def test_human_scores_count_only_perturbed_items_and_cant_tell_as_no():
@@ -44,7 +44,7 @@ def test_unperturbed_counts_ask_each_network_alone():
         def render(self, res):
             return torch.full((res, res, 3), self.v)
 
-    from compbook import panel
+    from compbook.cppn import panel
     bright = lambda imgs, concept, reference=None: imgs.mean((1, 2, 3)) > 0.5   # noqa: E731
     same = lambda imgs, concept, reference=None: (imgs - reference).abs().amax((1, 2, 3)) < 1e-6  # noqa: E731
     out = panel.unperturbed_counts([Flat(0.9), Flat(0.1), Flat(0.8)], {"bright": bright,

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from compbook.agreement import wilson
+from compbook.cppn.agreement import wilson
 from compbook.sae import describe as de
 from compbook.sae import interpret as ip
 from compbook.sae.data import make_scenes

@@ -1,11 +1,12 @@
-"""compbook.semantic and compbook.augment: the semantic CPU judges (issue 11)."""
+"""compbook.cppn.judges.semantic and compbook.cppn.judges.augment: the semantic CPU judges (issue 11)."""
 
 import numpy as np
 import pytest
 import torch
 from skimage.metrics import structural_similarity
 
-from compbook import augment, judges, semantic
+from compbook.cppn.judges import augment, semantic
+from compbook.cppn import judges
 
 
 def _refs():
@@ -41,7 +42,7 @@ def test_reference_judge_tolerates_a_small_shift_more_than_plain_ssim():
 
 def test_other_sizes_are_resized_and_no_reference_is_needed():
     skull256 = torch.from_numpy(np.ascontiguousarray(
-        __import__("compbook.picbreeder", fromlist=["x"]).reference_render("skull"))).float()[None]
+        __import__("compbook.cppn.picbreeder", fromlist=["x"]).reference_render("skull"))).float()[None]
     j = semantic.ReferenceJudge(0.5)
     assert j(skull256, "skull").tolist() == [True]
     assert semantic.prepare(torch.rand(2, 40, 40, 3)).shape == (2, 3, 64, 64)
@@ -80,7 +81,7 @@ def test_augmentation_batch_shapes_labels_and_determinism():
 
 def test_stored_classifier_recognises_the_references_and_rejects_noise():
     if not semantic.weights_path().is_file():
-        pytest.fail("data/semantic/concept_cnn.safetensors is missing: python -m compbook.semantic train")
+        pytest.fail("data/semantic/concept_cnn.safetensors is missing: python -m compbook.cppn.judges.semantic train")
     j = semantic.ClassifierJudge()
     refs = _refs()
     for k, c in enumerate(semantic.CONCEPTS):
@@ -93,7 +94,7 @@ def test_stored_classifier_recognises_the_references_and_rejects_noise():
 def test_default_cpu_judge_needs_no_reference_and_loads_fast():
     import time
     if not semantic.choice_path().is_file():
-        pytest.fail("data/semantic/choice.json is missing: python -m compbook.semantic choose")
+        pytest.fail("data/semantic/choice.json is missing: python -m compbook.cppn.judges.semantic choose")
     t0 = time.perf_counter()
     judge = judges.default_cpu_judge()
     assert time.perf_counter() - t0 < 5

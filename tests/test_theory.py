@@ -1,4 +1,4 @@
-"""Tests for compbook.theory: Welch bound and frames, local interference, the volume-ratio model rho(W, L)."""
+"""Tests for compbook.cppn.theory: Welch bound and frames, local interference, the volume-ratio model rho(W, L)."""
 
 import itertools
 import math
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import theory as T
-from compbook.picbreeder import load_genome
+from compbook.cppn import theory as T
+from compbook.cppn.picbreeder import load_genome
 
 
 # -- coherence and the Welch bound --------------------------------------------------------------------------------

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import picbreeder, train
-from compbook.cppn import uniform_cppn
+from compbook.cppn import picbreeder, train
+from compbook.cppn.network import uniform_cppn
 
 LAYOUT = {"cache": 3, "gaussian": 3, "sin": 2}
 

@@ -1,11 +1,11 @@
-"""compbook.twins: FER-recipe SGD twins (issue 11)."""
+"""compbook.cppn.twins: FER-recipe SGD twins (issue 11)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from compbook import checkpoints, twins
+from compbook.cppn import store as checkpoints, twins
 
 
 def test_recipe_defaults_are_fers():
@@ -44,8 +44,8 @@ def test_plateau_rule_on_made_up_curves():
 def test_a_stop_rule_ends_fit_many_early_and_says_why(monkeypatch):
     """A rule that never fires must not change the run; one that fires ends it at a check (the bug: the losses
     array still sized to ``steps``, or the stored step count the requested one)."""
-    from compbook import picbreeder, train
-    from compbook.cppn import CPPN
+    from compbook.cppn import picbreeder, train
+    from compbook.cppn.network import CPPN
     pb = picbreeder.layerize(picbreeder.load_genome("skull"))
     models = [CPPN(pb.activations, pb.color, seed=s) for s in (0, 1)]
     target = picbreeder.render(picbreeder.load_genome("skull"), 8)
@@ -65,8 +65,8 @@ def test_a_stop_rule_ends_fit_many_early_and_says_why(monkeypatch):
 def test_the_fast_path_gives_the_plain_loss_trajectory():
     """The twins' trainer (hand-written pass, float32, 2 seeds batched) against plain autograd in float64 on the
     skull twin's architecture: the same losses step by step. A wrong gradient drifts within a few steps."""
-    from compbook import picbreeder, train
-    from compbook.cppn import CPPN
+    from compbook.cppn import picbreeder, train
+    from compbook.cppn.network import CPPN
     g = picbreeder.load_genome("skull")
     pb = picbreeder.layerize(g)
     target = picbreeder.render(g, 16)

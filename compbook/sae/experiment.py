@@ -12,10 +12,9 @@ import dataclasses
 import hashlib
 import json
 
-import numpy as np
 import pandas as pd
 import torch
-from scipy import stats
+from ..stats import fmt_pm, t_interval
 
 from .metrics import latent_iou, sae_report
 from .regions import image_attention
@@ -127,9 +126,7 @@ def summarise(df: pd.DataFrame, columns=("EV", "L0", "L0 patches", "dead", "mIoU
     for method, g in df.groupby("method", sort=False):
         row = {}
         for c in columns:
-            v = g[c].to_numpy(float)
-            half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
-            row[c] = f"{v.mean():.3f} ± {half:.3f}"
+            row[c] = fmt_pm(*t_interval(g[c].to_numpy(float)))
         row["seeds"] = len(g)
         out[method] = row
     return pd.DataFrame(out).T
@@ -139,9 +136,7 @@ def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[fl
     """Mean and 95% t-interval half-width of ``b - a`` in ``column``, paired by seed."""
     x = df[df.method == a].set_index("seed")[column]
     y = df[df.method == b].set_index("seed")[column]
-    d = (y - x).dropna().to_numpy(float)
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
-    return float(d.mean()), float(half)
+    return t_interval((y - x).dropna().to_numpy(float))
 
 
 def verdict(mean: float, half: float) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..agreement import wilson
+from ..stats import wilson
 from .crossmodal import check_latents
 from .metrics import mask_iou
 

@@ -1,4 +1,4 @@
-"""Declared transformations for training the semantic classifier judge (:mod:`compbook.semantic`, issue 11).
+"""Declared transformations for training the semantic classifier judge (:mod:`compbook.cppn.judges.semantic`, issue 11).
 
 Our choice, stated in :data:`DECLARED` and stored beside the weights: the classifier never sees a network's
 perturbation. For each concept it learns "yes" from transformations of the concept's reference render that keep
@@ -166,8 +166,8 @@ def flat(n, g):
 def random_cppn_pool(n: int = 240, seed: int = 0) -> torch.Tensor:
     """Renders ``(n, 3, 64, 64)`` of random CPPNs: uniform ones of random sizes and dense networks of the
     three Picbreeder shapes at their random initialisation (a quarter of the pool)."""
-    from . import picbreeder
-    from .cppn import CPPN, uniform_cppn
+    from .. import picbreeder
+    from ..network import CPPN, uniform_cppn
     g = torch.Generator().manual_seed(seed)
     shapes = [picbreeder.layerize(picbreeder.load_genome(c)) for c in ("skull", "butterfly", "apple")]
     acts = ["tanh", "sin", "gaussian", "sigmoid"]

@@ -11,7 +11,7 @@ initial brightness exceeds 1 (a white image) gets exactly zero gradient and neve
 :func:`fit_many` trains B networks of one architecture together: weights are stacked ``(B, out, in)`` and every
 layer is one batched matmul.
 
-Gradients come from :class:`compbook.backprop.Backprop`, the forward and backward pass written out by hand (about
+Gradients come from :class:`compbook.cppn.backprop.Backprop`, the forward and backward pass written out by hand (about
 2x faster than autograd for these narrow networks on a CPU); ``benchmarks/bench_train.py`` measures both, and
 single against batched.
 """
@@ -26,9 +26,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import checks, config, images
+from .. import checks, config
+from ..images import as_target  # noqa: F401 (the trainer's target check, re-exported)
 from .backprop import Backprop
-from .cppn import CPPN
+from .network import CPPN
 from .optim import muon
 
 OptimizerFactory = Callable[[list[torch.Tensor], float], torch.optim.Optimizer]
@@ -41,20 +42,6 @@ def adam(params, lr):
 
 OPTIMIZERS: dict[str, OptimizerFactory] = {"adam": adam, "muon": muon}
 GRADIENTS = ("backprop", "autograd")   # how a step's gradient is computed: by hand (default) or by autograd
-
-
-def as_target(target, name: str = "target") -> torch.Tensor:
-    """Check and convert a target image: ``(H, W, 3)`` (or ``(B, H, W, 3)``) floats in [0, 1] -> float32 tensor.
-
-    Raises ``ValueError`` naming ``name`` for a shape that is not square RGB, a non-float dtype, NaNs or values
-    outside [0, 1] (:func:`compbook.images.check_values`).
-    """
-    a = images.as_array(target)
-    if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3] or 0 in a.shape:
-        raise ValueError(f"{name}: shape {tuple(a.shape)} is not a square RGB image (H, W, 3) or "
-                         f"(B, H, W, 3) with H = W >= 1")
-    images.check_values(a, name)
-    return torch.as_tensor(a).float()
 
 
 @dataclass
@@ -89,7 +76,7 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
            desc: str, straight_through: bool = True, gradients: str = "backprop", stop=None,
            check_every: int = 1000, keep_best: bool = False):
     """Train ``weights`` (``(out, in)`` each, or stacks ``(B, out, in)``) with ``masks``; gradients by
-    :class:`~compbook.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any.
+    :class:`~compbook.cppn.backprop.Backprop` (the pass written out, or autograd), on a GPU in full mode if any.
     ``stop(losses (steps,) or (steps, B))`` is asked every ``check_every`` steps; True ends training there.
     ``keep_best``: return each network's weights at its lowest loss seen (losses are measured before each
     step, and once more after the last), instead of the last weights."""
@@ -215,7 +202,7 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     gradient is normalised on its own, so every model follows exactly the path :func:`fit` would give it
     (up to float rounding). ``losses`` is ``(steps, B)``. ``stop``: a rule asked every ``check_every`` steps
     with the losses so far ``(steps_done, B)``; True ends training early (``losses`` then has fewer rows;
-    :func:`compbook.twins.plateau_rule`). Without it (the default) training runs ``steps`` steps.
+    :func:`compbook.cppn.twins.plateau_rule`). Without it (the default) training runs ``steps`` steps.
     ``keep_best``: each model comes back with its weights at its lowest training loss, not its last ones.
     """
     steps, lr = _check_settings(steps, lr, optimizer, gradients, normalize_grad=normalize_grad,

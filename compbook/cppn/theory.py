@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import checks
+from .. import checks
 
 _positive_int = checks.integer
 
@@ -390,7 +390,7 @@ def live_units(masks) -> list[np.ndarray]:
 
 
 def dag_from_genome(genome) -> LayeredDAG:
-    """The layered target of a Picbreeder genome: :func:`compbook.picbreeder.layerize` (no padding), trimmed."""
+    """The layered target of a Picbreeder genome: :func:`compbook.cppn.picbreeder.layerize` (no padding), trimmed."""
     from .picbreeder import layerize
     model = layerize(genome, pad_to_width=False)
     return LayeredDAG.trimmed([m.numpy() != 0 for m in model.masks])

@@ -1,41 +1,36 @@
 """Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5, issue 11).
 
-SSIM against the network's own unperturbed render (:class:`compbook.judges.SSIMJudge`) answers "is this the same
+SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the same
 picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
 concept's name only (no ``reference`` argument); they are stand-ins for the paper's VLM judge, and
-``data/semantic/choice.json`` records how each agrees with blind human verdicts (:mod:`compbook.labelling`).
+``data/semantic/choice.json`` records how each agrees with blind human verdicts (:mod:`compbook.cppn.labelling`).
 
 - :class:`ReferenceJudge`: multi-scale structural comparison with the concept's Picbreeder reference render (the
   float64 genome render at 64 px): RGB SSIM at 64, 32 and 16 px, each the best over small shifts, averaged;
   "yes" when the score is at least a threshold. No weights.
 - :class:`ClassifierJudge`: a small CNN with one logit per concept, trained (:func:`train_classifier`, script:
-  ``python -m compbook.semantic train``) on declared transformations of the three reference renders only
-  (:mod:`compbook.augment`); weights in ``data/semantic/``. "Yes" when the concept's probability is at least a
+  ``python -m compbook.cppn semantic train``) on declared transformations of the three reference renders only
+  (:mod:`compbook.cppn.judges.augment`); weights in ``data/semantic/``. "Yes" when the concept's probability is at least a
   threshold.
 
 Every judge takes images ``(N, H, W, 3)`` floats in [0, 1] (other sizes than 64x64 are resized) and a concept
 in :data:`CONCEPTS`; anything else raises ``ValueError`` naming the argument. Thresholds are chosen on the
-calibration half of the human verdicts and the default judge on the other half (``python -m compbook.semantic
+calibration half of the human verdicts and the default judge on the other half (``python -m compbook.cppn semantic
 choose``), never by the Picbreeder-vs-SGD scores they give.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
-import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import judges
+from . import base
 
 CONCEPTS = ("skull", "butterfly", "apple")
 RES = 64
@@ -51,9 +46,9 @@ def check_concept(concept) -> str:
 
 
 def prepare(images) -> torch.Tensor:
-    """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.judges.check_images`) as float32
+    """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.base.check_images`) as float32
     ``(N, 3, 64, 64)``; other sizes are resized (area when shrinking, bilinear when growing)."""
-    x = judges.check_images(images).detach().float().cpu().permute(0, 3, 1, 2)
+    x = base.check_images(images).detach().float().cpu().permute(0, 3, 1, 2)
     if x.shape[-2:] != (RES, RES):
         mode = "area" if min(x.shape[-2:]) >= RES else "bilinear"
         x = F.interpolate(x, size=(RES, RES), mode=mode, **({} if mode == "area" else {"align_corners": False}))
@@ -63,7 +58,7 @@ def prepare(images) -> torch.Tensor:
 @lru_cache(maxsize=None)
 def reference(concept: str) -> torch.Tensor:
     """The concept's Picbreeder reference render ``(3, 64, 64)`` float32 (the genome's float64 render)."""
-    from . import picbreeder
+    from .. import picbreeder
     img = picbreeder.render(picbreeder.load_genome(check_concept(concept)), RES)
     return torch.from_numpy(img).float().permute(2, 0, 1).contiguous()
 
@@ -162,7 +157,7 @@ class _ThresholdJudge:
     def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
         s = self.scores(images, concept)
         if questions is not None:
-            judges.check_questions(questions, len(s))
+            base.check_questions(questions, len(s))
         self.last_details = [{self.detail: round(float(v), 4)} for v in s]
         return s >= self.threshold
 
@@ -210,7 +205,7 @@ class ImageReferenceJudge(_ThresholdJudge):
         self.last_details: list[dict] = []
 
     def scores(self, images, concept: str) -> torch.Tensor:
-        judges.check_concept(concept)
+        base.check_concept(concept)
         return image_reference_scores(images, self.ref, self.scales, self.shift)
 
 
@@ -234,7 +229,7 @@ class ConceptNet(nn.Module):
 
 def weights_path(folder=None) -> Path:
     """``data/semantic/concept_cnn.safetensors`` (or under ``folder``)."""
-    from .paths import data_dir
+    from ...paths import data_dir
     return Path(folder if folder is not None else data_dir() / FOLDER) / "concept_cnn.safetensors"
 
 
@@ -243,7 +238,7 @@ def load_classifier(path=None) -> tuple[ConceptNet, str]:
     from safetensors.torch import load_file
     path = Path(path) if path is not None else weights_path()
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist (train it: python -m compbook.semantic train)")
+        raise FileNotFoundError(f"{path} does not exist (train it: python -m compbook.cppn semantic train)")
     net = ConceptNet()
     net.load_state_dict(load_file(str(path)))
     return net.eval(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
@@ -274,7 +269,7 @@ class ClassifierJudge(_ThresholdJudge):
 
 def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed: int = 0,
                      progress: bool = True) -> tuple[ConceptNet, list[float]]:
-    """Train :class:`ConceptNet` on :func:`compbook.augment.batch` (positives: transformations of each
+    """Train :class:`ConceptNet` on :func:`compbook.cppn.judges.augment.batch` (positives: transformations of each
     reference render; negatives: the declared list there). Returns the net and the loss every 100 steps."""
     from tqdm.auto import tqdm
     from . import augment
@@ -302,7 +297,7 @@ def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed:
 
 # -- the default ---------------------------------------------------------------------------------------------------
 def choice_path(folder=None) -> Path:
-    from .paths import data_dir
+    from ...paths import data_dir
     return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
 
 
@@ -326,48 +321,13 @@ def default_judge():
     """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold."""
     path = choice_path()
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist (make it: python -m compbook.semantic choose)")
+        raise FileNotFoundError(f"{path} does not exist (make it: python -m compbook.cppn semantic choose)")
     choice = json.loads(path.read_text())
     return make_judge(choice["chosen"], choice["thresholds"][choice["chosen"]])
 
 
-# -- command line ----------------------------------------------------------------------------------------------------
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m compbook.semantic train`` (the CNN's weights), ``choose`` or ``validate`` (see
-    :mod:`compbook.agreement`)."""
-    p = argparse.ArgumentParser(prog="python -m compbook.semantic")
-    sub = p.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
-    t.add_argument("--steps", type=int, default=3000)
-    t.add_argument("--batch", type=int, default=96)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, default=1)
-    sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
-    v = sub.add_parser("validate", help="the chosen thresholds on a later labelled batch (not in the choice)")
-    v.add_argument("--key", default="human_key_batch2.json", help="its key, in data/judge_cache/")
-    args = p.parse_args(argv)
-    if args.command == "choose":
-        from . import agreement
-        return agreement.main_choose()
-    if args.command == "validate":
-        from . import agreement
-        return agreement.main_validate(args.key)
-    from safetensors.torch import save_file
-    torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
-    net, curve = train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
-    path = weights_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path))
-    from . import augment
-    meta = {"made_by": f"python -m compbook.semantic train --steps {args.steps} --batch {args.batch} "
-                       f"--seed {args.seed}", "seconds": round(time.perf_counter() - t0, 1),
-            "loss_every_100": curve, "augmentations": augment.DECLARED}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-    print(f"wrote {path} ({meta['seconds']} s); last losses {curve[-3:]}")
-    return 0
-
-
-if __name__ == "__main__":
-    from compbook.semantic import main as _main
-    sys.exit(_main())
+def default_cpu_judge():
+    """The book's default CPU judge for "is this still a <concept>?" (chapter 5): :func:`default_judge`, the
+    candidate chosen by agreement with held-out blind human verdicts (``data/semantic/choice.json``). Call it as
+    ``judge(images (N, H, W, 3) in [0, 1], concept)``, no reference needed."""
+    return default_judge()

@@ -1,21 +1,22 @@
 """How well a CPU judge agrees with blind human verdicts (chapter 5, issue 11).
 
-Items are the labelling key's (:mod:`compbook.labelling`); "can't tell" answers are left out. The items are cut,
+Items are the labelling key's (:mod:`compbook.cppn.labelling`); "can't tell" answers are left out. The items are cut,
 seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
 one with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best
-held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.semantic choose`` does it and
+held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
 writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from pathlib import Path
+
 from typing import Sequence
 
 import numpy as np
 import torch
+
+from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
 
 THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
                   "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
@@ -60,7 +61,8 @@ def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list
 def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.ndarray:
     """Each item's continuous score under candidate ``kind`` (``"reference"``, ``"classifier"``, ``"ssim"``:
     SSIM against the item's own network's unperturbed render, which the key's ``source`` rebuilds)."""
-    from . import labelling, semantic
+    from . import labelling
+    from .judges import semantic
     out = np.zeros(len(items))
     for c in sorted({it["concept"] for it in items}):
         idx = [j for j, it in enumerate(items) if it["concept"] == c]
@@ -132,7 +134,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
 def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
     """The items of a key in ``data/judge_cache/`` that have a stored human answer, and those answers."""
     from . import labelling
-    from .paths import data_dir
+    from ..paths import data_dir
     key = json.loads((data_dir() / "judge_cache" / key_name).read_text())["items"]
     answers = labelling.answers_for(key)
     have = [j for j, a in enumerate(answers) if a is not None]
@@ -151,55 +153,6 @@ def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch
     return {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
             "thresholds": dict(thresholds),
             "tables": {k: kind_rows(items_l, human, v) for k, v in verdicts.items()}}
-
-
-def main_validate(key_name: str = "human_key_batch2.json") -> int:
-    """:func:`validate` on a later labelled batch (its key in ``data/judge_cache/``) with the thresholds of
-    ``data/semantic/choice.json``; writes ``data/semantic/validation_<batch>.json``."""
-    from . import labelling, semantic
-    torch.set_num_threads(1)
-    key, answers = answered_items(key_name)
-    choice = json.loads(semantic.choice_path().read_text())
-    result = validate(key, answers, labelling.render_items(key), choice["thresholds"])
-    result["key"] = key_name
-    out = semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
-    out.write_text(json.dumps(result, indent=1))
-    _print_tables(result["tables"])
-    print(f"wrote {out}")
-    return 0
-
-
-def _print_tables(tables: dict) -> None:
-    for name, rows in tables.items():
-        for r in rows:
-            print(f"{name:24s} {r.get('split', ''):8s} {r['network']:10s} n={r['n']:3d} agree "
-                  f"{r['agreement']:.3f} bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
-
-
-def main_choose() -> int:
-    """Load the key and the human verdicts, run :func:`choose`, write ``data/semantic/choice.json``."""
-    from . import labelling, semantic
-    torch.set_num_threads(1)
-    key, answers = answered_items("human_key.json")
-    images = labelling.render_items(key)
-    result = choose(key, answers, images)
-    path = semantic.choice_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1))
-    _print_tables(result["tables"])
-    print(f"thresholds {result['thresholds']}; chosen: {result['chosen']}")
-    return 0
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval (95% by default) of a binomial proportion ``k / n``."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
 
 
 def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[int, str]) -> dict:

@@ -1,8 +1,8 @@
 """Several judges on the same perturbed renders, each score with a 95% interval (chapters 5-9, issue 11).
 
-Part A's chapters score EMC2 (:mod:`compbook.emc2`) under two judges side by side: the book's default
-semantic judge (:func:`compbook.judges.default_cpu_judge`, "is this still a skull?", chosen on blind human
-verdicts) and SSIM to the network's own render (:class:`compbook.judges.SSIMJudge`, "is this the same
+Part A's chapters score EMC2 (:mod:`compbook.cppn.emc2`) under two judges side by side: the book's default
+semantic judge (:func:`compbook.cppn.judges.default_cpu_judge`, "is this still a skull?", chosen on blind human
+verdicts) and SSIM to the network's own render (:class:`compbook.cppn.judges.SSIMJudge`, "is this the same
 picture?"). :class:`Panel` asks every judge about the same renders (rendered once); :func:`score_row` gives a
 score with its Wilson interval over the perturbations of one network, :func:`summary` a score pooled over
 several networks (seeds) with a two-level bootstrap interval (networks, then perturbations within each), so
@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import checks
+from ..stats import pooled_ci, wilson
 
 SCORE_RES = 64
 SSIM_THRESHOLD = 0.5
@@ -31,7 +31,6 @@ DEFAULT, SSIM = "default", "ssim"
 def score_row(verdicts, **labels) -> dict:
     """``labels`` plus ``score`` (the fraction of True), ``k``, ``n`` and ``ci95`` (Wilson, 95%) of
     ``verdicts`` (a bool array ``(n,)``). An empty array gives a NaN score and interval."""
-    from .agreement import wilson
     v = np.asarray(verdicts)
     if v.ndim != 1 or (v.size and v.dtype != bool):
         raise ValueError(f"verdicts must be a 1-D bool array, got {v.dtype} {v.shape}")
@@ -67,10 +66,11 @@ def default_panel(target=None, threshold: float | None = None) -> dict:
     """``{"default": ..., "ssim": SSIMJudge(0.5)}``: the book's default CPU judge and SSIM to the own render.
 
     With ``target`` (an image ``(H, W, 3)`` in [0, 1]) the first judge is instead the same multi-scale
-    comparison against ``target`` itself (:class:`compbook.semantic.ImageReferenceJudge`, chapter 9's choice
+    comparison against ``target`` itself (:class:`compbook.cppn.judges.semantic.ImageReferenceJudge`, chapter 9's choice
     for targets that are none of the three concepts), at ``threshold`` (default: the default judge's).
     """
-    from . import judges, semantic
+    from . import judges
+    from .judges import semantic
     if target is None:
         first = judges.default_cpu_judge()
     else:
@@ -84,7 +84,7 @@ def panel_verdicts(model, judge_map: dict, concept: str, delta: float = 0.5, res
                    sample: int | None = None, seed: int = 0, progress: bool = False,
                    **score_kwargs) -> dict[str, np.ndarray]:
     """EMC2 verdicts of ``model`` under every judge of ``judge_map``: name -> bool ``(M,)``, the same M
-    perturbations (:func:`compbook.emc2.compositional_score`'s plan: ``+delta``, a seeded ``sample`` of
+    perturbations (:func:`compbook.cppn.emc2.compositional_score`'s plan: ``+delta``, a seeded ``sample`` of
     weights or all of them; ``score_kwargs`` go to it too)."""
     from . import emc2
     panel = Panel(judge_map)
@@ -121,19 +121,9 @@ def unperturbed(models: Sequence, judge_map: dict, concept: str, res: int = SCOR
 
 def bootstrap_ci(groups: Sequence, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of the pooled score of ``groups`` (one bool array per network): each draw
-    resamples the networks with replacement, then each drawn network's verdicts with replacement."""
+    resamples the networks with replacement, then each drawn network's verdicts (:func:`compbook.stats.pooled_ci`)."""
     groups = _check_groups(groups)
-    n_boot = checks.integer(n_boot, "n_boot")
-    level = checks.real(level, "level", 0, 1)
-    rng = np.random.default_rng(seed)
-    p = np.array([g.mean() for g in groups])
-    n = np.array([len(g) for g in groups])
-    pick = rng.integers(0, len(groups), size=(n_boot, len(groups)))       # networks
-    hits = rng.binomial(n[pick], p[pick])                                # perturbations within each
-    means = hits.sum(1) / n[pick].sum(1)
-    a = (1 - level) / 2
-    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
-
+    return pooled_ci([g.mean() for g in groups], [len(g) for g in groups], n_boot, seed, level)
 
 def summary(groups: Sequence, n_boot: int = 2000, seed: int = 0, **labels) -> dict:
     """``labels`` plus the pooled ``score``, ``k``, ``n``, ``networks``, ``per_network`` scores and ``ci95``:

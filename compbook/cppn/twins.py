@@ -3,15 +3,15 @@
 A *twin* is a dense CPPN with the layerized Picbreeder network's architecture (same depth, widths and
 per-neuron activations, every connection present, ``CPPN(..., seed=s)`` initialisation), fitted to the genome's
 float64 render by FER's recipe: MSE, Adam on the gradient normalised to unit L2 norm, lr 3e-3 (apple 3e-4),
-straight-through output clips (:mod:`compbook.train`). FER runs 100k steps at 256x256; the book's stored twins
+straight-through output clips (:mod:`compbook.cppn.train`). FER runs 100k steps at 256x256; the book's stored twins
 (``data/emc2/twin_<target>_<res>px_<steps>steps_seed<s>``) run as many steps at 64x64 as a CPU allows, and their
 JSON holds the recipe, the loss curve (every ``LOG_EVERY`` steps), the final MSE and the PSNR against the
 reference render at 64 px and at 256 px (the reference PNG, as ``../shared/picbreeder/README.md`` measures FER's).
 
 Command line (what made ``data/emc2/``)::
 
-    nice -n 10 python -m compbook.twins --target skull --steps 100000 --max-minutes 25
-    python -m compbook.twins --report          # MSE / PSNR of every stored twin
+    nice -n 10 python -m compbook.cppn twins --target skull --steps 100000 --max-minutes 25
+    python -m compbook.cppn twins --report          # MSE / PSNR of every stored twin
 
 A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our rule), or after
 ``--max-minutes``; the JSON records which and the steps run (``data/emc2/README.md``).
@@ -19,19 +19,16 @@ A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import checkpoints, images, paths, picbreeder, train
-from .cppn import CPPN
+from . import store, picbreeder, train
+from .. import images, paths
+from .network import CPPN
 
 TARGETS = ("skull", "butterfly", "apple")
 #: FER's learning rates (fact, FER's code): 3e-3, the apple 3e-4.
@@ -91,7 +88,7 @@ def plateau_steps(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL
 
 
 def stop_rule(recipe: TwinRecipe):
-    """The ``stop`` rule :func:`compbook.train.fit_many` asks: every seed plateaued, or ``max_minutes`` spent.
+    """The ``stop`` rule :func:`compbook.cppn.train.fit_many` asks: every seed plateaued, or ``max_minutes`` spent.
     Sets ``rule.reason`` to ``"plateau"`` or ``"time"`` when it stops."""
     t0 = time.perf_counter()
 
@@ -153,7 +150,7 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
         curve = losses[::LOG_EVERY, j].tolist()
         ran = {k: getattr(recipe, k) for k in ("max_steps", "stopped_by") if hasattr(recipe, k)}
         meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
-                "made_by": f"python -m compbook.twins --target {recipe.target} --res {recipe.res} "
+                "made_by": f"python -m compbook.cppn twins --target {recipe.target} --res {recipe.res} "
                            f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}",
                 "run": ran | {"plateau_window": PLATEAU_WINDOW, "plateau_tol": PLATEAU_TOL,
                               "plateau_step": plateau_steps(losses[:, j:j + 1])[0],
@@ -165,7 +162,7 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
                 "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
                 "final_mse_train_res": float(train.mse(model, picbreeder.render(
                     picbreeder.load_genome(recipe.target), recipe.res)))} | quality(model, recipe.target)
-        out.append(checkpoints.save_cppn(model, folder / stem(recipe.target, recipe.res, recipe.steps, seed),
+        out.append(store.save_cppn(model, folder / stem(recipe.target, recipe.res, recipe.steps, seed),
                                          meta))
     return out
 
@@ -182,14 +179,14 @@ def load_twins(target: str, folder=None) -> list[CPPN]:
     """The stored twins of ``target``: of the longest run stored, one per seed (``FileNotFoundError`` if none)."""
     if not stored(target, folder):
         raise FileNotFoundError(f"no stored twins of {target!r} in data/{FOLDER}/ "
-                                f"(make them: python -m compbook.twins --target {target})")
-    return [checkpoints.load_cppn(p) for p in _loaded_paths(target, folder)]
+                                f"(make them: python -m compbook.cppn twins --target {target})")
+    return [store.load_cppn(p) for p in _loaded_paths(target, folder)]
 
 
 def _loaded_paths(target: str, folder=None) -> list[Path]:
     """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``)."""
     found = stored(target, folder)
-    meta = [checkpoints.load_metadata(p) for p in found]
+    meta = [store.load_metadata(p) for p in found]
     best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
     return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
 
@@ -212,7 +209,7 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
     rows = []
     for t in TARGETS:
         for p in (_loaded_paths(t, folder) if loaded_only else stored(t, folder)):
-            m = checkpoints.load_metadata(p)
+            m = store.load_metadata(p)
             run = m.get("run", {})
             rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
                          "stopped_by": run.get("stopped_by", "steps"), "plateau_step": run.get("plateau_step"),
@@ -226,45 +223,6 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
 def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
     """The stored loss curves of the twins :func:`load_twins` loads: ``(steps (P,), losses (P, seeds))``, one
     point every ``loss_every`` steps (chapter 5)."""
-    metas = [checkpoints.load_metadata(p) for p in _loaded_paths(target, folder)]
+    metas = [store.load_metadata(p) for p in _loaded_paths(target, folder)]
     losses = np.array([m["loss_curve"] for m in metas]).T
     return np.arange(len(losses)) * metas[0]["loss_every"], losses
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m compbook.twins --target T [--steps N --res R --seeds ...]`` or ``--report``."""
-    p = argparse.ArgumentParser(prog="python -m compbook.twins", description=__doc__.split("\n")[0])
-    p.add_argument("--target", choices=TARGETS, action="append", default=[])
-    p.add_argument("--steps", type=int, default=20000)
-    p.add_argument("--res", type=int, default=64)
-    p.add_argument("--lr", type=float, default=None, help="default: FER's (3e-3, apple 3e-4)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-minutes", type=float, default=None, help="stop after this wall time (steps recorded)")
-    p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
-    p.add_argument("--last-weights", action="store_true", help="store the last weights, not the lowest-loss ones")
-    p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
-    p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    for t in args.target:
-        recipe = TwinRecipe(t, args.res, args.steps, args.lr, args.seeds, stop_at_plateau=not args.no_plateau_stop,
-                            max_minutes=args.max_minutes, keep_best=not args.last_weights)
-        t0 = time.perf_counter()
-        models, losses, seconds = train_twins(recipe, progress=sys.stderr.isatty())
-        written = save_twins(recipe, models, losses, seconds, args.out)
-        for w in written:
-            m = checkpoints.load_metadata(w)
-            print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
-                  f"{m['psnr_256']:.1f} dB (256; FER {FER_PSNR_256[t]})", flush=True)
-        print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
-              f"{time.perf_counter() - t0:.0f} s in all", flush=True)
-    if args.report or not args.target:
-        for r in report(args.out):
-            print(json.dumps(r))
-    return 0
-
-
-if __name__ == "__main__":
-    from compbook.twins import main as _main
-    sys.exit(_main())

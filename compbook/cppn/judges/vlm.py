@@ -4,7 +4,7 @@ Paper A judges every perturbed render with Qwen3-VL-4B-Thinking. :class:`VLMJudg
 transformers image-text-to-text model: each image becomes a chat message (the image, then the prompt with the
 concept filled in), a batch is generated greedily, and :func:`parse_yes_no` reads the final yes/no after the
 model's reasoning. It needs the model's weights (a GPU or Colab); CPU runs of the book use stored verdicts instead
-(:class:`compbook.judges.CachedJudge`, filled by ``python -m compbook.judges fill``).
+(:class:`compbook.cppn.judges.CachedJudge`, filled by ``python -m compbook.cppn judges fill``).
 
 Our choices (not the paper's, whose prompt and parsing are not public), all parameters and all part of
 ``identity``: the prompt wording (:data:`DEFAULT_PROMPT`), greedy decoding (deterministic, so a cache is
@@ -12,7 +12,7 @@ reproducible), ``max_new_tokens`` (a thinking model needs room to finish reasoni
 is resized to, and the parser. An answer the parser cannot read counts as **not preserved** (False) and is
 recorded in ``judge.unparsed``: a judge that cannot say "yes" has not said it.
 
-transformers is imported only when a model is loaded, so ``import compbook.judges`` stays light.
+transformers is imported only when a model is loaded, so ``import compbook.cppn.judges`` stays light.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from . import checks
-from .judges import check_concept, check_images, check_questions
+from ... import checks
+from .base import check_concept, check_images, check_questions
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Thinking"
 #: Our choice of wording; ``{concept}`` is replaced by the concept ("skull").
@@ -149,7 +149,7 @@ class VLMJudge:
 
     Calling it: ``judge(images (N, H, W, 3) in [0, 1], concept) -> BoolTensor (N,)``; ``reference`` and
     ``questions`` are accepted and ignored (questions are kept with unparsed answers). After a call,
-    ``last_details[i] = {"answer": final answer text}`` (what :class:`~compbook.judges.CachedJudge` stores).
+    ``last_details[i] = {"answer": final answer text}`` (what :class:`~compbook.cppn.judges.CachedJudge` stores).
     """
 
     def __init__(self, model_id: str = DEFAULT_MODEL, revision: str | None = None, prompt: str = DEFAULT_PROMPT,

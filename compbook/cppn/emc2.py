@@ -39,9 +39,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import checks
-from .checkpoints import content_hash
-from .cppn import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
+from .. import checks
+from .store import content_hash
+from .network import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 #: Sign policies (our choice; "plus" is the paper's definition):
 #: - "plus":  one render per weight with w + delta;
@@ -423,7 +423,7 @@ class ScoreResult:
 
 
 def questions_for(model_hash: str, weights, deltas, policy: str, res: int) -> list[dict]:
-    """The question dict of each perturbation (what a :class:`~compbook.judges.CachedJudge` keys verdicts by)."""
+    """The question dict of each perturbation (what a :class:`~compbook.cppn.judges.CachedJudge` keys verdicts by)."""
     return [{"model": model_hash, "weight": [int(l), int(o), int(i)], "delta": float(d), "policy": policy,
              "res": int(res)} for (l, o, i), d in zip(weights, deltas.tolist())]
 

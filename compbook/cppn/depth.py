@@ -5,7 +5,7 @@ and the PNG compression ratio of the target (a proxy for its complexity) depends
 
 * :func:`png_compression_ratio`: raw 8-bit RGB bytes / PNG bytes (our definition, below);
 * :func:`depth_sweep`: train several seeds at each depth with the batched trainer (optionally similarity-prune
-  them, :func:`compbook.prune.similarity_prune_many`), score each with EMC2 (:func:`compbook.emc2.compositional_score`);
+  them, :func:`compbook.cppn.prune.similarity_prune_many`), score each with EMC2 (:func:`compbook.cppn.emc2.compositional_score`);
 * :func:`fit_depth_line` / :func:`predict_depth`: the least-squares line ``depth = slope * ratio + intercept``.
 
 Our choices, all parameters: the ratio is measured at :data:`RATIO_RES` = 256 px (the FER resolution; at 32 px the
@@ -25,9 +25,9 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from . import checks
-from .cppn import CPPN, uniform_cppn
-from .images import check_image as _as_image, resize, to_uint8
+from .. import checks
+from .network import CPPN, uniform_cppn
+from ..images import check_image as _as_image, resize, to_uint8
 from .train import OptimizerFactory, as_target, fit_many, mse
 
 RATIO_RES = 256
@@ -97,10 +97,10 @@ def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = 
                      tuple(residuals.tolist()), int(res), source, tuple(labels))
 
 
-#: The book's default line: our ratios (this module's definition, 256 px renders by :func:`compbook.picbreeder.render`)
+#: The book's default line: our ratios (this module's definition, 256 px renders by :func:`compbook.cppn.picbreeder.render`)
 #: of the three FER targets against their *layerized Picbreeder depths* (skull 12, butterfly 16, apple 33), i.e.
 #: the depth evolution found, not an optimal depth measured by a sweep (FER's numbers; our own
-#: :func:`compbook.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
+#: :func:`compbook.cppn.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
 #: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The spec's hint 5.49 / 5.23 / 4.57 is another
 #: definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
 #: Layerized depths of the FER targets as FER reports them (our layerizer: skull 11).
@@ -185,7 +185,7 @@ def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict
 class DepthSweep:
     """A depth sweep's results. ``rows`` is tidy: one dict per (depth, seed) with ``depth, seed, loss, score,
     n_weights`` (``score`` is NaN when no judge was given); ``models[(depth, seed)]`` the trained networks;
-    ``scores[(depth, seed)]`` the :class:`compbook.emc2.ScoreResult` objects."""
+    ``scores[(depth, seed)]`` the :class:`compbook.cppn.emc2.ScoreResult` objects."""
     rows: list[dict]
     models: dict[tuple[int, int], CPPN]
     scores: dict[tuple[int, int], object] = field(default_factory=dict)
@@ -204,7 +204,7 @@ class DepthSweep:
 
     def intervals(self, judge: str, n_boot: int = 2000, seed: int = 0) -> list[dict]:
         """Per depth, ``judge``'s score pooled over seeds with its 95% interval (a sweep scored by several
-        judges; :func:`compbook.panel.summary`: a bootstrap over seeds, then weights)."""
+        judges; :func:`compbook.cppn.panel.summary`: a bootstrap over seeds, then weights)."""
         from .panel import groups_from_counts, summary
         if not self.rows or "k_n" not in self.rows[0] or judge not in self.rows[0]["k_n"]:
             raise ValueError(f"judge {judge!r}: this sweep holds no verdicts of it (pass judge=a dict of judges)")
@@ -274,12 +274,12 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
     """Train ``len(seeds)`` CPPNs of ``depth`` hidden layers x ``width`` at every depth and score them.
 
     Per depth: ``uniform_cppn(depth, width, activation, color, seed)`` for each seed (``activation`` default
-    :func:`mixed_layout`), all seeds trained together by :func:`compbook.train.fit_many` on ``target``
+    :func:`mixed_layout`), all seeds trained together by :func:`compbook.cppn.train.fit_many` on ``target``
     ``(H, W, 3)`` for ``steps`` steps; then, when ``sp`` is a dict, similarity-pruned by
-    :func:`compbook.prune.similarity_prune_many` with those keyword arguments (its random stream for the b-th seed
+    :func:`compbook.cppn.prune.similarity_prune_many` with those keyword arguments (its random stream for the b-th seed
     is ``seeds[0] + b``, unless ``sp`` sets ``seed``); then, when ``judge`` is given, scored by
     ``compositional_score(model, judge, concept, seed=seed, progress=False, **score_kwargs)``; when ``judge``
-    is a dict of judges, every one judges the same renders (:func:`compbook.panel.panel_verdicts`): ``score``
+    is a dict of judges, every one judges the same renders (:func:`compbook.cppn.panel.panel_verdicts`): ``score``
     is the first's, ``scores`` and ``k_n`` hold each one's (see :meth:`DepthSweep.intervals`).
     ``loss`` in the rows is the final MSE on ``target``.
     """

@@ -7,8 +7,8 @@ a <concept>?" with yes / no / can't tell, and never sees which network (Picbreed
 weight or which delta made it: items are shuffled across network kinds, seeds and deltas, and numbered in the
 shuffled order. The *key* (item number -> network and question) is a separate file the labeller does not open.
 
-Verdicts go to a :class:`~compbook.judges.CachedJudge` cache whose identity names the protocol and the labeller
-(:func:`human_identity`), keyed by the same question dicts :func:`compbook.emc2.compositional_score` asks, so a
+Verdicts go to a :class:`~compbook.cppn.judges.CachedJudge` cache whose identity names the protocol and the labeller
+(:func:`human_identity`), keyed by the same question dicts :func:`compbook.cppn.emc2.compositional_score` asks, so a
 human verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
 with ``detail: {"answer": "can't tell"}`` (like a VLM answer with no yes/no); agreement tables leave it out.
 
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
-from . import checkpoints, emc2, judges, picbreeder, twins
+from . import store, emc2, judges, picbreeder, twins
 
 PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the concept's Picbreeder reference "
             "render and its name only; question 'Would you still call this a {concept}?'; answers yes / no / "
@@ -58,14 +58,14 @@ class Network:
 
 
 def networks(concepts: Sequence[str] = twins.TARGETS) -> list[Network]:
-    """The layerized Picbreeder network and the stored SGD twins (:func:`compbook.twins.load_twins`) per concept."""
+    """The layerized Picbreeder network and the stored SGD twins (:func:`compbook.cppn.twins.load_twins`) per concept."""
     out = []
     for c in concepts:
         out.append(Network(c, "picbreeder", 0, f"picbreeder:{c}",
                            picbreeder.layerize(picbreeder.load_genome(c))))
         paths = twins.stored(c)
         models = twins.load_twins(c)
-        hashes = {checkpoints.content_hash(m): m for m in models}
+        hashes = {store.content_hash(m): m for m in models}
         for p in paths:
             meta = json.loads(p.read_text())
             if meta["content_hash"] in hashes:
@@ -78,8 +78,8 @@ def load_network(source: str):
     """Rebuild a network from a key's ``source`` (``picbreeder:<name>`` or ``emc2/<checkpoint stem>``)."""
     if source.startswith("picbreeder:"):
         return picbreeder.layerize(picbreeder.load_genome(source.split(":", 1)[1]))
-    from .paths import data_dir
-    return checkpoints.load_cppn(data_dir() / source)
+    from ..paths import data_dir
+    return store.load_cppn(data_dir() / source)
 
 
 def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: int = 22, per_sgd: int = 8,
@@ -93,7 +93,7 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
     rng = np.random.default_rng(seed)
     by_concept: dict[str, list[dict]] = {}
     for net in nets:
-        h = checkpoints.content_hash(net.model)
+        h = store.content_hash(net.model)
         base = dict(concept=net.concept, kind=net.kind, seed=net.seed, source=net.source)
         items = [base | {"question": _question(h, None, 0.0)}]
         weights = emc2.nonzero_weights(net.model)
@@ -122,7 +122,7 @@ def without_questions(items: Sequence[dict], asked: Sequence[dict], start: int) 
 
 
 def _question(model_hash: str, weight, delta: float) -> dict:
-    """The question dict of one item: as :func:`compbook.emc2.questions_for` (``weight: None`` = unperturbed)."""
+    """The question dict of one item: as :func:`compbook.cppn.emc2.questions_for` (``weight: None`` = unperturbed)."""
     return {"model": model_hash, "weight": None if weight is None else [int(x) for x in weight],
             "delta": float(delta), "policy": "plus", "res": RES}
 
@@ -136,7 +136,7 @@ def render_items(items: Sequence[dict], models: dict | None = None) -> torch.Ten
         by_source.setdefault(it["source"], []).append(j)
     for src, idx in by_source.items():
         model = models.setdefault(src, load_network(src))
-        if checkpoints.content_hash(model) != items[idx[0]]["question"]["model"]:
+        if store.content_hash(model) != items[idx[0]]["question"]["model"]:
             raise ValueError(f"items: network {src} is not the one the key names (content hash differs)")
         plain = [j for j in idx if items[j]["question"]["weight"] is None]
         moved = [j for j in idx if items[j]["question"]["weight"] is not None]
@@ -252,7 +252,7 @@ def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, ide
 
 
 def human_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
-    """The stored human verdicts as a strict :class:`~compbook.judges.CachedJudge` (refuses another identity)."""
+    """The stored human verdicts as a strict :class:`~compbook.cppn.judges.CachedJudge` (refuses another identity)."""
     identity = identity or human_identity()
     return judges.CachedJudge(path if path is not None else judges.cache_path(identity), identity=identity)
 
@@ -336,66 +336,10 @@ def relabel_items(items: Sequence[dict], fraction: float = 0.1, seed: int = 1, s
     return out
 
 
-def _read_key(path) -> list[dict]:
+def read_key(path) -> list[dict]:
     return json.loads(Path(path).read_text())["items"]
 
 
-def _write_key(path, items, note: str) -> None:
+def write_key(path, items, note: str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"note": note, "protocol": PROTOCOL, "items": items}, indent=0))
-
-
-def main(argv=None) -> int:
-    """``python -m compbook.labelling sheets|relabel|store ...`` (see ``data/judge_cache/README.md``)."""
-    import argparse
-    p = argparse.ArgumentParser(prog="python -m compbook.labelling")
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("sheets", help="plan items of one concept, write the key and the contact sheets")
-    s.add_argument("--concept", required=True, choices=twins.TARGETS)
-    s.add_argument("--key", required=True, help="the key file (JSON) to write; do not open it while labelling")
-    s.add_argument("--out", required=True, help="folder for the sheets")
-    s.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
-    s.add_argument("--per-picbreeder", type=int, default=22)
-    s.add_argument("--per-sgd", type=int, default=8)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--start", type=int, default=None,
-                   help="first item number (default 1000, 2000, 3000 for skull, butterfly, apple)")
-    s.add_argument("--exclude-key", nargs="*", default=[],
-                   help="keys of earlier batches: their questions are not asked again")
-    r = sub.add_parser("relabel", help="sheets of a shuffled fraction of labelled items, renumbered")
-    r.add_argument("--key", nargs="+", required=True)
-    r.add_argument("--out-key", required=True)
-    r.add_argument("--out", required=True)
-    r.add_argument("--fraction", type=float, default=0.1)
-    r.add_argument("--start", type=int, default=9001, help="first item number of the re-label sheets")
-    r.add_argument("--seed", type=int, default=1)
-    t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
-    t.add_argument("--key", nargs="+", required=True)
-    t.add_argument("--labels", nargs="+", required=True)
-    args = p.parse_args(argv)
-    if args.command == "sheets":
-        start = 1000 * (twins.TARGETS.index(args.concept) + 1) if args.start is None else args.start
-        items = plan_items(networks([args.concept]), tuple(args.deltas), args.per_picbreeder, args.per_sgd,
-                           args.seed + start, start)
-        items = without_questions(items, [it for k in args.exclude_key for it in _read_key(k)], start)
-        _write_key(args.key, items, f"key of {args.concept} items (seed {args.seed})")
-        sheets = write_sheets(items, render_items(items), args.out)
-        print(f"{len(items)} items, {len(sheets)} sheets in {args.out}; key {args.key}")
-    elif args.command == "relabel":
-        items = relabel_items([it for k in args.key for it in _read_key(k)], args.fraction, args.seed, args.start)
-        _write_key(args.out_key, items, "re-label key: 'of' is the original item")
-        sheets = write_sheets(items, render_items(items), args.out)
-        print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")
-    else:
-        items = [it for k in args.key for it in _read_key(k)]
-        labels = {}
-        for f in args.labels:
-            labels |= read_labels(f)
-        print(f"wrote {store_verdicts(items, labels)} ({len(labels)} labels)")
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-    from compbook.labelling import main as _main
-    sys.exit(_main())

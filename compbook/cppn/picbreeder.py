@@ -21,8 +21,8 @@ import torch
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
-from . import checks
-from .cppn import ACTIVATIONS, CPPN, INPUT_NAMES, outputs_to_rgb
+from .. import checks
+from .network import ACTIVATIONS, CPPN, INPUT_NAMES, outputs_to_rgb
 
 GENOMES = {"skull": 576, "butterfly": 4376, "apple": 5736}
 ENV_VARIABLE = "COMPBOOK_PICBREEDER"
@@ -132,7 +132,7 @@ def find_genome(name: str, download: bool = True) -> Path:
 
 def reference_render(name: str) -> np.ndarray:
     """The reference implementation's 256x256 render of a named genome, RGB floats ``(256, 256, 3)`` in [0, 1]."""
-    from .images import load_image
+    from ..images import load_image
     return load_image(find_genome(name).with_suffix(".png"))
 
 

@@ -6,7 +6,7 @@ Layer ``l`` holds a weight matrix ``W_l (out, in)`` and a connectivity mask of t
 network computes with ``W_l * mask_l``, so a masked weight is exactly zero and gets exactly zero gradient.
 
 Every function here accepts weights with leading batch dimensions ``(..., out, in)``: the same code renders one
-network or trains many of one shape at once (:mod:`compbook.train`).
+network or trains many of one shape at once (:mod:`compbook.cppn.train`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import torch
 from torch import nn
 
-from . import checks
+from .. import checks
 
 INPUT_NAMES = ("x", "y", "d", "bias")
 COLOR_MODES = {"hsv": 3, "gray": 1}

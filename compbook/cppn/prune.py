@@ -1,8 +1,8 @@
 """Pruning a CPPN: which connections remain, not how many (chapter 6, ``06_connectivity``).
 
 Every method returns **masks**: a list of 0/1 tensors, one per layer, of shapes ``model.shapes`` (``(out, in)``).
-Apply them with ``model.clone_with(masks=masks)`` (or ``model.set_masks``); :func:`compbook.train.fit` and
-:func:`~compbook.train.fit_many` keep masked weights exactly zero while training.
+Apply them with ``model.clone_with(masks=masks)`` (or ``model.set_masks``); :func:`compbook.cppn.train.fit` and
+:func:`~compbook.cppn.train.fit_many` keep masked weights exactly zero while training.
 
 Unstructured methods score every weight and keep the best (one shared :func:`masks_from_scores`):
 
@@ -33,8 +33,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import checks
-from .cppn import CPPN, coordinate_grid, outputs_to_rgb
+from .. import checks
+from .network import CPPN, coordinate_grid, outputs_to_rgb
 from .train import OptimizerFactory, as_target, fit, fit_many, mse
 
 SCOPES = ("global", "layer", "row")
@@ -227,7 +227,7 @@ def lottery_ticket(model: CPPN, target, sparsity: float, rounds: int = 3, steps_
     trains from the rewind point with the current mask for ``steps_per_round`` steps, then removes the smallest
     trained weights so that sparsity follows ``1 - (1 - sparsity)^(r / rounds)``; after the last round the weights
     are rewound. Returns a :class:`PruneResult` whose ``model`` is that rewound **ticket** (untrained: train it with
-    :func:`compbook.train.fit`); ``losses[r]`` is the trained loss of round ``r + 1`` before its pruning, and
+    :func:`compbook.cppn.train.fit`); ``losses[r]`` is the trained loss of round ``r + 1`` before its pruning, and
     ``losses[-1]`` the ticket's own (untrained) loss. ``rounds=0`` prunes nothing and returns the model itself.
     """
     sparsity = _check_fraction(sparsity, "sparsity")
@@ -488,7 +488,7 @@ def similarity_prune(model: CPPN, target, threshold: float = 0.8, rounds: int = 
     (:func:`neuron_similarity`; default ``res``: the target's size); pairs above ``threshold`` are redundant
     (:func:`redundant_pairs`); from each pair one neuron, chosen at random, is removed, i.e. its incoming row and
     outgoing column are zeroed (:func:`choose_removals`, :func:`remove_neurons`); then the network is retrained on
-    ``target`` ``(H, W, 3)`` for ``retrain_steps`` steps (:func:`compbook.train.fit`'s recipe, masks respected).
+    ``target`` ``(H, W, 3)`` for ``retrain_steps`` steps (:func:`compbook.cppn.train.fit`'s recipe, masks respected).
     That much is the paper's. Our choices, all parameters: ``threshold=0.8`` on ``|cos|`` (``absolute=True``),
     uncentred maps, zero maps never paired, pairs taken most-similar-first without overlap (at most
     ``pairs_per_layer`` per layer a round), ``rounds=6`` of ``retrain_steps=100`` Adam steps at ``lr=3e-3``, and the

@@ -1,25 +1,23 @@
 """Picbreeder against SGD twins under every judge, with intervals (chapter 5 and Part A's claims table).
 
-``python -m compbook.reread`` scores the three Picbreeder networks and their stored SGD twins
-(:mod:`compbook.twins`) with each judge (the default semantic judge, the other semantic candidate, SSIM to the own
-render) at several deltas, and reads the blind human verdicts (:mod:`compbook.labelling`) of the same networks;
+``python -m compbook.cppn reread`` scores the three Picbreeder networks and their stored SGD twins
+(:mod:`compbook.cppn.twins`) with each judge (the default semantic judge, the other semantic candidate, SSIM to the own
+render) at several deltas, and reads the blind human verdicts (:mod:`compbook.cppn.labelling`) of the same networks;
 every score comes with a 95% Wilson interval over its perturbations. Writes ``data/emc2/reread.json``, which the
 chapters load (a precomputed result: about ten CPU minutes).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import torch
 
-from . import checkpoints, judges, labelling, panel, picbreeder, semantic, twins
+from . import labelling, panel, picbreeder, store, twins
+from .judges.base import SSIMJudge
+from .judges import semantic
 from .panel import panel_verdicts, score_row
 
 
@@ -37,7 +35,7 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
     (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
     (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept
     alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``).
-    ``unperturbed`` is ``[k, n]`` of :func:`compbook.panel.unperturbed_counts` for the row's networks."""
+    ``unperturbed`` is ``[k, n]`` of :func:`compbook.cppn.panel.unperturbed_counts` for the row's networks."""
     rows = []
     for c in concepts:
         nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
@@ -89,24 +87,9 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=Non
     return rows
 
 
-def _made_by(args) -> str:
-    return (f"python -m compbook.reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
-            f"{' '.join(map(str, args.deltas))}")
-
-
-def _write(out: dict):
-    from .paths import data_dir
-    path = data_dir() / "emc2" / "reread.json"
-    path.write_text(json.dumps(out, indent=0))
-    for r in out["rows"]:
-        print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
-              f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
-    print(f"wrote {path} in {out['seconds']} s")
-
-
 def merge(parts: Sequence[dict]) -> dict:
     """One ``reread.json`` from the part files of a run split by ``--concepts`` (same settings, every concept
-    once); the rows in :data:`compbook.twins.TARGETS` order, the human rows last, seconds summed."""
+    once); the rows in :data:`compbook.cppn.twins.TARGETS` order, the human rows last, seconds summed."""
     made = {p["made_by"] for p in parts}
     if len(made) != 1:
         raise ValueError(f"parts: made with different settings: {sorted(made)}")
@@ -119,42 +102,26 @@ def merge(parts: Sequence[dict]) -> dict:
             "rows": rows + parts[0]["human_rows"]}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m compbook.reread")
-    p.add_argument("--sample", type=int, default=200, help="weights per SGD twin")
-    p.add_argument("--pb-sample", type=int, default=None, help="weights per Picbreeder network (default: all)")
-    p.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
-    p.add_argument("--concepts", nargs="+", choices=twins.TARGETS, default=None,
-                   help="score only these and write a part file (to run concepts in parallel; then --merge)")
-    p.add_argument("--merge", nargs="+", default=None, help="part files to merge into data/emc2/reread.json")
-    args = p.parse_args(argv)
-    if args.merge:
-        _write(merge([json.loads(Path(f).read_text()) for f in args.merge]))
-        return 0
-    torch.set_num_threads(1)
-    from .paths import data_dir
+def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float] = (0.5, 1.0, 2.0),
+        concepts: Sequence[str] | None = None, made_by: str = "") -> dict:
+    """Score every network under every judge (:func:`machine_scores`) and read the human verdicts
+    (:func:`human_scores`): the content of ``data/emc2/reread.json`` (``python -m compbook.cppn reread``).
+
+    With ``concepts`` only those are scored, and the result is a part file for :func:`merge` (its ``rows`` the
+    machine rows, ``human_rows`` the human ones)."""
+    from ..paths import data_dir
     t0 = time.perf_counter()
     choice = json.loads(semantic.choice_path().read_text())
     judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": j
                  for k, j in semantic.candidates(choice["thresholds"]).items()}
-    judge_map["ssim (own render, 0.5)"] = judges.SSIMJudge(0.5)
-    concepts = args.concepts or list(twins.TARGETS)
-    rows = machine_scores(judge_map, tuple(args.deltas), args.sample, args.pb_sample, concepts=concepts)
+    judge_map["ssim (own render, 0.5)"] = SSIMJudge(0.5)
+    part = concepts is not None
+    concepts = list(concepts or twins.TARGETS)
+    rows = machine_scores(judge_map, tuple(deltas), sample, pb_sample, concepts=concepts)
     key = [it for f in HUMAN_KEYS for it in json.loads((data_dir() / "judge_cache" / f).read_text())["items"]]
     current = {n.source for n in labelling.networks() if n.kind == "sgd"}
     human = human_scores(key, labelling.answers_for(key), current)
-    out = {"made_by": _made_by(args), "seconds": round(time.perf_counter() - t0, 1),
-           "twins": {c: [checkpoints.content_hash(m) for m in twins.load_twins(c)] for c in concepts},
+    out = {"made_by": made_by, "seconds": round(time.perf_counter() - t0, 1),
+           "twins": {c: [store.content_hash(m) for m in twins.load_twins(c)] for c in concepts},
            "chosen": choice["chosen"], "rows": rows + human}
-    if args.concepts:
-        part = data_dir() / "emc2" / f"reread_part_{'_'.join(concepts)}.json"
-        part.write_text(json.dumps(out | {"rows": rows, "human_rows": human, "concepts": concepts}, indent=0))
-        print(f"wrote {part} in {out['seconds']} s; merge the parts with --merge")
-        return 0
-    _write(out)
-    return 0
-
-
-if __name__ == "__main__":
-    from compbook.reread import main as _main
-    sys.exit(_main())
+    return out | {"rows": rows, "human_rows": human, "concepts": concepts} if part else out

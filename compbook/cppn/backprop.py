@@ -7,7 +7,7 @@ a CPU most of an autograd step is that bookkeeping, not arithmetic. Written out,
     forward    z_l = W_l h_{l-1},   h_l = act(z_l),   d_l = act'(z_l)   (kept for the backward pass)
     backward   g_z = g_h * d_l,     dL/dW_l = g_z h_{l-1}^T,            g_{h_{l-1}} = W_l^T g_z
 
-with activations stored neurons-major, ``(..., neurons, N)`` for N pixels (as in :mod:`compbook.emc2`'s fast
+with activations stored neurons-major, ``(..., neurons, N)`` for N pixels (as in :mod:`compbook.cppn.emc2`'s fast
 engine): a layer is one matmul with the pixels as its long dimension, and a neuron's pixels are contiguous.
 Each hidden layer's neurons are permuted once so that each activation is one slice (identity and cache neurons
 cost nothing): the permuted network is the same function, and :meth:`Backprop.to_model_order` undoes it.
@@ -23,8 +23,8 @@ from typing import Sequence
 
 import torch
 
-from . import checks
-from .cppn import CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
+from .. import checks
+from .network import CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 
 def _activate_(z: torch.Tensor, name: str) -> None:
@@ -216,7 +216,7 @@ def autograd_loss_and_grads(model: CPPN, target: torch.Tensor, weights: Sequence
 def gradient_error(model: CPPN, target, straight_through: bool = True) -> float:
     """Max over layers of ``max |engine - autograd| / max |autograd|`` for ``model``'s weights on ``target``
     ``(H, W, 3)`` (computed in float64: what is left is rounding, ~1e-15, unless the engine is wrong)."""
-    from .train import as_target
+    from ..images import as_target
     checks.instance(model, "model", CPPN)
     target = as_target(target).double()
     model = copy.deepcopy(model).double()

@@ -8,12 +8,12 @@ polynomial on the matrix: :func:`newton_schulz`.
 Ours follows ``torch.optim.Muon`` (itself Keller Jordan's reference) with two differences, both parameters:
 
 * it works on stacked weights ``(B, out, in)`` (every matrix orthogonalised on its own), so
-  :func:`compbook.train.fit_many` can train B networks with it; ``torch.optim.Muon`` refuses non-2-D tensors;
+  :func:`compbook.cppn.train.fit_many` can train B networks with it; ``torch.optim.Muon`` refuses non-2-D tensors;
 * it computes in the parameter's dtype (float32) by default; torch casts to bfloat16 (``dtype=torch.bfloat16``
   reproduces that). Our default ``weight_decay`` is 0 (a CPPN has no overfitting to fight; torch's is 0.1).
 
 Masks: the orthogonalised update is dense, so it has entries where a mask removed a weight. The trainer re-zeroes
-masked weights after every step (see :mod:`compbook.train`), so they stay exactly zero; the update it keeps is
+masked weights after every step (see :mod:`compbook.cppn.train`), so they stay exactly zero; the update it keeps is
 the masked part of an orthogonal matrix (no longer exactly orthogonal: an approximation we accept, stated here).
 """
 
@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from . import checks
+from .. import checks
 
 #: The quintic's coefficients (a, b, c) from the Muon reference: phi(s) = a s + b s^3 + c s^5 on singular values.
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
@@ -118,7 +118,7 @@ class Muon(torch.optim.Optimizer):
 
 
 def muon(params, lr):
-    """Factory for :data:`compbook.train.OPTIMIZERS` (``optimizer="muon"``): :class:`Muon` with our defaults.
+    """Factory for :data:`compbook.cppn.train.OPTIMIZERS` (``optimizer="muon"``): :class:`Muon` with our defaults.
 
     Every layer of the CPPN, the 4-input first layer and the output layer included, is a Muon matrix (our choice;
     the reference hands embeddings and output heads to Adam instead). ``lr`` is Muon's: about 10x Adam's.

@@ -2,8 +2,8 @@
 
 Numbers come from files a command in this repository wrote, never typed by hand:
 
-- ``data/emc2/reread.json`` (``python -m compbook.reread``): chapter 5, Picbreeder against the SGD twins;
-- ``data/emc2/partA_reread.json`` (``python -m compbook.experiments --write``): chapters 3-4 (theory checks)
+- ``data/emc2/reread.json`` (``python -m compbook.cppn reread``): chapter 5, Picbreeder against the SGD twins;
+- ``data/emc2/partA_reread.json`` (``python -m compbook.cppn experiments --write``): chapters 3-4 (theory checks)
   and 6-9 (pruning, depth, optimizer, unknown targets), in CPU mode with more seeds than a chapter runs live.
 
 The verdict rule is our choice and a parameter (:data:`RULES`): with ``"separated"`` (the default) a claim that
@@ -21,7 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from . import checks
+from .. import checks
+from ..stats import fmt, mean_ci, pooled_draws  # noqa: F401 (fmt, mean_ci re-exported)
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 RULES = ("separated", "point")
@@ -84,15 +85,6 @@ def probability_verdict(p: float, level: float = 0.95, rule: str = "separated") 
     return REPRODUCED if p >= (1 + level) / 2 else NOT_REPRODUCED if p <= (1 - level) / 2 else INCONCLUSIVE
 
 
-def mean_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> dict:
-    """``{"score": mean, "ci95"}`` of ``values`` (e.g. one final loss per seed): a percentile bootstrap."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 1 or len(v) < 2 or not np.isfinite(v).all():
-        raise ValueError(f"values must be at least two finite numbers, got {values!r:.80}")
-    means = v[np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))].mean(1)
-    return {"score": float(v.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
-
-
 def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
     """``a - b`` of two stored score rows (with per-network counts ``k_n``), with a bootstrap 95% interval
     (networks, then weights, drawn independently for ``a`` and ``b``)."""
@@ -102,23 +94,13 @@ def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
         if not isinstance(row, dict) or "k_n" not in row:
             raise ValueError(f"{'ab'[j]} must be a stored row with 'k_n', got {row!r:.80}")
         g = groups_from_counts(row["k_n"])
-        rng = np.random.default_rng(seed + j)
-        p, n = np.array([x.mean() for x in g]), np.array([len(x) for x in g])
-        pick = rng.integers(0, len(g), (n_boot, len(g)))
-        draws.append(rng.binomial(n[pick], p[pick]).sum(1) / n[pick].sum(1))
+        draws.append(pooled_draws([x.mean() for x in g], [len(x) for x in g], n_boot, np.random.default_rng(seed + j)))
     d = draws[0] - draws[1]
     return {"score": float(a["score"] - b["score"]),
             "ci95": [float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975))]}
 
 
 # -- reading the stored files -------------------------------------------------------------------------------------
-def fmt(row) -> str:
-    """``0.83 [0.77, 0.88]`` (a number alone when there is no interval)."""
-    if isinstance(row, (int, float)):
-        return f"{row:.2f}"
-    return f"{row['score']:.2f} [{row['ci95'][0]:.2f}, {row['ci95'][1]:.2f}]"
-
-
 def _find(rows, **match) -> dict:
     hits = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
     if len(hits) != 1:
@@ -238,7 +220,7 @@ def predictor_verdict(predicted: int, peaks: Sequence[int], depths: Sequence[int
 
 def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
     """A peak inside the depth range; the simpler target (higher PNG ratio) peaks shallower; the PNG line
-    (:data:`compbook.depth.DEFAULT_LINE`) predicts the peak."""
+    (:data:`compbook.cppn.depth.DEFAULT_LINE`) predicts the peak."""
     from .depth import DEFAULT_LINE
     out = []
     t = ch7["targets"]
@@ -318,7 +300,7 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
     rule = checks.choice(rule, "rule", RULES)
     for key in ("theory", "chapter6", "chapter7", "chapter8", "chapter9"):
         if key not in stored:
-            raise ValueError(f"stored: no {key!r} (run python -m compbook.experiments --write)")
+            raise ValueError(f"stored: no {key!r} (run python -m compbook.cppn experiments --write)")
     return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule, require_drawn)
             + chapter6_claims(stored["chapter6"], rule, tolerance) + chapter7_claims(stored["chapter7"], rule)
             + chapter8_claims(stored["chapter8"], rule) + chapter9_claims(stored["chapter9"], rule))
@@ -327,32 +309,13 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
 def load() -> tuple[dict, dict]:
     """``(reread.json, partA_reread.json)`` from ``data/emc2/``."""
     from .experiments import stored_path
-    from .paths import data_dir
+    from ..paths import data_dir
     return (json.loads((data_dir() / "emc2" / "reread.json").read_text()),
             json.loads(stored_path().read_text()))
 
 
 # -- the theory checks the command stores -------------------------------------------------------------------------
 def run_theory() -> dict:
-    """Chapters 3 and 4's checks in a few seconds: the Welch bound on optimised frames and ETFs; the book's
-    rho model of the skull on a grid around its sweet spot."""
-    from . import picbreeder, theory
-    gaps, etf = [], []
-    for d in (2, 3, 4):
-        for r in range(2, 9):
-            c = theory.coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
-            gaps.append(c - theory.welch_bound(r, d))
-        f = theory.simplex_etf(d)
-        etf.append(abs(theory.coherence(f) - theory.welch_bound(len(f), d)))
-    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
-    w0, l0 = skull.width, skull.depth
-    grid = {(w, l): theory.log_rho(skull, w, l) for w in range(1, w0 + 6) for l in range(1, l0 + 6)}
-    finite = {k: v for k, v in grid.items() if math.isfinite(v)}
-    best = max(finite, key=finite.get)
-    steps_w = np.diff([grid[(w, l0)] for w in range(w0, w0 + 6)]) / math.log(10)
-    steps_l = np.diff([grid[(w0, l)] for l in range(l0, l0 + 6)]) / math.log(10)
-    return {"welch": {"frames": len(gaps), "min_gap": float(min(gaps)), "etf_gap": float(max(etf))},
-            "volume": {"argmax": list(best), "sweet_spot": [w0, l0], "step_W": float(steps_w.mean()),
-                       "step_L": float(steps_l.mean()),
-                       "constant_steps": bool(np.ptp(steps_w) < 1e-6 * (1 + abs(steps_w).max())
-                                              and np.ptp(steps_l) < 1e-6 * (1 + abs(steps_l).max()))}}
+    """Chapters 3 and 4's checks (:func:`compbook.cppn.experiments.run_theory`, which now holds them)."""
+    from .experiments import run_theory as run
+    return run()

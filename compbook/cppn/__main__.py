@@ -1,0 +1,375 @@
+"""Part A's command lines: ``python -m compbook.cppn <command> [options]`` (what made ``data/emc2/``,
+``data/judge_cache/`` and ``data/semantic/``).
+
+Commands (``python -m compbook.cppn <command> --help`` for each one's options):
+
+* ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`), or ``--report``;
+* ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`);
+* ``semantic train|choose|validate``: the concept CNN's weights; choose the default CPU judge on held-out human
+  verdicts; validate the choice on a later batch (:mod:`compbook.cppn.agreement`);
+* ``labelling sheets|relabel|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
+* ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
+* ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`).
+
+The library modules hold no argument parsing: each command below reads its options and calls them. The old
+spellings (``python -m compbook.cppn twins ...``) still run these for one release (:mod:`compbook._compat`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+PROG = "python -m compbook.cppn"
+
+
+# -- twins ------------------------------------------------------------------------------------------------------------
+def twins(argv: Sequence[str]) -> int:
+    """``twins --target T [--steps N --res R --seeds ...]`` or ``twins --report``."""
+    from . import store, twins as tw
+    p = argparse.ArgumentParser(prog=f"{PROG} twins", description=tw.__doc__.split("\n")[0])
+    p.add_argument("--target", choices=tw.TARGETS, action="append", default=[])
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--lr", type=float, default=None, help="default: FER's (3e-3, apple 3e-4)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-minutes", type=float, default=None, help="stop after this wall time (steps recorded)")
+    p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
+    p.add_argument("--last-weights", action="store_true", help="store the last weights, not the lowest-loss ones")
+    p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
+    p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    for t in args.target:
+        recipe = tw.TwinRecipe(t, args.res, args.steps, args.lr, args.seeds,
+                               stop_at_plateau=not args.no_plateau_stop, max_minutes=args.max_minutes,
+                               keep_best=not args.last_weights)
+        t0 = time.perf_counter()
+        models, losses, seconds = tw.train_twins(recipe, progress=sys.stderr.isatty())
+        for w in tw.save_twins(recipe, models, losses, seconds, args.out):
+            m = store.load_metadata(w)
+            print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
+                  f"{m['psnr_256']:.1f} dB (256; FER {tw.FER_PSNR_256[t]})", flush=True)
+        print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
+              f"{time.perf_counter() - t0:.0f} s in all", flush=True)
+    if args.report or not args.target:
+        for r in tw.report(args.out):
+            print(json.dumps(r))
+    return 0
+
+
+# -- judges -----------------------------------------------------------------------------------------------------------
+def _judges_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} judges",
+                                description="Fill or inspect EMC2 judge caches (data/judge_cache/).")
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fill", help="ask a judge about every perturbation compositional_score evaluates; store it")
+    f.add_argument("--genome", action="append", default=[], help="a Picbreeder genome (skull, butterfly, apple)")
+    f.add_argument("--checkpoint", action="append", default=[], help="a compbook checkpoint (save_cppn)")
+    f.add_argument("--concept", help="what the images show (default: the genome's name; required for checkpoints)")
+    f.add_argument("--judge", choices=("vlm", "ssim"), default="vlm")
+    f.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
+    g = f.add_argument_group("VLM judge")
+    g.add_argument("--model-id", default=None, help="default Qwen/Qwen3-VL-4B-Thinking")
+    g.add_argument("--revision", default=None, help="a commit hash pins the weights (default: main)")
+    g.add_argument("--prompt", default=None, help="with {concept}; default compbook.cppn.judges.vlm.DEFAULT_PROMPT")
+    g.add_argument("--max-new-tokens", type=int, default=None)
+    g.add_argument("--image-size", type=int, default=None)
+    g.add_argument("--batch-size", type=int, default=8, help="images per generate call")
+    g.add_argument("--device", default=None)
+    g.add_argument("--device-map", default=None, help="e.g. auto (needs accelerate)")
+    s = f.add_argument_group("SSIM judge")
+    s.add_argument("--threshold", type=float, default=0.5)
+    e = f.add_argument_group("compositional_score (defaults: compbook.cppn.emc2's)")
+    e.add_argument("--delta", type=float)
+    e.add_argument("--res", type=int)
+    e.add_argument("--policy")
+    e.add_argument("--seed", type=int)
+    e.add_argument("--engine")
+    e.add_argument("--engine-batch-size", type=int, help="compositional_score's batch_size")
+    e.add_argument("--sample", type=int, help="score a seeded sample of this many weights (default: all)")
+    sh = sub.add_parser("show", help="summarise cache files")
+    sh.add_argument("paths", nargs="*", help="cache files or folders (default: data/judge_cache/)")
+    return p
+
+
+def _make_judge(args):
+    from .judges.base import SSIMJudge
+    if args.judge == "ssim":
+        return SSIMJudge(threshold=args.threshold)
+    from .judges import vlm
+    options = {k: v for k, v in (("model_id", args.model_id), ("prompt", args.prompt),
+                                  ("max_new_tokens", args.max_new_tokens), ("image_size", args.image_size))
+               if v is not None}
+    return vlm.VLMJudge(revision=args.revision, batch_size=args.batch_size, device=args.device,
+                        device_map=args.device_map, **options)
+
+
+def _models(args) -> list[tuple[str, object, str]]:
+    """``(name, CPPN, concept)`` for every ``--genome`` and ``--checkpoint``."""
+    from . import picbreeder, store
+    if not args.genome and not args.checkpoint:
+        raise SystemExit("fill: give at least one --genome or --checkpoint")
+    if args.checkpoint and not args.concept:
+        raise SystemExit("fill: --concept is required with --checkpoint")
+    out = [(g, picbreeder.layerize(picbreeder.load_genome(g)), args.concept or g) for g in args.genome]
+    return out + [(c, store.load_cppn(c), args.concept) for c in args.checkpoint]
+
+
+def _fill(args) -> int:
+    """``fill``: run ``compositional_score`` with a ``CachedJudge(mode="fill")`` for each model."""
+    from . import emc2
+    from .judges.cache import CachedJudge, cache_path
+    models = _models(args)
+    judge = _make_judge(args)
+    cached = CachedJudge(args.cache if args.cache else cache_path(judge.identity), judge, mode="fill")
+    kwargs = {k: v for k, v in (("delta", args.delta), ("res", args.res), ("policy", args.policy),
+                                ("seed", args.seed), ("engine", args.engine),
+                                ("batch_size", args.engine_batch_size), ("sample", args.sample)) if v is not None}
+    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries)")
+    for name, model, concept in models:
+        before = (cached.hits, cached.misses)
+        result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        print(f"{name} ({concept}): score {result.score:.3f} over {len(result.verdicts)} weights; "
+              f"{cached.hits - before[0]} stored, {cached.misses - before[1]} new verdicts")
+    unparsed = getattr(judge, "unparsed", [])
+    if unparsed:
+        print(f"warning: {len(unparsed)} answers could not be parsed and count as not preserved "
+              f"(raise --max-new-tokens?); last: {unparsed[-1]['text'][-200:]!r}")
+    print(f"wrote {cached.path} ({len(cached)} entries)")
+    return 0
+
+
+def _show(args) -> int:
+    """``show``: identity, entry count and fraction preserved per concept of each cache file."""
+    from .judges.cache import cache_folder, read_cache
+    paths = [Path(p) for p in args.paths] or [cache_folder()]
+    files = [f for p in paths for f in (sorted(p.glob("*.json")) if p.is_dir() else [p])]
+    for f in files:
+        identity, entries = read_cache(f)
+        print(f"{f}\n  judge: {identity}\n  {len(entries)} verdicts")
+        for c in sorted({e["concept"] for e in entries.values()}):
+            v = [e["verdict"] for e in entries.values() if e["concept"] == c]
+            print(f"  {c}: {len(v)} verdicts, {sum(v) / len(v):.1%} preserved")
+    if not files:
+        print("no cache files")
+    return 0
+
+
+def judges(argv: Sequence[str]) -> int:
+    """``judges fill ...`` / ``judges show ...``."""
+    args = _judges_parser().parse_args(argv)
+    return {"fill": _fill, "show": _show}[args.command](args)
+
+
+# -- semantic judges and their choice ---------------------------------------------------------------------------------
+def _print_tables(tables: dict) -> None:
+    for name, rows in tables.items():
+        for r in rows:
+            print(f"{name:24s} {r.get('split', ''):8s} {r['network']:10s} n={r['n']:3d} agree "
+                  f"{r['agreement']:.3f} bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
+
+
+def _choose() -> int:
+    """Load the key and the human verdicts, run :func:`agreement.choose`, write ``data/semantic/choice.json``."""
+    from . import agreement, labelling
+    from .judges import semantic
+    torch.set_num_threads(1)
+    key, answers = agreement.answered_items("human_key.json")
+    result = agreement.choose(key, answers, labelling.render_items(key))
+    path = semantic.choice_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    _print_tables(result["tables"])
+    print(f"thresholds {result['thresholds']}; chosen: {result['chosen']}")
+    return 0
+
+
+def _validate(key_name: str) -> int:
+    """:func:`agreement.validate` on a later labelled batch (its key in ``data/judge_cache/``) with the thresholds
+    of ``data/semantic/choice.json``; writes ``data/semantic/validation_<batch>.json``."""
+    from . import agreement, labelling
+    from .judges import semantic
+    torch.set_num_threads(1)
+    key, answers = agreement.answered_items(key_name)
+    choice = json.loads(semantic.choice_path().read_text())
+    result = agreement.validate(key, answers, labelling.render_items(key), choice["thresholds"])
+    result["key"] = key_name
+    out = semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
+    out.write_text(json.dumps(result, indent=1))
+    _print_tables(result["tables"])
+    print(f"wrote {out}")
+    return 0
+
+
+def semantic(argv: Sequence[str]) -> int:
+    """``semantic train`` (the CNN's weights), ``semantic choose`` or ``semantic validate``."""
+    p = argparse.ArgumentParser(prog=f"{PROG} semantic")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
+    t.add_argument("--steps", type=int, default=3000)
+    t.add_argument("--batch", type=int, default=96)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1)
+    sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
+    v = sub.add_parser("validate", help="the chosen thresholds on a later labelled batch (not in the choice)")
+    v.add_argument("--key", default="human_key_batch2.json", help="its key, in data/judge_cache/")
+    args = p.parse_args(argv)
+    if args.command == "choose":
+        return _choose()
+    if args.command == "validate":
+        return _validate(args.key)
+    from safetensors.torch import save_file
+    from .judges import augment, semantic as sem
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    net, curve = sem.train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
+    path = sem.weights_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path))
+    meta = {"made_by": f"{PROG} semantic train --steps {args.steps} --batch {args.batch} --seed {args.seed}",
+            "seconds": round(time.perf_counter() - t0, 1), "loss_every_100": curve,
+            "augmentations": augment.DECLARED}
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    print(f"wrote {path} ({meta['seconds']} s); last losses {curve[-3:]}")
+    return 0
+
+
+# -- labelling --------------------------------------------------------------------------------------------------------
+def labelling(argv: Sequence[str]) -> int:
+    """``labelling sheets|relabel|store ...`` (see ``data/judge_cache/README.md``)."""
+    from . import labelling as lab, twins as tw
+    p = argparse.ArgumentParser(prog=f"{PROG} labelling")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sheets", help="plan items of one concept, write the key and the contact sheets")
+    s.add_argument("--concept", required=True, choices=tw.TARGETS)
+    s.add_argument("--key", required=True, help="the key file (JSON) to write; do not open it while labelling")
+    s.add_argument("--out", required=True, help="folder for the sheets")
+    s.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    s.add_argument("--per-picbreeder", type=int, default=22)
+    s.add_argument("--per-sgd", type=int, default=8)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--start", type=int, default=None,
+                   help="first item number (default 1000, 2000, 3000 for skull, butterfly, apple)")
+    s.add_argument("--exclude-key", nargs="*", default=[],
+                   help="keys of earlier batches: their questions are not asked again")
+    r = sub.add_parser("relabel", help="sheets of a shuffled fraction of labelled items, renumbered")
+    r.add_argument("--key", nargs="+", required=True)
+    r.add_argument("--out-key", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--fraction", type=float, default=0.1)
+    r.add_argument("--start", type=int, default=9001, help="first item number of the re-label sheets")
+    r.add_argument("--seed", type=int, default=1)
+    t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
+    t.add_argument("--key", nargs="+", required=True)
+    t.add_argument("--labels", nargs="+", required=True)
+    args = p.parse_args(argv)
+    if args.command == "sheets":
+        start = 1000 * (tw.TARGETS.index(args.concept) + 1) if args.start is None else args.start
+        items = lab.plan_items(lab.networks([args.concept]), tuple(args.deltas), args.per_picbreeder,
+                               args.per_sgd, args.seed + start, start)
+        items = lab.without_questions(items, [it for k in args.exclude_key for it in lab.read_key(k)], start)
+        lab.write_key(args.key, items, f"key of {args.concept} items (seed {args.seed})")
+        sheets = lab.write_sheets(items, lab.render_items(items), args.out)
+        print(f"{len(items)} items, {len(sheets)} sheets in {args.out}; key {args.key}")
+    elif args.command == "relabel":
+        items = lab.relabel_items([it for k in args.key for it in lab.read_key(k)], args.fraction, args.seed,
+                                  args.start)
+        lab.write_key(args.out_key, items, "re-label key: 'of' is the original item")
+        sheets = lab.write_sheets(items, lab.render_items(items), args.out)
+        print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")
+    else:
+        items = [it for k in args.key for it in lab.read_key(k)]
+        labels = {}
+        for f in args.labels:
+            labels |= lab.read_labels(f)
+        print(f"wrote {lab.store_verdicts(items, labels)} ({len(labels)} labels)")
+    return 0
+
+
+# -- reread -----------------------------------------------------------------------------------------------------------
+def _write_reread(out: dict) -> None:
+    from ..paths import data_dir
+    path = data_dir() / "emc2" / "reread.json"
+    path.write_text(json.dumps(out, indent=0))
+    for r in out["rows"]:
+        print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
+              f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
+    print(f"wrote {path} in {out['seconds']} s")
+
+
+def reread(argv: Sequence[str]) -> int:
+    """``reread [--sample N --pb-sample N --deltas ...]``, ``--concepts`` parts, ``--merge`` parts."""
+    from . import reread as rr, twins as tw
+    p = argparse.ArgumentParser(prog=f"{PROG} reread")
+    p.add_argument("--sample", type=int, default=200, help="weights per SGD twin")
+    p.add_argument("--pb-sample", type=int, default=None, help="weights per Picbreeder network (default: all)")
+    p.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    p.add_argument("--concepts", nargs="+", choices=tw.TARGETS, default=None,
+                   help="score only these and write a part file (to run concepts in parallel; then --merge)")
+    p.add_argument("--merge", nargs="+", default=None, help="part files to merge into data/emc2/reread.json")
+    args = p.parse_args(argv)
+    if args.merge:
+        _write_reread(rr.merge([json.loads(Path(f).read_text()) for f in args.merge]))
+        return 0
+    torch.set_num_threads(1)
+    made_by = (f"{PROG} reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
+               f"{' '.join(map(str, args.deltas))}")
+    out = rr.run(args.sample, args.pb_sample, tuple(args.deltas), args.concepts, made_by)
+    if args.concepts:
+        from ..paths import data_dir
+        part = data_dir() / "emc2" / f"reread_part_{'_'.join(out['concepts'])}.json"
+        part.write_text(json.dumps(out, indent=0))
+        print(f"wrote {part} in {out['seconds']} s; merge the parts with --merge")
+        return 0
+    _write_reread(out)
+    return 0
+
+
+# -- experiments ------------------------------------------------------------------------------------------------------
+def experiments(argv: Sequence[str]) -> int:
+    """``experiments --write [--chapters 6 7 8 9 theory]``: run and store (``data/emc2/partA_reread.json``)."""
+    from . import experiments as ex
+    p = argparse.ArgumentParser(prog=f"{PROG} experiments")
+    p.add_argument("--write", action="store_true", help=f"write {ex.stored_path().name}")
+    p.add_argument("--chapters", nargs="+", default=list(ex.RUNNERS), choices=list(ex.RUNNERS))
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    path = ex.stored_path()
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    for ch in args.chapters:
+        t0 = time.perf_counter()
+        out = ex.RUNNERS[ch](**ex.STORED[ch])
+        out |= {"made_by": f"{PROG} experiments --write --chapters {ch}", "sample": ex.STORED[ch]["sample"],
+                "seconds": round(time.perf_counter() - t0, 1)}
+        data[ch if ch == "theory" else f"chapter{ch}"] = out
+        print(f"chapter {ch}: {out['seconds']} s")
+        if args.write:
+            path.write_text(json.dumps(data, indent=0, default=float))
+    if args.write:
+        print(f"wrote {path}")
+    return 0
+
+
+COMMANDS = {"twins": twins, "judges": judges, "semantic": semantic, "labelling": labelling, "reread": reread,
+            "experiments": experiments}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Dispatch ``argv`` (default ``sys.argv[1:]``) to one of :data:`COMMANDS`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(f"usage: {PROG} {{{','.join(COMMANDS)}}} [options]\n\n{__doc__}", file=sys.stderr)
+        return 2
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

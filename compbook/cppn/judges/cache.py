@@ -1,0 +1,253 @@
+"""Stored judge verdicts (chapter 5): :class:`CachedJudge` answers from ``data/judge_cache/`` and fills it.
+
+A cache file is keyed by the judge's identity; each entry by the concept and the question (checkpoint hash,
+weight, delta, policy, resolution), so a stored verdict is never served for another question. ``python -m
+compbook.cppn judges fill ...`` fills a cache (:mod:`compbook.cppn.__main__`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ... import checks
+from .base import Judge, canonical_json, check_concept, check_images, check_questions
+
+CACHE_FORMAT = "compbook-judge-cache/1"
+CACHE_FOLDER = "judge_cache"
+
+
+
+# -- cached verdicts -----------------------------------------------------------------------------------------------
+class CacheMiss(LookupError):
+    """A strict :class:`CachedJudge` has no stored verdict for a question."""
+
+
+def entry_key(identity: str, concept: str, question: dict) -> str:
+    """The cache key: sha256 (hex) of the canonical JSON of ``[identity, concept, question]``."""
+    return hashlib.sha256(canonical_json([identity, concept, question]).encode()).hexdigest()
+
+
+def cache_file_name(identity: str) -> str:
+    """``<readable slug>-<8 hex of sha256(identity)>.json``, e.g. ``vlm-qwen-qwen3-vl-4b-thinking-main-1a2b3c4d.json``."""
+    slug = re.sub(r"[^a-z0-9.]+", "-", identity.split("|", 1)[0].lower()).strip("-.")[:60].rstrip("-.")
+    return f"{slug or 'judge'}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}.json"
+
+
+def cache_folder() -> Path:
+    """The book's judge caches: ``data/judge_cache/`` (see :func:`compbook.paths.data_dir`)."""
+    from ...paths import data_dir
+    return data_dir() / CACHE_FOLDER
+
+
+def cache_path(identity: str, folder=None) -> Path:
+    """Where the cache of ``identity`` lives: ``folder`` (default :func:`cache_folder`) / :func:`cache_file_name`."""
+    return Path(folder if folder is not None else cache_folder()) / cache_file_name(identity)
+
+
+def cache_digest(identity: str, entries: dict) -> str:
+    """sha256 (hex) of the canonical JSON of ``[identity, entries]``: the file-level seal a cache file carries."""
+    return hashlib.sha256(canonical_json([identity, entries], "cache entries").encode()).hexdigest()
+
+
+def _refuse_duplicate_keys(path: Path):
+    """A ``json.loads`` hook that refuses an object with a repeated key (what a bad merge of two caches makes;
+    plain ``json`` would keep the last one silently)."""
+    def hook(pairs):
+        out = {}
+        for k, v in pairs:
+            if k in out:
+                old = out[k]
+                if isinstance(old, dict) and isinstance(v, dict) and "verdict" in old and "verdict" in v:
+                    what = (f"with conflicting verdicts {old['verdict']!r} and {v['verdict']!r}"
+                            if old["verdict"] != v["verdict"] else "twice, with the same verdict")
+                else:
+                    what = "twice"
+                raise ValueError(f"{path}: key {k[:16]!r} appears {what} (a bad merge or a hand edit?); "
+                                 f"restore the file (git) or delete it and fill it again")
+            out[k] = v
+        return out
+    return hook
+
+
+def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
+    """``(identity, entries)`` of a cache file.
+
+    ``ValueError`` (naming the file) for: a folder; invalid JSON; a repeated key (duplicate or conflicting
+    verdicts); another format version; an entry whose key does not match its identity, concept and question;
+    and, with ``verify_digest``, a missing or wrong file digest (:func:`cache_digest`: a verdict edited by hand,
+    an entry added or removed). ``FileNotFoundError`` when nothing is there.
+    """
+    path = checks.file_path(path, "judge cache")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_refuse_duplicate_keys(path))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: judge cache is not valid JSON ({e}); restore it (git) or delete it") from e
+    if not isinstance(data, dict) or "format" not in data:
+        raise ValueError(f"{path}: not a judge cache (no 'format' field)")
+    if data["format"] != CACHE_FORMAT:
+        raise ValueError(f"{path}: judge cache format {data['format']!r} is not {CACHE_FORMAT!r} (this compbook)")
+    identity, entries = data.get("identity"), data.get("entries")
+    if not isinstance(identity, str) or not isinstance(entries, dict):
+        raise ValueError(f"{path}: judge cache needs a str 'identity' and a dict 'entries'")
+    for key, e in entries.items():
+        ok = (isinstance(e, dict) and isinstance(e.get("concept"), str) and isinstance(e.get("question"), dict)
+              and isinstance(e.get("verdict"), bool))
+        if not ok or entry_key(identity, e["concept"], e["question"]) != key:
+            raise ValueError(f"{path}: entry {key[:12]}... is malformed or does not match its key (edited by hand?)")
+    if verify_digest:
+        if "digest" not in data:
+            raise ValueError(f"{path}: judge cache has no 'digest' (not written by compbook.cppn.judges.write_cache, or "
+                             f"the field was removed); if you trust its verdicts, re-seal it: see "
+                             f"data/judge_cache/README.md")
+        if data["digest"] != cache_digest(identity, entries):
+            raise ValueError(f"{path}: judge cache digest does not match its entries (a verdict edited by hand, "
+                             f"or entries added or removed by a merge); restore the file (git) or fill it again")
+    return identity, entries
+
+
+def write_cache(path, identity: str, entries: dict) -> Path:
+    """Write a cache file atomically (a temporary file in the same folder, then rename), one entry per line,
+    sealed with its :func:`cache_digest` (checked by :func:`read_cache`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"  {json.dumps(k)}: {json.dumps(e, ensure_ascii=False)}" for k, e in entries.items()]
+    text = (f'{{\n "format": {json.dumps(CACHE_FORMAT)},\n "identity": {json.dumps(identity, ensure_ascii=False)},\n'
+            f' "key": "sha256 of canonical JSON [identity, concept, question]",\n'
+            f' "digest": {json.dumps(cache_digest(identity, entries))},\n "entries": {{\n'
+            + ",\n".join(lines) + "\n }\n}\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+class CachedJudge:
+    """Stored verdicts of one judge, keyed by everything that determines the question.
+
+    Args:
+        path: a cache file (``*.json``), or a folder in which the file is named from the identity
+            (:func:`cache_file_name`; the book's caches live in ``data/judge_cache/``).
+        judge: the judge whose verdicts these are (required for ``mode="fill"``).
+        identity: that judge's identity when no judge is given (e.g. :func:`~compbook.cppn.judges.vlm.vlm_identity`, to read
+            VLM verdicts on a CPU); with neither, the identity written in the file is used.
+        mode: ``"strict"``: a question with no stored verdict raises :class:`CacheMiss` (a ``LookupError``)
+            naming it; ``"fill"``: misses go to ``judge`` and are stored (the file is rewritten after each call).
+
+    A verdict is keyed by :func:`entry_key` (judge identity, concept, question dict; the engine's question holds
+    the checkpoint's content hash, the weight, delta, policy and resolution), so it is never served for another
+    question or another judge. Images are not looked at on a hit: the question must say what the image is.
+    ``hits`` and ``misses`` count images. Loading a corrupt file, another format version, a file written by
+    another judge identity, a repeated key (duplicate or conflicting verdicts), a file whose digest does not match
+    its entries (see :func:`read_cache`), or a ``path`` that is a folder named ``*.json`` raises ``ValueError``.
+    """
+
+    def __init__(self, path, judge: Judge | None = None, identity: str | None = None, mode: str = "strict"):
+        if mode not in ("strict", "fill"):
+            raise ValueError(f"mode must be 'strict' or 'fill', got {mode!r}")
+        if judge is not None:
+            if not callable(judge) or not isinstance(getattr(judge, "identity", None), str):
+                raise ValueError(f"judge must be a callable with a str .identity, got {judge!r}")
+            if identity is not None and identity != judge.identity:
+                raise ValueError(f"identity {identity!r} differs from the judge's identity {judge.identity!r}")
+            identity = judge.identity
+        if mode == "fill" and judge is None:
+            raise ValueError("mode='fill' needs a judge to ask on a miss")
+        if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+            raise ValueError(f"path must be a cache file (*.json) or a folder, got {path!r}")
+        path = Path(path)
+        if path.suffix == ".json" and path.is_dir():
+            raise ValueError(f"path {path} is a directory, not a cache file; give a *.json file, or a folder "
+                             f"whose name does not end in .json")
+        if path.suffix != ".json":
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"path {path} is a file without the .json suffix, not a judge cache")
+            if identity is None:
+                raise ValueError(f"path {path} is a folder: give judge or identity to choose the cache file in it")
+            path = path / cache_file_name(identity)
+        self.path, self.judge, self.mode, self.hits, self.misses = path, judge, mode, 0, 0
+        if path.exists():
+            stored, self._entries = read_cache(path)
+            if identity is not None and stored != identity:
+                raise ValueError(f"{path} holds verdicts of judge {stored!r}, not of {identity!r}")
+            identity = stored
+        elif mode == "strict":
+            raise FileNotFoundError(f"judge cache {path} does not exist (fill it: python -m compbook.cppn judges fill)")
+        else:
+            self._entries = {}
+        self.identity: str = identity
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def records(self) -> list[dict]:
+        """Every stored entry (``concept``, ``question``, ``verdict``, optional ``detail``), in file order."""
+        return [dict(e) for e in self._entries.values()]
+
+    def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
+        images, concept = check_images(images), check_concept(concept)
+        if questions is None:
+            raise ValueError("questions is required: CachedJudge keys each verdict by its question dict")
+        questions = check_questions(questions, len(images))
+        keys = [entry_key(self.identity, concept, q) for q in questions]
+        missing = [i for i, k in enumerate(keys) if k not in self._entries]
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        if missing and self.mode == "strict":
+            raise CacheMiss(f"{len(missing)} of {len(keys)} questions have no stored verdict of judge "
+                            f"{self.identity!r} in {self.path}; first: concept={concept!r}, question="
+                            f"{canonical_json(questions[missing[0]])}. Fill the cache with this judge on a GPU "
+                            f"(python -m compbook.cppn judges fill ...), or use a CPU judge and say so.")
+        if missing:
+            self._fill(images[missing], concept, reference, [questions[i] for i in missing], [keys[i] for i in missing])
+        return torch.tensor([self._entries[k]["verdict"] for k in keys], dtype=torch.bool)
+
+    def _fill(self, images, concept, reference, questions, keys) -> None:
+        verdicts = self.judge(images, concept, reference=reference, questions=questions)
+        if not isinstance(verdicts, torch.Tensor) or verdicts.dtype != torch.bool or verdicts.shape != (len(keys),):
+            raise ValueError(f"judge {self.identity!r} returned {verdicts!r:.100}, not a BoolTensor ({len(keys)},)")
+        details = getattr(self.judge, "last_details", None)
+        details = details if isinstance(details, list) and len(details) == len(keys) else [None] * len(keys)
+        for k, q, v, d in zip(keys, questions, verdicts.tolist(), details):
+            entry = {"concept": concept, "question": json.loads(canonical_json(q)), "verdict": bool(v)}
+            if d is not None:
+                canonical_json(d, "judge.last_details")
+                entry["detail"] = d
+            self._entries[k] = entry
+        write_cache(self.path, self.identity, self._entries)
+
+    def __repr__(self) -> str:
+        return (f"CachedJudge({str(self.path)!r}, identity={self.identity!r}, mode={self.mode!r}, "
+                f"{len(self)} entries, hits={self.hits}, misses={self.misses})")
+
+
+def stored_judge(identity: str, folder=None) -> CachedJudge | None:
+    """A strict :class:`CachedJudge` over the stored verdicts of judge ``identity`` (e.g. the VLM's, read on a
+    CPU), or None when this project has no such file (chapter 5)."""
+    if folder is not None:
+        path = cache_path(identity, folder)
+    else:
+        from ...paths import data_file
+        try:   # outside a checkout (Colab) the file is fetched from the repository
+            path = data_file(f"{CACHE_FOLDER}/{cache_file_name(identity)}")
+        except FileNotFoundError:
+            return None
+    return CachedJudge(path, identity=identity) if path.exists() else None
+
+
+def score_or_fall_back(score: Callable, judge, fallback):
+    """``score(judge)``, or ``score(fallback)`` when ``judge`` is a cache without the verdict asked for
+    (:class:`CacheMiss`); the result's ``source`` names the judge that answered (chapter 5)."""
+    try:
+        return score(judge)
+    except CacheMiss:
+        return score(fallback)

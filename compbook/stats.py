@@ -1,0 +1,91 @@
+"""Intervals and their formatting, one set for the whole book (every part reports its numbers with these).
+
+* :func:`wilson`: a binomial proportion (a judge's score over perturbations, an identification rate);
+* :func:`pooled_draws` / :func:`pooled_ci`: a score pooled over several networks, resampling networks, then
+  verdicts within each (Part A's panel and claims);
+* :func:`mean_ci`: a percentile bootstrap of a mean (e.g. one final loss per seed);
+* :func:`t_interval`: mean and Student-t half-width over seeds (Part C's runs), :func:`paired_t` of a
+  difference paired by seed;
+* :func:`fmt` / :func:`fmt_pm`: ``0.83 [0.77, 0.88]`` and ``0.512 ± 0.010``, the two ways the book prints them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from . import checks
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (95% by default) of a binomial proportion ``k / n``; ``(nan, nan)`` for ``n = 0``."""
+    k, n = checks.integer(k, "k", 0), checks.integer(n, "n", 0)
+    if k > n:
+        raise ValueError(f"k must be at most n, got k = {k} > n = {n}")
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return c - h, c + h
+
+
+def pooled_draws(p: np.ndarray, n: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_boot,)`` bootstrap draws of a pooled proportion over networks with per-network rates ``p`` ``(G,)``
+    and counts ``n`` ``(G,)``: each draw resamples the networks with replacement, then the verdicts of each drawn
+    network (a binomial with its own rate)."""
+    p, n = np.asarray(p, float), np.asarray(n, int)
+    pick = rng.integers(0, len(p), size=(n_boot, len(p)))
+    return rng.binomial(n[pick], p[pick]).sum(1) / n[pick].sum(1)
+
+
+def pooled_ci(p, n, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of :func:`pooled_draws` at ``level``."""
+    n_boot = checks.integer(n_boot, "n_boot")
+    level = checks.real(level, "level", 0, 1)
+    draws = pooled_draws(p, n, n_boot, np.random.default_rng(seed))
+    a = (1 - level) / 2
+    return float(np.quantile(draws, a)), float(np.quantile(draws, 1 - a))
+
+
+def mean_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> dict:
+    """``{"score": mean, "ci95"}`` of ``values`` (e.g. one final loss per seed): a percentile bootstrap."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or len(v) < 2 or not np.isfinite(v).all():
+        raise ValueError(f"values must be at least two finite numbers, got {values!r:.80}")
+    means = v[np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))].mean(1)
+    return {"score": float(v.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
+
+
+def t_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """``(mean, half-width)`` of the Student-t interval of ``values`` ``(n,)``; the half-width is NaN for n < 2."""
+    from scipy import stats as st
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or len(v) == 0:
+        raise ValueError(f"values must be a non-empty 1-D sequence, got shape {v.shape}")
+    if len(v) < 2:
+        return float(v.mean()), float("nan")
+    return float(v.mean()), float(st.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+
+
+def paired_t(a, b, level: float = 0.95) -> tuple[float, float]:
+    """:func:`t_interval` of ``b - a`` (two arrays paired element by element)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must be paired (same shape), got {a.shape} and {b.shape}")
+    return t_interval(b - a, level)
+
+
+def fmt(row, digits: int = 2) -> str:
+    """``0.83 [0.77, 0.88]`` of a row ``{"score", "ci95"}`` (a number alone when there is no interval)."""
+    if isinstance(row, (int, float)):
+        return f"{row:.{digits}f}"
+    return f"{row['score']:.{digits}f} [{row['ci95'][0]:.{digits}f}, {row['ci95'][1]:.{digits}f}]"
+
+
+def fmt_pm(mean: float, half: float, digits: int = 3) -> str:
+    """``0.512 ± 0.010``."""
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
