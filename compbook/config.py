@@ -35,3 +35,25 @@ def by_mode(cpu, full):
 def device() -> torch.device:
     """``cuda`` in full mode when a GPU is present, else ``cpu`` (CPU mode never uses a GPU: same numbers)."""
     return torch.device("cuda" if is_full() and torch.cuda.is_available() else "cpu")
+
+
+class ModeConfig:
+    """Mixin for an experiment's config dataclass: the book's one config idiom (issue 20).
+
+    ``Config.for_mode()`` is ``Config()`` in CPU mode and ``Config.full()`` in full mode; a chapter writes
+    ``cfg = Config.for_mode()`` and ``print(cfg)``. A subclass says what full mode changes in ``FULL`` (field ->
+    value), or overrides :meth:`full`.
+    """
+
+    FULL: dict = {}
+
+    @classmethod
+    def full(cls):
+        """The papers' scale: the defaults with ``FULL``'s fields replaced."""
+        import dataclasses
+        return dataclasses.replace(cls(), **cls.FULL)
+
+    @classmethod
+    def for_mode(cls):
+        """``cls()`` in CPU mode, :meth:`full` in full mode (``COMPBOOK_MODE=full``)."""
+        return cls.full() if is_full() else cls()

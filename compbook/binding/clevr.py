@@ -2,12 +2,11 @@
 
 ``load_or_train(swap_negatives)`` returns a trained :class:`~compbook.binding.train.DualStack` and its
 :class:`Setup`; it loads ``data/binding/clevr2d_{swap|noswap}`` when present and trains (then saves) otherwise,
-or always with ``retrain=True``. From the shell: ``python -m compbook.binding.clevr --retrain``.
+or always with ``retrain=True``. From the shell: ``python -m compbook.binding clevr --retrain``.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import dataclass, asdict
 
@@ -24,8 +23,10 @@ MAX_LEN = 12
 
 
 @dataclass(frozen=True)
-class Setup:
+class Setup(config.ModeConfig):
     """The CLEVR-2D experiment's choices (ours): coverage, seed, resolution, models, steps."""
+
+    FULL = dict(res=224, n_models=8, steps=5000, batch=256)   # full mode: 224 px, 5000 steps, 8 models
 
     coverage: float = 0.75
     seed: int = 0
@@ -37,7 +38,7 @@ class Setup:
 
 def default_setup() -> Setup:
     """CPU mode: 32 px, 800 steps, 2 models; full mode: 224 px, 5000 steps, 8 models."""
-    return config.by_mode(Setup(), Setup(res=224, n_models=8, steps=5000, batch=256))
+    return Setup.for_mode()
 
 
 def encoder_config(setup: Setup) -> EncoderConfig:
@@ -128,17 +129,7 @@ def load_or_train(swap_negatives: bool, retrain: bool = False, setup: Setup | No
     return result.stack, setup, info
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description="Train the CLEVR-2D dual encoders of chapters 10-11.")
-    p.add_argument("--retrain", action="store_true", help="train even when data/binding/ has the models")
-    p.add_argument("--swap", choices=["both", "on", "off"], default="both")
-    a = p.parse_args(argv)
-    import torch
-    torch.set_num_threads(1)   # small models on a shared CPU: one thread is fastest (measured: 2 threads 30x slower)
-    for sw in {"both": (False, True), "on": (True,), "off": (False,)}[a.swap]:
-        stack, setup, info = load_or_train(sw, retrain=a.retrain)
-        print(checkpoint_name(sw), "seconds", info["seconds"], "best steps", info["best_step"])
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # the old spelling python -m compbook.binding.clevr, for one release
+    import sys
+    from compbook.binding.__main__ import main
+    sys.exit(main(["clevr", *sys.argv[1:]]))

@@ -23,12 +23,14 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from ..config import by_mode
+from ..config import ModeConfig
 
 
 @dataclass(frozen=True)
-class ComplexityConfig:
+class ComplexityConfig(ModeConfig):
     """The complexity probe (CPU mode; full mode widths up to 4096)."""
+
+    FULL = dict(widths=(64, 128, 256, 512, 1024, 2048, 4096), steps=5000, fit_scenes=20000, eval_scenes=4000)
 
     widths: tuple = (64, 128, 256, 512, 1024)
     table_dim: int = 16
@@ -41,8 +43,7 @@ class ComplexityConfig:
 
 
 def default_complexity() -> ComplexityConfig:
-    return by_mode(cpu=ComplexityConfig(), full=ComplexityConfig(widths=(64, 128, 256, 512, 1024, 2048, 4096),
-                                                                 steps=5000, fit_scenes=20000, eval_scenes=4000))
+    return ComplexityConfig.for_mode()
 
 
 def check_widths(widths) -> tuple:
@@ -206,25 +207,7 @@ def load_complexity(n_values: int, directory=None) -> dict:
     return json.loads(path.read_text())
 
 
-def main(argv=None) -> None:
-    """``python -m compbook.binding.complexity``: the table for the saved |O|=125 sweep -> data/binding."""
-    import argparse
-
-    from ..paths import data_dir
-    from .sweep import load_sweep
-
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--sweep-dir", default=str(data_dir() / "binding"))
-    ap.add_argument("--n-values", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: fastest on a shared CPU)")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    cfg = default_complexity()
-    rows = controlled_complexity(load_sweep(args.n_values, args.sweep_dir), cfg)
-    out = Path(args.sweep_dir) / f"complexity_V{args.n_values}.json"
-    out.write_text(json.dumps({"config": asdict(cfg), "rows": rows}, indent=1))
-    print(out)
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # the old spelling python -m compbook.binding.complexity, for one release
+    import sys
+    from compbook.binding.__main__ import main
+    sys.exit(main(["complexity", *sys.argv[1:]]))

@@ -1,6 +1,6 @@
 """The coverage sweep: controlled models at many coverages, seeds and object-space sizes (chapter 13).
 
-``python -m compbook.binding.sweep`` trains the sweep batched (one stack of models per object-space size), keeps
+``python -m compbook.binding sweep`` trains the sweep batched (one stack of models per object-space size), keeps
 each model's validation-selected weights, then reads each model's unseen-object recognition on *test* scenes
 (held-out objects only, every object of the space a candidate) and fits the three probes of
 :mod:`compbook.binding.probes` to its scene embeddings (fitted on train scenes, R^2 on test scenes). Results go
@@ -10,19 +10,18 @@ validation history, test recognition, probe fits, timings). :func:`load_sweep` r
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 
-from ..config import by_mode
+from .. import checkpoints
+from ..config import ModeConfig
 from ..paths import data_dir
 from ..scenes import coverage_split
-from .controlled import (ControlledConfig, encode, object_recognition, paper_config, scene_tokens, subsample,
+from .controlled import (ControlledConfig, encode, object_recognition, scene_tokens, subsample,
                          swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 
@@ -30,8 +29,11 @@ FORMAT = "compbook-controlled-sweep/1"
 
 
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(ModeConfig):
     """What the sweep trains (CPU mode: 9 coverages x 3 seeds x 2 sizes = 54 models; our choice)."""
+
+    # full mode: the paper's scale (|O| up to 125,000, 5 seeds: 135 models)
+    FULL = dict(seeds=(0, 1, 2, 3, 4), n_values=(14, 50), max_scenes=200000, test_scenes=1024, probe_scenes=4000)
 
     coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     seeds: tuple = (0, 1, 2)
@@ -43,8 +45,7 @@ class SweepConfig:
 
 def default_sweep() -> SweepConfig:
     """``by_mode``: the CPU sweep, or the paper's scale (|O| up to 125,000, 5 seeds: 135 models)."""
-    return by_mode(cpu=SweepConfig(), full=SweepConfig(seeds=(0, 1, 2, 3, 4), n_values=(14, 50), max_scenes=200000,
-                                                       test_scenes=1024, probe_scenes=4000))
+    return SweepConfig.for_mode()
 
 
 def check_coverages(coverages) -> tuple:
@@ -143,10 +144,8 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
               "lr_first_last": [float(res.lrs[0]), float(res.lrs[-1]), float(res.lrs.max())],
               "train_seconds": res.seconds}
     if out_dir is not None:
-        path = Path(out_dir) / f"controlled_V{cfg.n_values}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in res.params.items()}, str(path.with_suffix(".safetensors")))
-        path.with_suffix(".json").write_text(json.dumps(record, indent=1))
+        header = {k: v for k, v in record.items() if k != "format"}
+        checkpoints.save(Path(out_dir) / f"controlled_V{cfg.n_values}", res.params, header, format=FORMAT)
     record["params"] = res.params
     return record
 
@@ -154,11 +153,9 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
 def load_sweep(n_values: int, directory=None) -> dict:
     """A saved size: the JSON record with ``config`` as :class:`ControlledConfig` and ``params`` (stacked)."""
     path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}"
-    record = json.loads(path.with_suffix(".json").read_text())
-    if record.get("format") != FORMAT:
-        raise ValueError(f"{path}.json: format {record.get('format')!r} is not {FORMAT!r}")
+    params, record = checkpoints.load(path, format=FORMAT)
     record["config"] = ControlledConfig(**record["config"])
-    record["params"] = load_file(str(path.with_suffix(".safetensors")))
+    record["params"] = params
     return record
 
 
@@ -209,7 +206,7 @@ def coverage_curve(record: dict, key: str = "test_recognition") -> tuple[np.ndar
     score: ``key`` "test_recognition" (default), "test_recognition_all" or "test_binding"."""
     if key not in record:
         raise ValueError(f"key={key!r}: not in the record (has {sorted(k for k in record if k.startswith('test'))};"
-                         f" python -m compbook.binding.sweep --rescore adds the test scores)")
+                         f" python -m compbook.binding sweep --rescore adds the test scores)")
     cov = np.asarray(record["coverages"])
     acc = np.asarray(record[key])
     grid = np.unique(cov)
@@ -267,47 +264,7 @@ def recipe_check(cfg: ControlledConfig, coverages, seed: int = 0, max_scenes: in
             "final_loss": res.losses[-1].tolist(), "seconds": round(res.seconds, 1)}
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="Train the coverage sweep of controlled models (chapter 13).")
-    ap.add_argument("--out", default=str(data_dir() / "binding"))
-    ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
-                         "wait for each other at every small op; see benchmarks/bench_controlled.py)")
-    ap.add_argument("--rescore", action="store_true",
-                    help="recompute the unseen-object scores of the saved sizes from their weights (no training)")
-    ap.add_argument("--recipe-check", metavar="NAME=JSON", default=None,
-                    help='train one model per --coverages with ControlledConfig(**JSON) for each of --sizes and '
-                         'append binding on seen / unseen objects to OUT/recipes.json, e.g. '
-                         '\'big={"n_layers": 2, "d_model": 64, "batch": 64, "lr": 0.002, "steps": 3000}\'')
-    ap.add_argument("--coverages", type=float, nargs="*", default=[0.2, 0.5, 0.9])
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    sweep = default_sweep()
-    if args.recipe_check:
-        name, overrides = args.recipe_check.split("=", 1)
-        path = Path(args.out) / "recipes.json"
-        for v in args.sizes or sweep.n_values:
-            out = recipe_check(ControlledConfig(n_values=v, **json.loads(overrides)), args.coverages)
-            done = json.loads(path.read_text()) if path.exists() else []
-            done.append({"name": name, "n_objects": v ** 3} | out)
-            path.write_text(json.dumps(done, indent=1))
-            print(name, f"|O|={v ** 3}:", {k: np.round(out[k], 2).tolist() for k in
-                                           ("bind_seen", "bind_unseen", "recognition")}, out["seconds"], "s")
-        return
-    if args.rescore:
-        for v in args.sizes or sweep.n_values:
-            rec = rescore(v, args.out)
-            print(f"|O|={rec['n_objects']}:", " ".join(f"{c:.1f}:{a:.2f}/{b:.2f}" for c, a, b in
-                                                     zip(rec["coverages"], rec["test_recognition"],
-                                                         rec["test_binding"])))
-        return
-    for v in args.sizes or sweep.n_values:
-        cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
-        rec = run_size(sweep, cfg, args.out)
-        print(f"|O|={rec['n_objects']}: {rec['train_seconds']:.0f} s;",
-              " ".join(f"{c:.1f}:{a:.2f}" for c, a in zip(rec["coverages"], rec["test_recognition"])))
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # the old spelling python -m compbook.binding.sweep, for one release
+    import sys
+    from compbook.binding.__main__ import main
+    sys.exit(main(["sweep", *sys.argv[1:]]))

@@ -9,7 +9,6 @@ Model selection keeps, per model, the weights with the best *validation* score; 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass, asdict, field
@@ -17,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
+from .. import checkpoints
 from .encoders import DualEncoder, EncoderConfig
 
 FORMAT = "compbook-dual-stack/1"
@@ -39,7 +38,7 @@ def optimizer_step(opt, sched, loss: torch.Tensor, losses: list, lrs: list) -> N
     losses.append(loss.detach().numpy().copy())
 
 @dataclass(frozen=True)
-class TrainConfig:
+class DualTrainConfig:
     """Training knobs (our choices; CPU mode: one model in about a minute)."""
 
     steps: int = 800
@@ -99,30 +98,15 @@ class DualStack:
 
     def save(self, path, metadata: dict | None = None) -> Path:
         """Write ``path.safetensors`` (stacked weights) and ``path.json`` (configs, metadata); returns the JSON."""
-        path = Path(path).with_suffix("")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.params.items()},
-                  str(path.with_suffix(".safetensors")))
-        meta = {"format": FORMAT, "encoder": self.cfg.to_dict(), "n_models": self.n_models, "seed": self.seed,
+        meta = {"encoder": self.cfg.to_dict(), "n_models": self.n_models, "seed": self.seed,
                 "metadata": metadata or {}}
-        path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-        return path.with_suffix(".json")
+        return checkpoints.save(path, self.params, meta, format=FORMAT)
 
     @classmethod
     def load(cls, path) -> "DualStack":
         """Read a stack written by :meth:`save` (format and tensor names checked)."""
-        path = Path(path).with_suffix("")
-        for p in (path.with_suffix(".json"), path.with_suffix(".safetensors")):
-            if not p.is_file():
-                raise FileNotFoundError(f"checkpoint file {p} does not exist")
-        meta = json.loads(path.with_suffix(".json").read_text())
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}.json: format {meta.get('format')!r} is not {FORMAT!r}")
-        cfg = EncoderConfig.from_dict(meta["encoder"])
-        tensors = load_file(str(path.with_suffix(".safetensors")))
-        expected = set(DualEncoder(cfg).state_dict())
-        if set(tensors) != expected:
-            raise ValueError(f"{path}.safetensors: tensor names differ from the encoder's ({set(tensors) ^ expected})")
+        cfg = EncoderConfig.from_dict(checkpoints.read_header(path, format=FORMAT)["encoder"])
+        tensors, meta = checkpoints.load(path, format=FORMAT, names=DualEncoder(cfg).state_dict())
         stack = cls(cfg, meta["n_models"], meta["seed"], params=tensors)
         stack.metadata = meta["metadata"]
         return stack
@@ -211,3 +195,7 @@ def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, v
                 v.copy_(best_params[k])
     return TrainResult(stack, np.array(losses), np.array(lrs), np.array(vals), best_step,
                        time.perf_counter() - t0)
+
+
+#: the old name, for one release (Part B's dual encoders' training config; Parts B and C each had a ``TrainConfig``)
+TrainConfig = DualTrainConfig

@@ -26,6 +26,8 @@ from typing import Sequence
 
 import torch
 
+from ..cli import dispatch
+
 PROG = "python -m compbook.cppn"
 
 
@@ -226,18 +228,16 @@ def semantic(argv: Sequence[str]) -> int:
         return _choose()
     if args.command == "validate":
         return _validate(args.key)
-    from safetensors.torch import save_file
+    from .. import checkpoints
     from .judges import augment, semantic as sem
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     net, curve = sem.train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
     path = sem.weights_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path))
     meta = {"made_by": f"{PROG} semantic train --steps {args.steps} --batch {args.batch} --seed {args.seed}",
             "seconds": round(time.perf_counter() - t0, 1), "loss_every_100": curve,
             "augmentations": augment.DECLARED}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    checkpoints.save(path, net.state_dict(), meta, format=sem.WEIGHTS_FORMAT)
     print(f"wrote {path} ({meta['seconds']} s); last losses {curve[-3:]}")
     return 0
 
@@ -363,12 +363,8 @@ COMMANDS = {"twins": twins, "judges": judges, "semantic": semantic, "labelling":
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Dispatch ``argv`` (default ``sys.argv[1:]``) to one of :data:`COMMANDS`."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in COMMANDS:
-        print(f"usage: {PROG} {{{','.join(COMMANDS)}}} [options]\n\n{__doc__}", file=sys.stderr)
-        return 2
-    return COMMANDS[argv[0]](argv[1:])
+    """Run the command ``argv`` names (default ``sys.argv[1:]``): one of :data:`COMMANDS`."""
+    return dispatch(COMMANDS, PROG, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import checks
+from ..config import ModeConfig
 from . import panel, prune, train
 from .network import CPPN, uniform_cppn
 
 
 # -- chapter 6: pruning methods at matched sparsity -------------------------------------------------------------
 @dataclass
-class PruningConfig:
+class PruningConfig(ModeConfig):
     """Chapter 6's CPU-mode settings (our choices; ``full()`` for a GPU)."""
     res: int = 32
     depth: int = 6
@@ -83,7 +84,7 @@ def pruning_methods(target, seed: int = 0, cfg: PruningConfig | None = None) -> 
 
 # -- chapter 8: Adam against Muon on one masked architecture ----------------------------------------------------
 @dataclass
-class OptimizerConfig:
+class OptimizerConfig(ModeConfig):
     """Chapter 8's CPU-mode settings (our choices)."""
     res: int = 32
     depth: int = 6
@@ -135,7 +136,7 @@ def optimizer_comparison(target, seeds, cfg: OptimizerConfig | None = None) -> O
 
 # -- chapter 9: unknown targets, dense then SP ------------------------------------------------------------------
 @dataclass
-class UnknownConfig:
+class UnknownConfig(ModeConfig):
     """Chapter 9's CPU-mode settings (our choices)."""
     res: int = 32
     width: int = 8
@@ -177,7 +178,7 @@ def judged(groups: dict, concept: str, delta: float, judge_map: dict | None = No
 
 # -- chapter 7 and 9's settings and targets ---------------------------------------------------------------------
 @dataclass
-class DepthConfig:
+class DepthConfig(ModeConfig):
     """Chapter 7's CPU-mode settings (our choices)."""
     targets: tuple = ("skull", "butterfly")
     res: int = 32

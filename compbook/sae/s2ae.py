@@ -110,7 +110,7 @@ def _gs_es(mean_sq: torch.Tensor, present: torch.Tensor) -> tuple[torch.Tensor, 
 
 # -- training ------------------------------------------------------------------------------------------------------
 @dataclass
-class TrainConfig:
+class SAETrainConfig:
     """How :func:`train_sae` trains (``lam = 0``: vanilla TopK SAE; the paper's S2AE: ``lam = 0.01``)."""
     d_sae: int = 512
     k: int = 16
@@ -221,3 +221,7 @@ def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainRe
         res.losses.append(loss.item())
     res.seconds = time.perf_counter() - t0
     return res
+
+
+#: the old name, for one release (Part C's SAEs' training config; Parts B and C each had a ``TrainConfig``)
+TrainConfig = SAETrainConfig

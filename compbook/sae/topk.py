@@ -15,13 +15,13 @@ Metrics: :func:`fvu` (fraction of variance unexplained), EV = 1 - FVU, :func:`l0
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
+
+from .. import checkpoints
 
 FORMAT = "compbook-topk-sae/1"
 
@@ -145,24 +145,15 @@ def dead_latents(z: torch.Tensor) -> torch.Tensor:
 # -- checkpoints -----------------------------------------------------------------------------------------------------
 def save_sae(sae: TopKSAE, path, metadata: dict | None = None) -> Path:
     """Write ``path.safetensors`` (W_enc, W_dec, b_enc, b_dec) and ``path.json`` (config); returns the JSON path."""
-    path = Path(path).with_suffix("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({n: p.detach().cpu().contiguous() for n, p in sae.named_parameters()},
-              str(path.with_suffix(".safetensors")))
-    cfg = {"format": FORMAT, "config": asdict(sae.cfg), "metadata": metadata or {}}
-    path.with_suffix(".json").write_text(json.dumps(cfg, indent=1))
-    return path.with_suffix(".json")
+    return checkpoints.save(path, dict(sae.named_parameters()), {"config": asdict(sae.cfg),
+                                                                  "metadata": metadata or {}}, format=FORMAT)
 
 
 def load_sae(path) -> TopKSAE:
     """Load a :func:`save_sae` checkpoint; ValueError on a wrong format or missing/misshapen tensors."""
-    path = Path(path).with_suffix("")
-    cfg = json.loads(path.with_suffix(".json").read_text())
-    if cfg.get("format") != FORMAT:
-        raise ValueError(f"{path}.json: format {cfg.get('format')!r} is not {FORMAT!r}")
+    tensors, cfg = checkpoints.load(path, format=FORMAT)
     c = cfg["config"]
     sae = TopKSAE(c["d_in"], c["d_sae"], c["k"], c.get("seed", 0))
-    tensors = load_file(str(path.with_suffix(".safetensors")))
     try:
         sae.load_state_dict(tensors, strict=True)
     except RuntimeError as e:

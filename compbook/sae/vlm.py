@@ -14,16 +14,16 @@ function accepts a transformers Qwen2.5-VL (loaded with ``attn_implementation="e
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
+
+from .. import checkpoints
 
 FORMAT = "compbook-tiny-vlm/1"
 IMAGE, TEXT, PAD = 0, 1, -1
@@ -180,23 +180,16 @@ def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool =
 
 def save_vlm(model: TinyVLM, path, metadata: dict | None = None) -> Path:
     """``path.safetensors`` (weights) + ``path.json`` (config, metadata); returns the JSON path."""
-    path = Path(path).with_suffix("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path.with_suffix(".safetensors")))
-    path.with_suffix(".json").write_text(json.dumps(
-        {"format": FORMAT, "config": asdict(model.cfg), "metadata": metadata or {}}, indent=1))
-    return path.with_suffix(".json")
+    return checkpoints.save(path, model.state_dict(), {"config": asdict(model.cfg), "metadata": metadata or {}},
+                            format=FORMAT)
 
 
 def load_vlm(path) -> tuple[TinyVLM, dict]:
     """A :func:`save_vlm` checkpoint -> (model in eval mode, metadata)."""
-    path = Path(path).with_suffix("")
-    meta = json.loads(path.with_suffix(".json").read_text())
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}.json: format {meta.get('format')!r} is not {FORMAT!r}")
+    tensors, meta = checkpoints.load(path, format=FORMAT)
     c = meta["config"]
     model = TinyVLM(TinyVLMConfig(**{**c, "grid": tuple(c["grid"])}))
-    model.load_state_dict(load_file(str(path.with_suffix(".safetensors"))))
+    model.load_state_dict(tensors)
     return model.eval(), meta["metadata"]
 
 
@@ -351,11 +344,7 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
     return vlm, text, meta
 
 
-if __name__ == "__main__":      # python -m compbook.sae.vlm --retrain
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Train and store the book's tiny VLM and text-only baseline.")
-    ap.add_argument("--retrain", action="store_true", help="train even when data/sae/ holds a matching pair")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    print(json.dumps(pretrained_vlm(retrain=args.retrain)[2]["accuracy"], indent=1))
+if __name__ == "__main__":   # the old spelling python -m compbook.sae.vlm, for one release
+    import sys
+    from compbook.sae.__main__ import main
+    sys.exit(main(["vlm", *sys.argv[1:]]))

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ... import checkpoints
 from . import base
 
 CONCEPTS = ("skull", "butterfly", "apple")
@@ -227,6 +228,10 @@ class ConceptNet(nn.Module):
         return self.head(self.features(F.avg_pool2d(x, 2)))
 
 
+#: the checkpoint format of the concept CNN (:mod:`compbook.checkpoints`)
+WEIGHTS_FORMAT = "compbook-concept-cnn/1"
+
+
 def weights_path(folder=None) -> Path:
     """``data/semantic/concept_cnn.safetensors`` (or under ``folder``)."""
     from ...paths import data_dir
@@ -235,12 +240,11 @@ def weights_path(folder=None) -> Path:
 
 def load_classifier(path=None) -> tuple[ConceptNet, str]:
     """The trained :class:`ConceptNet` (eval mode) and the first 12 hex digits of its weights file's sha256."""
-    from safetensors.torch import load_file
     path = Path(path) if path is not None else weights_path()
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist (train it: python -m compbook.cppn semantic train)")
     net = ConceptNet()
-    net.load_state_dict(load_file(str(path)))
+    net.load_state_dict(checkpoints.load(path, format=WEIGHTS_FORMAT, names=net.state_dict())[0])
     return net.eval(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 

@@ -1,0 +1,121 @@
+"""Part B's command lines: ``python -m compbook.binding <command> [options]`` (what made ``data/binding/``).
+
+* ``clevr``: train the CLEVR-2D dual encoders of chapters 10-11 (:mod:`compbook.binding.clevr`);
+* ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
+  (:mod:`compbook.binding.sweep`, chapter 13);
+* ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
+
+The library modules hold no argument parsing; ``python -m compbook.binding.sweep ...`` (the old spelling) still
+runs ``sweep`` for one release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..cli import dispatch
+
+PROG = "python -m compbook.binding"
+
+
+def clevr(argv: Sequence[str]) -> int:
+    """``clevr [--retrain] [--swap both|on|off]``."""
+    from .clevr import checkpoint_name, load_or_train
+    p = argparse.ArgumentParser(prog=f"{PROG} clevr", description="Train the CLEVR-2D dual encoders of "
+                                                                   "chapters 10-11.")
+    p.add_argument("--retrain", action="store_true", help="train even when data/binding/ has the models")
+    p.add_argument("--swap", choices=["both", "on", "off"], default="both")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)   # small models on a shared CPU: one thread is fastest (measured: 2 threads 30x slower)
+    for sw in {"both": (False, True), "on": (True,), "off": (False,)}[a.swap]:
+        stack, setup, info = load_or_train(sw, retrain=a.retrain)
+        print(checkpoint_name(sw), "seconds", info["seconds"], "best steps", info["best_step"])
+    return 0
+
+
+def complexity(argv: Sequence[str]) -> int:
+    """``complexity [--n-values 5]``: the table for a saved sweep -> ``data/binding/complexity_V<n>.json``."""
+    from ..paths import data_dir
+    from .complexity import controlled_complexity, default_complexity
+    from .sweep import load_sweep
+    ap = argparse.ArgumentParser(prog=f"{PROG} complexity", description=complexity.__doc__)
+    ap.add_argument("--sweep-dir", default=str(data_dir() / "binding"))
+    ap.add_argument("--n-values", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: fastest on a shared CPU)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = default_complexity()
+    rows = controlled_complexity(load_sweep(args.n_values, args.sweep_dir), cfg)
+    out = Path(args.sweep_dir) / f"complexity_V{args.n_values}.json"
+    out.write_text(json.dumps({"config": asdict(cfg), "rows": rows}, indent=1))
+    print(out)
+    return 0
+
+
+def sweep(argv: Sequence[str]) -> int:
+    """``sweep [--sizes ...]``, ``sweep --rescore``, ``sweep --recipe-check NAME=JSON``."""
+    from ..config import by_mode
+    from ..paths import data_dir
+    from .controlled import ControlledConfig, paper_config
+    from .sweep import default_sweep, recipe_check, rescore, run_size
+    ap = argparse.ArgumentParser(prog=f"{PROG} sweep",
+                                 description="Train the coverage sweep of controlled models (chapter 13).")
+    ap.add_argument("--out", default=str(data_dir() / "binding"))
+    ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
+                         "wait for each other at every small op; see benchmarks/bench_controlled.py)")
+    ap.add_argument("--rescore", action="store_true",
+                    help="recompute the unseen-object scores of the saved sizes from their weights (no training)")
+    ap.add_argument("--recipe-check", metavar="NAME=JSON", default=None,
+                    help='train one model per --coverages with ControlledConfig(**JSON) for each of --sizes and '
+                         'append binding on seen / unseen objects to OUT/recipes.json, e.g. '
+                         '\'big={"n_layers": 2, "d_model": 64, "batch": 64, "lr": 0.002, "steps": 3000}\'')
+    ap.add_argument("--coverages", type=float, nargs="*", default=[0.2, 0.5, 0.9])
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    sw = default_sweep()
+    if args.recipe_check:
+        name, overrides = args.recipe_check.split("=", 1)
+        path = Path(args.out) / "recipes.json"
+        for v in args.sizes or sw.n_values:
+            out = recipe_check(ControlledConfig(n_values=v, **json.loads(overrides)), args.coverages)
+            done = json.loads(path.read_text()) if path.exists() else []
+            done.append({"name": name, "n_objects": v ** 3} | out)
+            path.write_text(json.dumps(done, indent=1))
+            print(name, f"|O|={v ** 3}:", {k: np.round(out[k], 2).tolist() for k in
+                                           ("bind_seen", "bind_unseen", "recognition")}, out["seconds"], "s")
+        return 0
+    if args.rescore:
+        for v in args.sizes or sw.n_values:
+            rec = rescore(v, args.out)
+            print(f"|O|={rec['n_objects']}:", " ".join(f"{c:.1f}:{a:.2f}/{b:.2f}" for c, a, b in
+                                                     zip(rec["coverages"], rec["test_recognition"],
+                                                         rec["test_binding"])))
+        return 0
+    for v in args.sizes or sw.n_values:
+        cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
+        rec = run_size(sw, cfg, args.out)
+        print(f"|O|={rec['n_objects']}: {rec['train_seconds']:.0f} s;",
+              " ".join(f"{c:.1f}:{a:.2f}" for c, a in zip(rec["coverages"], rec["test_recognition"])))
+    return 0
+
+
+COMMANDS = {"clevr": clevr, "sweep": sweep, "complexity": complexity}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names (default ``sys.argv[1:]``): one of :data:`COMMANDS`."""
+    return dispatch(COMMANDS, PROG, __doc__, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
