@@ -23,7 +23,7 @@ PART_A_LAYERS = [
     {"optim", "backprop", "train", "prune", "twins"},                       # training
     {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm"},
     {"labelling", "agreement"},                                             # human verdicts
-    {"panel", "depth", "reread", "experiments", "counting"},                # experiments
+    {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
     {"claims"},                                                             # claims
     {"__main__"},                                                           # command lines
 ]
