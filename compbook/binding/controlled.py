@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .. import checks
 from ..config import by_mode
 from ..scenes import CoverageSplit, SymbolicTokens
 from .recognition import TIE, recognition
@@ -65,6 +66,17 @@ class ControlledConfig:
     def __post_init__(self):
         if self.pool not in ("mean", "last"):
             raise ValueError(f"pool={self.pool!r}: must be 'mean' or 'last'")
+        for name in ("n_concepts", "n_values", "d_model", "n_layers", "n_heads", "d_out", "steps", "batch",
+                     "eval_every", "eval_scenes", "n_swaps"):
+            checks.integer(getattr(self, name), name, 0 if name == "n_swaps" else 1)
+        checks.integer(self.warmup, "warmup", 0)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        checks.real(self.lr, "lr", 0, low_open=True)
+        checks.real(self.weight_decay, "weight_decay", 0)
+        checks.real(self.pos_scale, "pos_scale", 0)
+        checks.real(self.scale_init, "scale_init", 0, low_open=True)
+        checks.real(self.scale_max, "scale_max", self.scale_init)
 
     @property
     def tokens(self) -> SymbolicTokens:

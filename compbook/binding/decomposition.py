@@ -22,6 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.metrics.pairwise import cosine_distances
 
+from .. import checks
 from .recognition import as_embeddings
 
 
@@ -43,6 +44,10 @@ def object_vectors(Z, scenes, n_objects: int, per_slot: bool = False) -> np.ndar
     """
     Z = _z(Z)
     scenes = _check_rows(Z, scenes)
+    n_objects = checks.integer(n_objects, "n_objects")
+    if scenes.size and (not np.issubdtype(scenes.dtype, np.integer) or scenes.min() < 0 or scenes.max() >= n_objects):
+        raise ValueError(f"scenes: object ids must be integers in [0, {n_objects}), got {scenes.dtype} in "
+                         f"[{scenes.min()}, {scenes.max()}]")
     Zc = Z - Z.mean(0)
     k = scenes.shape[1]
     out = np.full((k, n_objects, Z.shape[1]), np.nan)

@@ -18,6 +18,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .. import checks
+
 
 @dataclass(frozen=True)
 class EncoderConfig:
@@ -32,6 +34,18 @@ class EncoderConfig:
     layers: int = 2
     heads: int = 4
     temperature: float = 0.07       # initial temperature; exp(logit_scale) = 1 / temperature, learned
+
+    def __post_init__(self):
+        res = checks.integer(self.res, "res", 16, 1024)
+        if res % 16:
+            raise ValueError(f"res must be a multiple of 16 (the CNN's strides), got {self.res!r}")
+        for name in ("d_out", "vocab_size", "max_len", "width", "layers", "heads"):
+            checks.integer(getattr(self, name), name)
+        if self.width % self.heads:
+            raise ValueError(f"width={self.width} must be divisible by heads={self.heads}")
+        if not self.channels or any(checks.integer(ch, "channels") < 1 for ch in self.channels):
+            raise ValueError(f"channels must be positive integers, got {self.channels!r}")
+        checks.real(self.temperature, "temperature", 0, low_open=True)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checkpoints
+from .. import checkpoints, checks
 from ..config import ModeConfig
 from ..paths import data_dir
 from ..scenes import coverage_split
@@ -26,6 +26,8 @@ from .controlled import (ControlledConfig, encode, object_recognition, scene_tok
 from .probes import PROBE_KINDS, fit_probe
 
 FORMAT = "compbook-controlled-sweep/1"
+#: the most scenes one config may hold in memory at once (a sweep of 10^7 scenes is refused before allocating)
+MAX_SCENES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,16 @@ class SweepConfig(ModeConfig):
     test_scenes: int = 256
     probe_scenes: int = 400            # train scenes the probes are fitted on
 
+    def __post_init__(self):
+        check_coverages(self.coverages)
+        for name in ("max_scenes", "test_scenes", "probe_scenes"):     # scenes are held in memory at once
+            checks.integer(getattr(self, name), name, 1, MAX_SCENES)
+        for name in ("seeds", "n_values"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty tuple, got {getattr(self, name)!r}")
+        for v in self.n_values:
+            checks.integer(v, "n_values", 2)
+
 
 def default_sweep() -> SweepConfig:
     """``by_mode``: the CPU sweep, or the paper's scale (|O| up to 125,000, 5 seeds: 135 models)."""
@@ -51,7 +63,7 @@ def default_sweep() -> SweepConfig:
 def check_coverages(coverages) -> tuple:
     """Coverages as a tuple of floats, each strictly inside (0, 1)."""
     cov = tuple(float(c) for c in coverages)
-    if not cov or any(not 0 < c < 1 for c in cov):
+    if not cov or any(not 0 < c < 1 for c in cov):   # (NaN fails both comparisons)
         raise ValueError(f"coverages={coverages!r}: every coverage must lie strictly between 0 and 1")
     return cov
 
@@ -152,6 +164,7 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
 
 def load_sweep(n_values: int, directory=None) -> dict:
     """A saved size: the JSON record with ``config`` as :class:`ControlledConfig` and ``params`` (stacked)."""
+    n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}"
     params, record = checkpoints.load(path, format=FORMAT)
     record["config"] = ControlledConfig(**record["config"])
@@ -215,7 +228,10 @@ def coverage_curve(record: dict, key: str = "test_recognition") -> tuple[np.ndar
 
 def transition(coverages, accuracy, level: float = 0.5) -> float:
     """The coverage where a curve first reaches ``level`` (linear interpolation); NaN if it never does."""
+    level = checks.real(level, "level", 0, 1, low_open=True)
     c, a = np.asarray(coverages, float), np.asarray(accuracy, float)
+    if c.shape != a.shape or c.ndim != 1:
+        raise ValueError(f"coverages and accuracy must be paired 1-D arrays, got {c.shape} and {a.shape}")
     above = np.flatnonzero(a >= level)
     if not len(above):
         return float("nan")

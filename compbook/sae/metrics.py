@@ -23,6 +23,8 @@ def mask_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     ``z_img`` (N, P, d_sae) codes (a latent is active where nonzero); ``masks`` (N, C, P) bool. An empty union
     (latent silent, mask empty) gives 0. Chapters 14 (mIoU) and 16 (ground truth, references).
     """
+    if torch.as_tensor(masks).dtype != torch.bool:
+        raise ValueError(f"masks: expected a bool tensor (N, C, P), got {torch.as_tensor(masks).dtype}")
     if z_img.ndim != 3 or masks.ndim != 3 or masks.shape[0] != z_img.shape[0] or masks.shape[2] != z_img.shape[1]:
         raise ValueError(f"masks: shape {tuple(masks.shape)} does not fit z_img {tuple(z_img.shape)} "
                          "(expected (N, C, P) with z_img (N, P, d_sae))")

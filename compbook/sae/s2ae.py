@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from .. import checks
 from .regions import SPATIAL_EXPONENT, default_regions, patch_regions
 from .topk import TopKSAE, check_activations, fvu_loss
 
@@ -55,6 +56,8 @@ def binarize_ste(z: torch.Tensor) -> torch.Tensor:
 
 def _check_regions(z_hat: torch.Tensor, regions) -> torch.Tensor:
     regions = torch.as_tensor(regions)
+    if not torch.isfinite(torch.as_tensor(z_hat)).all():
+        raise ValueError("z_hat: contains NaN or infinite values")
     if z_hat.ndim != 2:
         raise ValueError(f"z_hat: shape {tuple(z_hat.shape)}, expected (P, d_sae) for one image")
     if regions.shape != z_hat.shape[:1] or regions.dtype.is_floating_point:
@@ -124,6 +127,18 @@ class SAETrainConfig:
     lr: float = 1e-3
     seed: int = 0
     regions_every_step: bool = False    # True: cluster the batch's images inside each step, as the paper's trainer
+
+    def __post_init__(self):
+        d_sae = checks.integer(self.d_sae, "d_sae")
+        if not 1 <= checks.integer(self.k, "k", None) <= d_sae:
+            raise ValueError(f"k={self.k}: must satisfy 1 <= k <= d_sae={d_sae}")
+        for name in ("lam", "gs_weight", "es_weight"):
+            checks.real(getattr(self, name), name, 0)
+        checks.optional_integer(self.n_regions, "n_regions")
+        checks.real(self.exponent, "exponent")
+        checks.integer(self.steps, "steps")
+        checks.integer(self.batch_images, "batch_images")
+        checks.real(self.lr, "lr", 0, low_open=True)
 
 
 @dataclass

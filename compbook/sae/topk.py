@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .. import checkpoints
+from .. import checkpoints, checks
 
 FORMAT = "compbook-topk-sae/1"
 
@@ -36,10 +36,13 @@ class TopKSAEConfig:
 
     def __post_init__(self):
         for name in ("d_in", "d_sae"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}={getattr(self, name)}: must be >= 1")
-        if not 1 <= int(self.k) <= int(self.d_sae):
+            checks.integer(getattr(self, name), name)
+        if not 1 <= checks.integer(self.k, "k", None) <= int(self.d_sae):
             raise ValueError(f"k={self.k}: must satisfy 1 <= k <= d_sae={self.d_sae}")
+        mib = 2 * self.d_in * self.d_sae * 4 / 2 ** 20       # W_enc and W_dec in float32 (and as many again to init)
+        if mib > checks.render_budget_mb():
+            raise ValueError(f"d_in={self.d_in} x d_sae={self.d_sae}: the weights need {mib:,.0f} MiB, over the "
+                             f"budget of {checks.render_budget_mb():,.0f} MiB (${checks.RENDER_BUDGET_VARIABLE})")
 
 
 def check_activations(x: torch.Tensor, d_in: int, name: str = "x") -> torch.Tensor:
@@ -127,7 +130,11 @@ def fvu_loss(x: torch.Tensor, x_hat: torch.Tensor) -> torch.Tensor:
 
 
 def fvu(x: torch.Tensor, x_hat: torch.Tensor) -> float:
-    """Fraction of variance unexplained (a float); explained variance EV = 1 - FVU."""
+    """Fraction of variance unexplained (a float); explained variance EV = 1 - FVU. ``ValueError`` when ``x``
+    has no variance (FVU is undefined there)."""
+    x = torch.as_tensor(x)
+    if x.numel() == 0 or not torch.isfinite(x).all() or float(x.reshape(-1, x.shape[-1]).var(0).sum()) == 0:
+        raise ValueError(f"x: FVU needs finite data with some variance, got shape {tuple(x.shape)}")
     with torch.no_grad():
         return float(fvu_loss(torch.as_tensor(x), torch.as_tensor(x_hat)))
 
