@@ -69,7 +69,9 @@ def test_choose_k_reads_vanilla_rows_only():
     (0.005, 0.01, 1, 0.06, "not reproduced (half the paper's effect excluded)"),
     (0.01, 0.03, 1, 0.06, "inconclusive"),
     (-10.0, 2.0, -1, 15.0, "reproduced"),
-    (-1.0, 0.5, -1, 15.0, "reproduced"),
+    (-1.0, 0.5, -1, 15.0, "direction only (under half the paper's effect)"),
+    (0.02, 0.005, 1, 0.06, "direction only (under half the paper's effect)"),
+    (0.02, 0.011, 1, 0.06, "reproduced"),
     (0.5, 1.0, -1, 15.0, "not reproduced (half the paper's effect excluded)"),
     (0.5, float("nan"), 1, 0.06, "inconclusive (one seed)"),
 ])

@@ -133,8 +133,9 @@ def paired(df: pd.DataFrame, k: int, lam: float, columns=("EV", "L0", "L0 patche
 def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     """Our rule for a paired difference against a paper's effect of sign ``paper_sign`` and size ``paper_size``:
 
-    * **reproduced**: the 95% interval excludes 0 on the paper's side;
-    * **not reproduced**: it excludes 0 on the other side, or it excludes an effect half the paper's size;
+    * **reproduced**: the 95% interval excludes 0 on the paper's side (and reaches half the paper's size);
+    * **direction only**: it excludes 0 on the paper's side but also half the paper's size (a smaller effect);
+    * **not reproduced**: it excludes 0 on the other side, or it holds 0 and excludes half the paper's size;
     * **inconclusive**: otherwise (the interval holds 0 and half the paper's effect).
     """
     if paper_sign not in (-1, 1):
@@ -143,7 +144,7 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     if not np.isfinite(half):
         return "inconclusive (one seed)"
     if lo > 0:
-        return "reproduced"
+        return "reproduced" if hi >= abs(paper_size) / 2 else "direction only (under half the paper's effect)"
     if hi < 0:
         return "not reproduced (opposite direction)"
     if hi < abs(paper_size) / 2:
