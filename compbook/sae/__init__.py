@@ -8,7 +8,12 @@
   transformers Qwen2.5-VL).
 * :mod:`compbook.sae.metrics`: mIoU against exact masks, EV, L0, dead latents.
 * :mod:`compbook.sae.experiment`: vanilla vs S2AE over seeds (stored SAEs in ``data/sae/runs/``), intervals.
+* :mod:`compbook.sae.study`: the k / lambda study, the choice of k, the re-reading rule (chapter 15).
+* :mod:`compbook.sae.refopt`: the reference trainer's optimisation as an option (chapter 15).
+* :mod:`compbook.sae.objregions`: tiny-VLM variants (prefix tokens, bidirectional patches) for regions that can
+  follow objects, on the quadrant and a layout-neutral layout (chapter 15).
 * :mod:`compbook.sae.crossmodal`: cross-modal coherence and monosemanticity per modality (chapter 16).
+* :mod:`compbook.sae.coherence`: coherence under word / phrase / next-token labels, over live or bimodal latents.
 * :mod:`compbook.sae.interpret`: the hierarchical interpretation pipeline and the identification rate, with the
   CPU describer / synthesiser of :mod:`compbook.sae.describe` or Qwen3-VL / Qwen3 (:mod:`compbook.sae.hf_interpret`).
 """

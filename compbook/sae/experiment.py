@@ -84,11 +84,13 @@ def data_digest(data: SAEData) -> str:
 
 
 def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA), store: str = "sae/runs",
-                retrain: bool = False, progress: bool = False) -> list:
+                retrain: bool = False, progress: bool = False, trainer=None) -> list:
     """:func:`train_runs`, with each SAE kept in ``data/<store>/`` (safetensors + JSON, named by lambda, seed and
     a hash of the question) and loaded again only when its stored training config *and* the digest of its
     training data (:func:`data_digest`) equal this call's; otherwise (or when ``retrain``) trained and stored.
-    Another setting (e.g. full mode) gets its own files. ``"train s"`` is the stored training time."""
+    Another setting (e.g. full mode) gets its own files. ``"train s"`` is the stored training time.
+    ``trainer``: the training function (default :func:`~compbook.sae.s2ae.train_sae`; e.g.
+    :func:`compbook.sae.refopt.train_sae_reference`, whose config type adds its own fields to the key)."""
     from ..paths import data_file
     from .topk import load_sae, save_sae
 
@@ -107,7 +109,7 @@ def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LA
                 runs.append({"method": method_name(lam), "seed": seed, "sae": load_sae(path),
                              "train s": meta["seconds"]})
                 continue
-            res = train_sae(train, c, progress=progress)
+            res = (trainer or train_sae)(train, c, progress=progress)
             save_sae(res.sae, path, {**want, "seconds": res.seconds})
             runs.append({"method": method_name(lam), "seed": seed, "sae": res.sae, "train s": res.seconds})
     return runs

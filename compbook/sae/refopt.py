@@ -1,0 +1,118 @@
+"""An optimiser option faithful to S2AE's public trainer (``liaoweiduo/mmsae``), beside ours (chapter 15).
+
+Facts read from the reference trainer (a ``transformers.Trainer`` with its default ``TrainingArguments``):
+
+* the encoder is an ``nn.Linear(d_in, d_sae)`` with PyTorch's default initialisation (weight and bias uniform in
+  ``+-1/sqrt(d_in)``, the bound of ``kaiming_uniform_(a=sqrt(5))``); ``W_dec`` is a copy of the encoder weight,
+  *not* renormalised at initialisation (only after every step); ``b_dec`` starts at 0;
+* AdamW with the ``transformers`` defaults (weight decay 0, so Adam; betas 0.9 / 0.999, eps 1e-8), a **linear**
+  learning-rate decay to 0 over the run without warm-up (scheduler ``"linear"``, ``warmup_steps = 0``), gradient
+  clipping at norm **1.0** (``max_grad_norm``); the decoder rows are set to unit norm after each step.
+
+Ours (:func:`compbook.sae.s2ae.train_sae`): Adam at a constant rate, no clipping, unit-norm random ``W_enc``
+columns with ``W_dec = W_enc.T``, ``b_enc = 0`` and ``b_dec`` at the data mean.
+
+:class:`ReferenceTrainConfig` is a :class:`~compbook.sae.s2ae.TrainConfig` with the reference's options as fields
+(so a stored SAE of one never serves the other: the fields are part of the key of
+:func:`compbook.sae.experiment.stored_runs`); :func:`train_sae_reference` trains with them. The learning rate
+stays a parameter: the reference's example script sets none (so ``transformers``' 5e-5 for a 7B model's SAE);
+the book keeps its own rate so that only the listed options differ (our choice).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+from .regions import default_regions, patch_regions
+from .s2ae import SAEData, TrainConfig, TrainResult, s2ae_loss
+from .topk import TopKSAE
+
+SCHEDULES = ("linear", "constant")
+INITS = ("linear", "ours")
+B_DEC_INITS = ("zero", "mean")
+
+
+@dataclass
+class ReferenceTrainConfig(TrainConfig):
+    """:class:`TrainConfig` plus the reference trainer's optimisation (defaults: the reference's)."""
+    schedule: str = "linear"        # "linear": lr decays linearly to 0 over ``steps``; "constant": ours
+    clip: float | None = 1.0        # max gradient norm (None: no clipping, ours)
+    init: str = "linear"            # "linear": nn.Linear's default; "ours": TopKSAE's
+    b_dec_init: str = "zero"        # "zero": the reference; "mean": the data mean, ours
+
+    def __post_init__(self):
+        for name, allowed in (("schedule", SCHEDULES), ("init", INITS), ("b_dec_init", B_DEC_INITS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {allowed}")
+        if self.clip is not None and not (isinstance(self.clip, (int, float)) and self.clip > 0
+                                          and math.isfinite(self.clip)):
+            raise ValueError(f"clip={self.clip!r}: expected a finite number > 0 or None")
+
+
+def linear_init(sae: TopKSAE, seed: int) -> TopKSAE:
+    """Re-initialise ``sae`` as the reference does: ``nn.Linear(d_in, d_sae)``'s default distribution for the
+    encoder weight and bias (uniform in ``+-1/sqrt(d_in)``), ``W_dec`` a copy of that weight (rows not
+    normalised), ``b_dec = 0``. Deterministic in ``seed``."""
+    g = torch.Generator().manual_seed(int(seed))
+    bound = 1.0 / math.sqrt(sae.d_in)
+    weight = (torch.rand(sae.d_sae, sae.d_in, generator=g) * 2 - 1) * bound      # nn.Linear layout (out, in)
+    bias = (torch.rand(sae.d_sae, generator=g) * 2 - 1) * bound
+    with torch.no_grad():
+        sae.W_enc.copy_(weight.T)
+        sae.W_dec.copy_(weight)
+        sae.b_enc.copy_(bias)
+        sae.b_dec.zero_()
+    return sae
+
+
+def linear_decay(step: int, steps: int) -> float:
+    """The learning-rate factor of ``transformers``' linear schedule without warm-up at ``step`` (0-based)."""
+    return max(0.0, (steps - step) / max(1, steps))
+
+
+def train_sae_reference(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainResult:
+    """Train like :func:`compbook.sae.s2ae.train_sae` (same batches, loss and penalties for the same seed) with
+    the optimisation of ``cfg`` (a :class:`ReferenceTrainConfig`; a plain :class:`TrainConfig` means ours)."""
+    ref = cfg if isinstance(cfg, ReferenceTrainConfig) else ReferenceTrainConfig(
+        **{**cfg.__dict__, "schedule": "constant", "clip": None, "init": "ours", "b_dec_init": "mean"})
+    sae = TopKSAE(data.acts.shape[-1], ref.d_sae, ref.k, seed=ref.seed)
+    if ref.init == "linear":
+        linear_init(sae, ref.seed)
+    with torch.no_grad():
+        if ref.b_dec_init == "mean":
+            sae.b_dec.copy_(data.tokens.mean(0))
+        else:
+            sae.b_dec.zero_()
+    n, p = data.acts.shape[0], len(data.patch_idx)
+    n_regions = default_regions(ref.n_regions, p)
+    regions = None
+    if ref.lam > 0 and not ref.regions_every_step:
+        regions = data.regions(n_regions, ref.exponent)
+    opt = torch.optim.Adam(sae.parameters(), lr=ref.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, (lambda t: linear_decay(t, ref.steps)) if ref.schedule == "linear" else (lambda t: 1.0))
+    g = torch.Generator().manual_seed(ref.seed)
+    res = TrainResult(sae)
+    t0 = time.perf_counter()
+    for _ in tqdm(range(ref.steps), disable=not progress, desc=f"SAE (reference optim) lam={ref.lam:g}"):
+        idx = torch.randint(0, n, (min(ref.batch_images, n),), generator=g)
+        reg = None
+        if ref.lam > 0:
+            reg = (patch_regions(data.attn[idx], data.grid, n_regions, ref.exponent)
+                   if ref.regions_every_step else regions[idx])
+        loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx, reg, ref)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if ref.clip is not None:
+            torch.nn.utils.clip_grad_norm_(sae.parameters(), ref.clip)
+        opt.step()
+        sched.step()
+        sae.normalize_decoder()
+        res.losses.append(loss.item())
+    res.seconds = time.perf_counter() - t0
+    return res

@@ -1,0 +1,230 @@
+"""The k / lambda study of chapter 15: where S2AE's L0 mechanism can act, and the chapter's k chosen from it.
+
+At small k a TopK SAE's token has many more positive pre-activations than kept latents, so pushing a kept latent
+down only lets the next one in: S2AE's usage penalties cannot lower L0. This module trains one SAE per
+(k, lambda, seed) on the same data and budget (stored in ``data/sae/study/k{k}/`` by
+:func:`compbook.sae.experiment.stored_runs`, keyed by the training config and the data digest, so a rerun
+resumes), scores each on held-out scenes and measures that slack:
+
+* ``positive pre``: the mean number of positive pre-activations (``ReLU`` before TopK) per image patch;
+* ``k-th kept = 0``: the share of image patches whose k-th largest pre-activation is 0 (fewer than k positive,
+  so L0 < k there);
+* ``k-th value`` / ``(k+1)-th value``: their medians over the patches (a small gap: the next latent is close).
+
+:func:`choose_k` picks the chapter's k from the **vanilla** rows only (our choice, a parameter: the smallest k
+whose vanilla EV reaches the paper's regime, EV >= 0.99), before any vanilla vs S2AE comparison.
+:func:`reread` turns a paired difference into reproduced / not reproduced / inconclusive (our rule).
+
+Command (the study of the chapter, about 10 minutes of one core; resumable)::
+
+    nice -n 5 python -m compbook.sae.study
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import experiment as ex
+from .s2ae import SAEData, TrainConfig
+
+KS = (8, 32, 64)
+LAMS = (0.0, 0.003, 0.01)
+SEEDS = (0, 1, 2, 3, 4)
+STEPS = 900
+EV_TARGET = 0.99
+#: The chapter's setting (chapters 15-16): tiny VLM block 2, 600 training and 200 held-out scenes.
+N_TRAIN, N_TEST, LAYER = 600, 200, 2
+BASE = TrainConfig(d_sae=384, k=8, steps=STEPS, batch_images=16, lr=3e-3)
+STORE = "sae/study"
+
+
+def store_of(k: int, store: str = STORE, optimiser: str = "ours") -> str:
+    """Folder (under ``data/``) of the stored SAEs of one k (and optimiser)."""
+    return f"{store}/k{k}" if optimiser == "ours" else f"{store}/{optimiser}_k{k}"
+
+
+def study_runs(train: SAEData, base: TrainConfig = BASE, ks=KS, lams=LAMS, seeds=SEEDS, store: str = STORE,
+               retrain: bool = False, progress: bool = False, log=None) -> list:
+    """One SAE per (k, lambda, seed), loaded from ``data/<store>/k{k}/`` when stored for this config and data,
+    else trained and stored: [{"k", "lam", "method", "seed", "sae", "train s"}]."""
+    runs = []
+    for k in ks:
+        t0 = time.perf_counter()
+        got = ex.stored_runs(train, dataclasses.replace(base, k=int(k)), seeds, lams, store_of(k, store),
+                             retrain=retrain, progress=progress)
+        for r in got:
+            r["k"], r["lam"] = int(k), _lam_of(r["method"])
+        runs += got
+        if log:
+            log(f"k={k}: {len(got)} SAEs in {time.perf_counter() - t0:.1f} s")
+    return runs
+
+
+def _lam_of(method: str) -> float:
+    return 0.0 if method == "vanilla" else float(method.split("=")[1].rstrip(")"))
+
+
+@torch.no_grad()
+def slack(sae, data: SAEData) -> dict:
+    """Positive pre-activations per image patch, the share whose k-th kept value is 0, the medians of the k-th
+    and (k+1)-th largest pre-activations (see the module docstring)."""
+    x = data.acts[:, data.patch_idx].reshape(-1, data.acts.shape[-1])
+    pre = sae.pre_acts(x)
+    k = sae.k
+    top = pre.topk(min(k + 1, sae.d_sae), dim=-1).values
+    kth = top[:, k - 1]
+    nxt = top[:, k] if top.shape[1] > k else torch.zeros_like(kth)
+    return {"positive pre": float((pre > 0).sum(-1).float().mean()),
+            "k-th kept = 0": float((kth == 0).float().mean()),
+            "k-th value": float(kth.median()), "(k+1)-th value": float(nxt.median())}
+
+
+def study_table(runs: list, test: SAEData, masks: torch.Tensor) -> pd.DataFrame:
+    """One row per run: k, lambda, seed, EV, L0 (all tokens and patches), dead, mIoU, the slack, train s."""
+    rows = []
+    for r in runs:
+        rows.append({"k": r["k"], "lambda": r["lam"], "method": r["method"], "seed": r["seed"],
+                     **ex.score(r["sae"], test, masks), **slack(r["sae"], test), "train s": r["train s"]})
+    return pd.DataFrame(rows)
+
+
+COLUMNS = ("EV", "L0", "L0 patches", "mIoU", "positive pre", "k-th kept = 0")
+
+
+def study_summary(df: pd.DataFrame, columns=COLUMNS) -> pd.DataFrame:
+    """Mean and 95% t-interval over seeds (:func:`compbook.sae.experiment.summarise`) per (k, lambda)."""
+    parts = []
+    for k, g in df.groupby("k", sort=True):
+        s = ex.summarise(g, columns)
+        s.insert(0, "k", k)
+        parts.append(s)
+    out = pd.concat(parts)
+    out.index = [f"k={k}, {m}" for k, m in zip(out.k, out.index)]
+    return out.drop(columns="k")
+
+
+def choose_k(df: pd.DataFrame, ev_target: float = EV_TARGET) -> int:
+    """The smallest k whose **vanilla** mean EV over seeds is >= ``ev_target`` (the largest-EV k if none).
+
+    Our choice (a parameter): only vanilla rows are read, so the choice cannot depend on how S2AE does."""
+    v = df[df["lambda"] == 0].groupby("k")["EV"].mean().sort_index()
+    if v.empty:
+        raise ValueError("df: no vanilla (lambda = 0) rows to choose k from")
+    ok = v[v >= ev_target]
+    return int(ok.index[0]) if len(ok) else int(v.idxmax())
+
+
+def paired(df: pd.DataFrame, k: int, lam: float, columns=("EV", "L0", "L0 patches", "mIoU")) -> pd.DataFrame:
+    """S2AE (``lam``) - vanilla at ``k``, paired by seed: mean and 95% t half-width per column."""
+    g = df[df.k == k]
+    rows = {}
+    for c in columns:
+        m, h = ex.paired_difference(g, c, "vanilla", ex.method_name(lam))
+        rows[c] = {"S2AE - vanilla": m, "95% +-": h}
+    return pd.DataFrame(rows).T
+
+
+def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
+    """Our rule for a paired difference against a paper's effect of sign ``paper_sign`` and size ``paper_size``:
+
+    * **reproduced**: the 95% interval excludes 0 on the paper's side (and reaches half the paper's size);
+    * **direction only**: it excludes 0 on the paper's side but also half the paper's size (a smaller effect);
+    * **not reproduced**: it excludes 0 on the other side, or it holds 0 and excludes half the paper's size;
+    * **inconclusive**: otherwise (the interval holds 0 and half the paper's effect).
+    """
+    if paper_sign not in (-1, 1):
+        raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
+    lo, hi = paper_sign * mean - half, paper_sign * mean + half       # on the paper's side: positive is its way
+    if not np.isfinite(half):
+        return "inconclusive (one seed)"
+    if lo > 0:
+        return "reproduced" if hi >= abs(paper_size) / 2 else "direction only (under half the paper's effect)"
+    if hi < 0:
+        return "not reproduced (opposite direction)"
+    if hi < abs(paper_size) / 2:
+        return "not reproduced (half the paper's effect excluded)"
+    return "inconclusive"
+
+
+def main(argv=None) -> None:
+    """Train (or load) the study's SAEs and print the summary; ``--reference`` also trains the reference
+    optimiser's SAEs at the chosen k."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=len(SEEDS))
+    p.add_argument("--retrain", action="store_true")
+    p.add_argument("--reference", action="store_true",
+                   help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
+
+    s = ex.load_setting(N_TRAIN, N_TEST, LAYER)
+    seeds = tuple(range(a.seeds))
+    runs = study_runs(s.train, BASE, KS, LAMS, seeds, retrain=a.retrain, log=log)
+    df = study_table(runs, s.test, s.test_scenes.masks)
+    k = choose_k(df)
+    log(f"chosen k = {k}")
+    out = write_table(df, f"{STORE}/table.json")
+    log(f"wrote {out}")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(study_summary(df))
+    if a.reference:
+        ref_runs = reference_runs(s.train, k, seeds, retrain=a.retrain)
+        log(f"reference optimiser at k={k}: {len(ref_runs)} SAEs")
+        opt = optimiser_table(runs, ref_runs, k, s.test, s.test_scenes.masks)
+        write_table(opt, f"{STORE}/optimiser_table.json")
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(ex.summarise(opt.assign(method=lambda d: d.optimiser + ", " + d.method)))
+    log("done")
+
+
+def write_table(df: pd.DataFrame, relative: str):
+    """Write a study table (no SAE objects) to ``data/<relative>`` as JSON records; returns the path."""
+    from ..paths import data_dir
+
+    path = data_dir() / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(df.to_json(orient="records", indent=1) + "\n")
+    return path
+
+
+def read_table(relative: str = f"{STORE}/table.json") -> pd.DataFrame:
+    """A table written by :func:`write_table` (e.g. chapter 15's study, read by chapter 16)."""
+    from ..paths import data_file
+
+    return pd.read_json(data_file(relative), orient="records")
+
+
+def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: TrainConfig = BASE,
+                   store: str = STORE, retrain: bool = False) -> list:
+    """The reference optimiser's SAEs (:mod:`compbook.sae.refopt`) at ``k``, same data, seeds and budget."""
+    from .refopt import ReferenceTrainConfig, train_sae_reference
+
+    cfg = ReferenceTrainConfig(**{**dataclasses.asdict(base), "k": int(k)})
+    runs = ex.stored_runs(train, cfg, seeds, lams, store_of(k, store, "reference"), retrain=retrain,
+                          trainer=train_sae_reference)
+    for r in runs:
+        r["k"], r["lam"] = int(k), _lam_of(r["method"])
+    return runs
+
+
+def optimiser_table(ours: list, reference: list, k: int, test: SAEData, masks: torch.Tensor) -> pd.DataFrame:
+    """Rows of :func:`study_table` for both optimisers at ``k`` (the lambdas of ``reference``), column
+    ``optimiser`` = "ours" / "reference"."""
+    lams = {r["lam"] for r in reference}
+    mine = [r for r in ours if r["k"] == k and r["lam"] in lams]
+    return pd.concat([study_table(mine, test, masks).assign(optimiser="ours"),
+                      study_table(reference, test, masks).assign(optimiser="reference")], ignore_index=True)
+
+
+if __name__ == "__main__":
+    main()

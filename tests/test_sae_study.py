@@ -1,0 +1,117 @@
+"""compbook.sae.study: the slack of a TopK code, the choice of k, the re-reading rule, stored study runs."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from compbook.sae import experiment as ex
+from compbook.sae import study as st
+from compbook.sae.s2ae import SAEData, TrainConfig
+from compbook.sae.topk import TopKSAE
+
+
+def tiny_data(n=6, t=5, d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    acts = torch.randn(n, t, d, generator=g)
+    attn = torch.rand(n, 4, 4, generator=g)
+    return SAEData(acts, torch.ones(n, t, dtype=torch.bool), torch.arange(4), (2, 2), attn)
+
+
+def test_slack_matches_a_naive_count():
+    data = tiny_data()
+    sae = TopKSAE(8, 16, 5, seed=1)
+    with torch.no_grad():
+        sae.b_enc.fill_(-0.6)                     # many pre-activations at 0, so some patches keep < k
+    got = st.slack(sae, data)
+    pos, zero, kth, nxt = [], [], [], []
+    for row in data.acts[:, data.patch_idx].reshape(-1, 8):
+        pre = sorted(sae.pre_acts(row[None])[0].tolist(), reverse=True)
+        pos.append(sum(v > 0 for v in pre))
+        zero.append(pre[4] == 0)
+        kth.append(pre[4])
+        nxt.append(pre[5])
+    assert got["positive pre"] == pytest.approx(np.mean(pos))
+    assert got["k-th kept = 0"] == pytest.approx(np.mean(zero))
+    assert 0 < got["k-th kept = 0"] < 1, "the test must cover both cases"
+    assert got["k-th value"] == pytest.approx(float(torch.tensor(kth).median()))
+    assert got["(k+1)-th value"] == pytest.approx(float(torch.tensor(nxt).median()))
+
+
+def frame(ev):
+    """Rows for ks 8, 32, 64 with vanilla EVs ``ev`` (2 seeds each) and S2AE rows at EV 0.999."""
+    rows = []
+    for k, e in zip((8, 32, 64), ev):
+        for seed in (0, 1):
+            rows.append({"k": k, "lambda": 0.0, "method": "vanilla", "seed": seed, "EV": e + 0.001 * seed})
+            rows.append({"k": k, "lambda": 0.01, "method": "S2AE (lambda=0.01)", "seed": seed, "EV": 0.999})
+    return pd.DataFrame(rows)
+
+
+def test_choose_k_reads_vanilla_rows_only():
+    assert st.choose_k(frame((0.95, 0.991, 0.995))) == 32
+    assert st.choose_k(frame((0.995, 0.991, 0.999))) == 8
+    # no k reaches the target: the best vanilla EV, never the S2AE rows (all at 0.999 here)
+    assert st.choose_k(frame((0.95, 0.97, 0.96))) == 32
+    assert st.choose_k(frame((0.95, 0.97, 0.96)), ev_target=0.9) == 8
+    df = frame((0.95, 0.991, 0.995))
+    df.loc[df["lambda"] > 0, "EV"] = 0.0           # S2AE's numbers must not move the choice
+    assert st.choose_k(df) == 32
+    with pytest.raises(ValueError, match="df"):
+        st.choose_k(df[df["lambda"] > 0])
+
+
+@pytest.mark.parametrize("mean, half, sign, size, want", [
+    (0.05, 0.01, 1, 0.06, "reproduced"),
+    (-0.05, 0.01, 1, 0.06, "not reproduced (opposite direction)"),
+    (0.005, 0.01, 1, 0.06, "not reproduced (half the paper's effect excluded)"),
+    (0.01, 0.03, 1, 0.06, "inconclusive"),
+    (-10.0, 2.0, -1, 15.0, "reproduced"),
+    (-1.0, 0.5, -1, 15.0, "direction only (under half the paper's effect)"),
+    (0.02, 0.005, 1, 0.06, "direction only (under half the paper's effect)"),
+    (0.02, 0.011, 1, 0.06, "reproduced"),
+    (0.5, 1.0, -1, 15.0, "not reproduced (half the paper's effect excluded)"),
+    (0.5, float("nan"), 1, 0.06, "inconclusive (one seed)"),
+])
+def test_reread(mean, half, sign, size, want):
+    assert st.reread(mean, half, sign, size) == want
+
+
+def test_reread_refuses_a_bad_sign():
+    with pytest.raises(ValueError, match="paper_sign"):
+        st.reread(0.1, 0.01, 0, 0.06)
+
+
+def test_study_runs_store_per_k_and_resume(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
+    calls = []
+    real = ex.train_sae
+    monkeypatch.setattr(ex, "train_sae", lambda *a, **k: calls.append(a[1].k) or real(*a, **k))
+    base = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
+    runs = st.study_runs(tiny_data(), base, ks=(2, 4), lams=(0.0, 0.01), seeds=(0,))
+    assert sorted(calls) == [2, 2, 4, 4]
+    assert [(r["k"], r["lam"]) for r in runs] == [(2, 0.0), (2, 0.01), (4, 0.0), (4, 0.01)]
+    assert all(r["sae"].k == r["k"] for r in runs)
+    assert len(list((tmp_path / "sae" / "study" / "k4").glob("*.safetensors"))) == 2
+    st.study_runs(tiny_data(), base, ks=(2, 4), lams=(0.0, 0.01), seeds=(0,))
+    assert len(calls) == 4, "a rerun must load the stored SAEs"
+    df = st.study_table(runs, tiny_data(seed=1), torch.ones(6, 1, 4, dtype=torch.bool))
+    assert set(st.COLUMNS) <= set(df.columns) and len(df) == 4
+    assert (df["L0"] <= df["k"] + 1e-9).all()
+    summ = st.study_summary(df, columns=("EV", "L0"))
+    assert list(summ.index) == ["k=2, vanilla", "k=2, S2AE (lambda=0.01)", "k=4, vanilla",
+                                "k=4, S2AE (lambda=0.01)"]
+
+
+def test_reference_runs_never_served_as_ours(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
+    base = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
+    ours = st.study_runs(tiny_data(), base, ks=(2,), lams=(0.0,), seeds=(0,))
+    ref = st.reference_runs(tiny_data(), 2, seeds=(0,), lams=(0.0,), base=base)
+    assert not torch.equal(ours[0]["sae"].W_enc, ref[0]["sae"].W_enc)
+    assert list((tmp_path / "sae" / "study" / "reference_k2").glob("*.json"))
+    table = st.optimiser_table(ours, ref, 2, tiny_data(seed=1), torch.ones(6, 1, 4, dtype=torch.bool))
+    assert list(table.optimiser) == ["ours", "reference"]
+    assert dataclasses.is_dataclass(st.BASE) and st.BASE.steps >= 900
