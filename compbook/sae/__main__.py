@@ -1,6 +1,8 @@
 """Part C's command lines: ``python -m compbook.sae <command> [options]`` (what made ``data/sae/``).
 
-* ``vlm [--retrain]``: train and store the book's tiny VLM and its text-only baseline (:mod:`compbook.sae.vlm`).
+* ``vlm [--retrain]``: train and store the book's tiny VLM and its text-only baseline (:mod:`compbook.sae.vlm`);
+* ``study [--reference]``: the k / lambda study of chapter 15 (:mod:`compbook.sae.study`, ``data/sae/study/``);
+* ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.objregions`).
 
 The library modules hold no argument parsing; ``python -m compbook.sae.vlm ...`` (the old spelling) still runs
 ``vlm`` for one release.
@@ -32,7 +34,41 @@ def vlm(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"vlm": vlm}
+def study(argv: Sequence[str]) -> int:
+    """``study [--seeds N] [--retrain] [--reference]``: the k / lambda study (chapter 15, ``data/sae/study/``)."""
+    from . import study as st
+    p = argparse.ArgumentParser(prog=f"{PROG} study", description=st.__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=len(st.SEEDS))
+    p.add_argument("--retrain", action="store_true")
+    p.add_argument("--reference", action="store_true",
+                   help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    st.run(a.seeds, a.retrain, a.reference)
+    return 0
+
+
+def objregions(argv: Sequence[str]) -> int:
+    """``objregions [--retrain]``: the object-VLM variants (``data/sae/objvlm/``) and their region table."""
+    import time
+
+    import pandas as pd
+
+    from .objregions import region_table
+    p = argparse.ArgumentParser(prog=f"{PROG} objregions",
+                                description="Train and store the object-VLM variants; print the region table.")
+    p.add_argument("--retrain", action="store_true")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    table = region_table(retrain=a.retrain)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.round(3))
+    print(f"{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+COMMANDS = {"vlm": vlm, "study": study, "objregions": objregions}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

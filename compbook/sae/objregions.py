@@ -20,16 +20,14 @@ order ``1 / (max(i, j) + 1)``.
 
 Command (stores the six models in ``data/sae/objvlm/``)::
 
-    nice -n 5 python -m compbook.sae.objregions
+    nice -n 5 python -m compbook.sae objregions
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -234,17 +232,7 @@ def region_table(n_test: int = 200, seed: int = 11, retrain: bool = False) -> pd
     return pd.DataFrame(rows)
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description="Train and store the object-VLM variants; print the region table.")
-    p.add_argument("--retrain", action="store_true")
-    a = p.parse_args(argv)
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    table = region_table(retrain=a.retrain)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.round(3))
-    print(f"{time.perf_counter() - t0:.0f} s")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # the old spelling python -m compbook.sae.objregions, for one release
+    import sys
+    from compbook.sae.__main__ import main
+    sys.exit(main(["objregions", *sys.argv[1:]]))

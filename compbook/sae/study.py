@@ -17,12 +17,11 @@ whose vanilla EV reaches the paper's regime, EV >= 0.99), before any vanilla vs 
 
 Command (the study of the chapter, about 10 minutes of one core; resumable)::
 
-    nice -n 5 python -m compbook.sae.study
+    nice -n 5 python -m compbook.sae study
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 
@@ -152,24 +151,17 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     return "inconclusive"
 
 
-def main(argv=None) -> None:
-    """Train (or load) the study's SAEs and print the summary; ``--reference`` also trains the reference
-    optimiser's SAEs at the chosen k."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=len(SEEDS))
-    p.add_argument("--retrain", action="store_true")
-    p.add_argument("--reference", action="store_true",
-                   help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
-    a = p.parse_args(argv)
-    torch.set_num_threads(1)
+def run(n_seeds: int = len(SEEDS), retrain: bool = False, reference: bool = False) -> None:
+    """Train (or load) the study's SAEs, write the tables and print the summary; ``reference`` also trains the
+    reference optimiser's SAEs at the chosen k (``python -m compbook.sae study``)."""
     t0 = time.perf_counter()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
     s = ex.load_setting(N_TRAIN, N_TEST, LAYER)
-    seeds = tuple(range(a.seeds))
-    runs = study_runs(s.train, BASE, KS, LAMS, seeds, retrain=a.retrain, log=log)
+    seeds = tuple(range(n_seeds))
+    runs = study_runs(s.train, BASE, KS, LAMS, seeds, retrain=retrain, log=log)
     df = study_table(runs, s.test, s.test_scenes.masks)
     k = choose_k(df)
     log(f"chosen k = {k}")
@@ -177,8 +169,8 @@ def main(argv=None) -> None:
     log(f"wrote {out}")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(study_summary(df))
-    if a.reference:
-        ref_runs = reference_runs(s.train, k, seeds, retrain=a.retrain)
+    if reference:
+        ref_runs = reference_runs(s.train, k, seeds, retrain=retrain)
         log(f"reference optimiser at k={k}: {len(ref_runs)} SAEs")
         opt = optimiser_table(runs, ref_runs, k, s.test, s.test_scenes.masks)
         write_table(opt, f"{STORE}/optimiser_table.json")
@@ -226,5 +218,7 @@ def optimiser_table(ours: list, reference: list, k: int, test: SAEData, masks: t
                       study_table(reference, test, masks).assign(optimiser="reference")], ignore_index=True)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # the old spelling python -m compbook.sae.study, for one release
+    import sys
+    from compbook.sae.__main__ import main
+    sys.exit(main(["study", *sys.argv[1:]]))
