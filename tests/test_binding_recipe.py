@@ -206,3 +206,30 @@ def _batch(c):
     rng = np.random.default_rng(9)
     s = R.sample_scenes(c, R.split_objects(c)[0], c.batch, rng)
     return s, R.batch_queries(c, s, rng)
+
+
+def test_full_mode_command_runs_tiny(tmp_path, monkeypatch):
+    """The released recipe's command (COMPBOOK_MODE=full: 6 x 256, d_ff 2048) runs end to end, tiny."""
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    R.main(["--coverages", "0.5", "--values", "6", "--steps", "2", "--batch", "16", "--eval-scenes", "20",
+            "--out", str(tmp_path), "--checkpoint-dir", str(tmp_path)])
+    model, rec = R.load(tmp_path / "recipe_C2V6_cov0.5_s0")
+    c = rec["config"]
+    assert (c["n_layers"], c["d_model"], c["d_ff"], c["lr"]) == (6, 256, 2048, 3e-5) and rec["mode"] == "full"
+    assert rec["steps"] == 2 and len(rec["log"]) == 1 and set(rec["floors"]) >= {"swap_chance_sim"}
+    assert "--steps 2" in rec["command"]
+    recs = R.load_records(tmp_path, n_values=6)
+    table = R.coverage_table(recs)
+    assert list(table.index) == [0.5]
+    row = table.iloc[0]
+    assert row.unseen_binding_lo <= row.unseen_binding <= row.unseen_binding_hi
+
+
+def test_verdict_rule():
+    rec = {"config": {"eval_scenes": 2000}, "floors": {"swap_chance_sim": 1 / 6},
+           "final": {"seen_binding": 0.95, "unseen_binding": 0.20}}
+    assert R.verdict(rec)[0]                      # 0.20 of 2000: Wilson low 0.18 > 1/6
+    rec["final"]["unseen_binding"] = 0.17
+    assert not R.verdict(rec)[0]
+    rec["final"].update(seen_binding=0.89, unseen_binding=0.9)
+    assert not R.verdict(rec)[0]

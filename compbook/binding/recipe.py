@@ -582,51 +582,105 @@ def stem_for(cfg: RecipeConfig, directory="data/binding") -> Path:
     return Path(directory) / f"recipe_C{cfg.n_concepts}V{cfg.n_values}_cov{cfg.coverage:g}_s{cfg.seed}"
 
 
+def load_records(directory="data/binding", n_values: int = 50, seed: int = 0) -> list[dict]:
+    """Every stored recipe model's JSON record for ``n_values`` and ``seed`` (C = 2), sorted by coverage."""
+    recs = [json.loads(p.read_text()) for p in Path(directory).glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
+    return sorted(recs, key=lambda r: r["config"]["coverage"])
+
+
+def coverage_table(records: list[dict]):
+    """One row per model: final swap-only binding (seen, unseen) with Wilson 95% intervals over the eval
+    scenes (``compbook.agreement.wilson``), the paper's metric, chance and the bag-of-concepts floor."""
+    import pandas as pd
+
+    from ..agreement import wilson
+    rows = []
+    for r in records:
+        n = r["config"]["eval_scenes"]
+        f = r["final"]
+        row = {"coverage": r["config"]["coverage"], "steps": r["steps"], "seconds": r["seconds"]}
+        for k in ("seen_binding", "unseen_binding"):
+            lo, hi = wilson(round(f[k] * n), n)
+            row.update({k: f[k], k + "_lo": lo, k + "_hi": hi})
+        row.update({"seen_paper": f["seen_paper"], "unseen_paper": f["unseen_paper"],
+                    "boc_unseen_paper": r["floors"]["boc_unseen_paper"],
+                    "chance": r["floors"]["swap_chance_sim"]})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("coverage")
+
+
+def verdict(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
+    """Go if final seen binding >= ``seen_min`` and unseen binding's Wilson interval lies above chance."""
+    from ..agreement import wilson
+    f, n = record["final"], record["config"]["eval_scenes"]
+    lo, _ = wilson(round(f["unseen_binding"] * n), n)
+    chance = record["floors"]["swap_chance_sim"]
+    go = f["seen_binding"] >= seen_min and lo > chance
+    why = (f"seen binding {f['seen_binding']:.2f} ({'>=' if f['seen_binding'] >= seen_min else '<'} "
+           f"{seen_min}), unseen {f['unseen_binding']:.2f} (95% low {lo:.2f} vs chance {chance:.2f})")
+    return go, why
+
+
+def run_one(cfg: RecipeConfig, out, checkpoint=None, command: str = "") -> dict:
+    """Train (resuming from ``checkpoint``, default ``/tmp/<stem>.pt``), evaluate, store; the record."""
+    stem = stem_for(cfg, out)
+    sets = eval_sets(cfg)
+    ckpt = checkpoint or f"/tmp/{stem.name}.pt"
+    model, record = train(cfg, ckpt, sets, device=run_device())
+    record["final"] = evaluate(model, cfg, sets)
+    record["floors"] = floors(cfg, sets)
+    record["command"] = command
+    record["mode"] = run_mode()
+    record["threads"] = torch.get_num_threads()
+    save(model.cpu(), record, stem)
+    print(json.dumps({"final": record["final"], "floors": record["floors"], "seconds": record["seconds"]}))
+    return record
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="Train one controlled model by the released recipe (scaled).")
-    ap.add_argument("--coverage", type=float, default=0.5)
+    """``python -m compbook.binding.recipe --coverages 0.5`` trains and stores one model per coverage, in
+    sequence (CPU mode: the miniature; ``COMPBOOK_MODE=full``: the released recipe, on a GPU when present)."""
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description="Train controlled models by the released recipe (scaled).")
+    ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
     ap.add_argument("--values", type=int, default=None)
     ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--eval-scenes", type=int, default=None)
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="data/binding")
-    ap.add_argument("--checkpoint", default=None, help="resumable checkpoint (default /tmp/<stem>.pt)")
+    ap.add_argument("--checkpoint-dir", default="/tmp", help="resumable checkpoints go here")
     ap.add_argument("--time-steps", type=int, default=0, help="only time this many steps and exit")
     ap.add_argument("--lr-probe", nargs="*", type=float, default=None, help="lrs to probe (seen objects)")
     ap.add_argument("--probe-steps", type=int, default=1000)
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    over = {"coverage": a.coverage, "seed": a.seed}
-    for k, v in (("n_values", a.values), ("steps", a.steps), ("lr", a.lr)):
+    over = {"seed": a.seed}
+    for k, v in (("n_values", a.values), ("steps", a.steps), ("lr", a.lr), ("batch", a.batch),
+                 ("eval_scenes", a.eval_scenes)):
         if v is not None:
             over[k] = v
-    cfg = RecipeConfig.for_mode(**over)
+    command = "python -m compbook.binding.recipe " + " ".join(argv)
+    cfg = RecipeConfig.for_mode(coverage=a.coverages[0], **over)
     if a.time_steps:
         t = time.perf_counter()
-        train(replace(cfg, steps=a.time_steps, eval_every=a.time_steps), progress=False)
+        train(replace(cfg, steps=a.time_steps, eval_every=a.time_steps), progress=False, device=run_device())
         print(f"{(time.perf_counter() - t) / a.time_steps * 1000:.1f} ms/step at batch {cfg.batch}")
         return
     if a.lr_probe:
         t = time.perf_counter()
         res = lr_probe(cfg, a.lr_probe, a.probe_steps)
         rec = {"config": asdict(cfg), "probe": res, "seconds": round(time.perf_counter() - t, 1),
-               "command": "python -m compbook.binding.recipe " + " ".join(argv if argv is not None else
-                                                                           __import__("sys").argv[1:])}
+               "command": command}
         Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / "recipe_lr_probe.json").write_text(json.dumps(rec, indent=1) + "\n")
         return
-    stem = stem_for(cfg, a.out)
-    sets = eval_sets(cfg)
-    ckpt = a.checkpoint or f"/tmp/{stem.name}.pt"
-    model, record = train(cfg, ckpt, sets, device=run_device())
-    record["final"] = evaluate(model, cfg, sets)
-    record["floors"] = floors(cfg, sets)
-    record["command"] = "python -m compbook.binding.recipe " + " ".join(argv if argv is not None else
-                                                                         __import__("sys").argv[1:])
-    record["mode"] = run_mode()
-    save(model.cpu(), record, stem)
-    print(json.dumps({"final": record["final"], "floors": record["floors"], "seconds": record["seconds"]}))
+    for c in a.coverages:
+        one = replace(cfg, coverage=c)
+        run_one(one, a.out, str(Path(a.checkpoint_dir) / (stem_for(one, a.out).name + ".pt")), command)
 
 
 if __name__ == "__main__":
