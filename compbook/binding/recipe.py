@@ -578,8 +578,8 @@ def lr_probe(cfg: RecipeConfig, lrs, steps: int) -> list[dict]:
     return out
 
 
-def stem_for(cfg: RecipeConfig, directory="data/binding") -> Path:
-    return Path(directory) / f"recipe_C{cfg.n_concepts}V{cfg.n_values}_cov{cfg.coverage:g}_s{cfg.seed}"
+def stem_for(cfg: RecipeConfig, directory="data/binding", prefix: str = "recipe") -> Path:
+    return Path(directory) / f"{prefix}_C{cfg.n_concepts}V{cfg.n_values}_cov{cfg.coverage:g}_s{cfg.seed}"
 
 
 def load_records(directory="data/binding", n_values: int = 50, seed: int = 0) -> list[dict]:
@@ -621,9 +621,9 @@ def verdict(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
     return go, why
 
 
-def run_one(cfg: RecipeConfig, out, checkpoint=None, command: str = "") -> dict:
+def run_one(cfg: RecipeConfig, out, checkpoint=None, command: str = "", prefix: str = "recipe") -> dict:
     """Train (resuming from ``checkpoint``, default ``/tmp/<stem>.pt``), evaluate, store; the record."""
-    stem = stem_for(cfg, out)
+    stem = stem_for(cfg, out, prefix)
     sets = eval_sets(cfg)
     ckpt = checkpoint or f"/tmp/{stem.name}.pt"
     model, record = train(cfg, ckpt, sets, device=run_device())
@@ -649,6 +649,9 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=None)
     ap.add_argument("--eval-scenes", type=int, default=None)
     ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--object-queries", type=int, default=None, help="released 64 (our diagnostic: more)")
+    ap.add_argument("--swaps", type=int, default=None, help="swap negatives per scene (released 1)")
+    ap.add_argument("--prefix", default="recipe", help="file name prefix (diagnostic runs: another)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="data/binding")
@@ -660,7 +663,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(a.threads)
     over = {"seed": a.seed}
     for k, v in (("n_values", a.values), ("steps", a.steps), ("lr", a.lr), ("batch", a.batch),
-                 ("eval_scenes", a.eval_scenes)):
+                 ("eval_scenes", a.eval_scenes),
+                 ("n_object_queries", a.object_queries), ("n_swaps", a.swaps)):
         if v is not None:
             over[k] = v
     command = "python -m compbook.binding.recipe " + " ".join(argv)
@@ -680,7 +684,8 @@ def main(argv=None) -> None:
         return
     for c in a.coverages:
         one = replace(cfg, coverage=c)
-        run_one(one, a.out, str(Path(a.checkpoint_dir) / (stem_for(one, a.out).name + ".pt")), command)
+        ck = Path(a.checkpoint_dir) / (stem_for(one, a.out, a.prefix).name + ".pt")
+        run_one(one, a.out, str(ck), command, a.prefix)
 
 
 if __name__ == "__main__":
