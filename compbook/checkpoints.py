@@ -25,11 +25,22 @@ from safetensors.torch import load_file, save_file
 from . import checks
 
 
+SUFFIXES = (".json", ".safetensors")
+
+
 def stem(path) -> Path:
-    """``path`` without its suffix (``run.json`` and ``run`` name the same checkpoint); ``ValueError`` if empty."""
+    """``path`` without a ``.json`` / ``.safetensors`` suffix (``run.json`` and ``run`` name the same checkpoint;
+    other dots stay: ``recipe_cov0.5`` is a stem); ``ValueError`` if empty."""
     if not isinstance(path, (str, os.PathLike)) or str(path) == "":
         raise ValueError(f"path must be a checkpoint path (str or os.PathLike), got {path!r}")
-    return Path(path).with_suffix("")
+    path = Path(path)
+    return path.with_suffix("") if path.suffix in SUFFIXES else path
+
+
+def files(path) -> tuple[Path, Path]:
+    """``(NAME.json, NAME.safetensors)`` of checkpoint ``path``."""
+    s = stem(path)
+    return s.with_name(s.name + ".json"), s.with_name(s.name + ".safetensors")
 
 
 def tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
@@ -38,7 +49,7 @@ def tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()[:16]
 
 
@@ -46,7 +57,7 @@ def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str
     """Write ``path.safetensors`` and ``path.json`` (``header`` plus ``format`` and ``tensor_digest``); returns
     the JSON path. Everything is checked before anything is written; ``ValueError`` for a header that JSON cannot
     hold exactly (NaN, tensors, sets)."""
-    path = stem(path)
+    cfg_path, st_path = files(path)
     if not isinstance(header, dict):
         raise ValueError(f"header must be a dict, got {type(header).__name__}")
     for k, v in tensors.items():
@@ -57,8 +68,7 @@ def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str
                           allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"metadata is not JSON-able ({e}): {header!r:.200}; nothing was written") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    st_path, cfg_path = path.with_suffix(".safetensors"), path.with_suffix(".json")
+    cfg_path.parent.mkdir(parents=True, exist_ok=True)
     tmp_st, tmp_cfg = (p.with_name(f".{p.name}.{os.getpid()}.tmp") for p in (st_path, cfg_path))
     try:
         save_file(tensors, str(tmp_st))
@@ -74,7 +84,7 @@ def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str
 def read_header(path, *, format: str) -> dict:
     """The JSON sidecar of checkpoint ``path`` as a dict, its ``format`` checked; ``ValueError`` naming the file
     (``FileNotFoundError`` when it is missing)."""
-    cfg_path = stem(path).with_suffix(".json")
+    cfg_path = files(path)[0]
     checks.file_path(cfg_path, "checkpoint file")
     try:
         header = json.loads(cfg_path.read_text())
@@ -94,16 +104,15 @@ def load(path, *, format: str, names=None) -> tuple[dict[str, torch.Tensor], dic
     Refused with ``ValueError`` naming the file: another format, a sidecar that is not a JSON object, a truncated
     or unreadable safetensors file, tensors whose digest differs from the sidecar's (edited, or the two files of
     different checkpoints), and, given ``names``, a set of tensor names other than ``names``."""
-    path = stem(path)
     header = read_header(path, format=format)
-    st_path = path.with_suffix(".safetensors")
+    cfg_path, st_path = files(path)
     checks.file_path(st_path, "checkpoint file")
     try:
         tensors = load_file(str(st_path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise ValueError(f"{st_path}: not a readable safetensors file, truncated or corrupt ({e})") from None
     if "tensor_digest" in header and tensor_digest(tensors) != header["tensor_digest"]:
-        raise ValueError(f"{st_path}: tensors do not match the digest in {path.name}.json (edited, or the two "
+        raise ValueError(f"{st_path}: tensors do not match the digest in {cfg_path.name} (edited, or the two "
                          f"files belong to different checkpoints)")
     if names is not None and set(tensors) != set(names):
         raise ValueError(f"{st_path}: tensor names differ from the expected ones "

@@ -3,6 +3,8 @@
 * ``clevr``: train the CLEVR-2D dual encoders of chapters 10-11 (:mod:`compbook.binding.clevr`);
 * ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
   (:mod:`compbook.binding.sweep`, chapter 13);
+* ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe`, chapter 13's
+  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
 
 The library modules hold no argument parsing; ``python -m compbook.binding.sweep ...`` (the old spelling) still
@@ -14,7 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -109,7 +112,60 @@ def sweep(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"clevr": clevr, "sweep": sweep, "complexity": complexity}
+def recipe(argv: Sequence[str]) -> int:
+    """``python -m compbook.binding recipe --coverages 0.5`` trains and stores one model per coverage, in
+    sequence (CPU mode: the miniature; ``COMPBOOK_MODE=full``: the released recipe, on a GPU when present)."""
+    from .. import config
+    from . import recipe as rc
+    argv = list(argv)
+    ap = argparse.ArgumentParser(prog=f"{PROG} recipe", description="Train controlled models by the released recipe (scaled).")
+    ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
+    ap.add_argument("--values", type=int, default=None)
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--eval-scenes", type=int, default=None)
+    ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--object-queries", type=int, default=None, help="released 64 (our diagnostic: more)")
+    ap.add_argument("--swaps", type=int, default=None, help="swap negatives per scene (released 1)")
+    ap.add_argument("--prefix", default="recipe", help="file name prefix (diagnostic runs: another)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default="data/binding")
+    ap.add_argument("--checkpoint-dir", default="/tmp", help="resumable checkpoints go here")
+    ap.add_argument("--time-steps", type=int, default=0, help="only time this many steps and exit")
+    ap.add_argument("--lr-probe", nargs="*", type=float, default=None, help="lrs to probe (seen objects)")
+    ap.add_argument("--probe-steps", type=int, default=1000)
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    over = {"seed": a.seed}
+    for k, v in (("n_values", a.values), ("steps", a.steps), ("lr", a.lr), ("batch", a.batch),
+                 ("eval_scenes", a.eval_scenes),
+                 ("n_object_queries", a.object_queries), ("n_swaps", a.swaps)):
+        if v is not None:
+            over[k] = v
+    command = "python -m compbook.binding recipe " + " ".join(argv)
+    cfg = rc.RecipeConfig.for_mode(coverage=a.coverages[0], **over)
+    if a.time_steps:
+        t = time.perf_counter()
+        rc.train(replace(cfg, steps=a.time_steps, eval_every=a.time_steps), progress=False, device=config.device())
+        print(f"{(time.perf_counter() - t) / a.time_steps * 1000:.1f} ms/step at batch {cfg.batch}")
+        return 0
+    if a.lr_probe:
+        t = time.perf_counter()
+        res = rc.lr_probe(cfg, a.lr_probe, a.probe_steps)
+        rec = {"config": asdict(cfg), "probe": res, "seconds": round(time.perf_counter() - t, 1),
+               "command": command}
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "recipe_lr_probe.json").write_text(json.dumps(rec, indent=1) + "\n")
+        return 0
+    for c in a.coverages:
+        one = replace(cfg, coverage=c)
+        ck = Path(a.checkpoint_dir) / (rc.stem_for(one, a.out, a.prefix).name + "_state")
+        rc.run_one(one, a.out, str(ck), command, a.prefix)
+    return 0
+
+
+COMMANDS = {"clevr": clevr, "sweep": sweep, "complexity": complexity, "recipe": recipe}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

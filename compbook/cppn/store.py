@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from .. import checks
-from ..checkpoints import load as _load, read_header, save as _save, stem
+from ..checkpoints import files, load as _load, read_header, save as _save
 from .network import CPPN
 
 FORMAT = "compbook-cppn/1"
@@ -39,7 +39,7 @@ def save_cppn(model: CPPN, path, metadata: dict | None = None) -> Path:
 def _read_config(path) -> dict:
     """The JSON sidecar as a dict with ``format``, ``activations`` and ``color``; ``ValueError`` naming it."""
     config = read_header(path, format=FORMAT)
-    cfg_path = stem(path).with_suffix(".json")
+    cfg_path = files(path)[0]
     missing = [k for k in ("activations", "color") if k not in config]
     if missing:
         raise ValueError(f"{cfg_path}: missing fields {missing}")
@@ -53,8 +53,7 @@ def load_cppn(path) -> CPPN:
 
     Every problem with the files raises ``ValueError`` naming the file (``FileNotFoundError`` when one is missing).
     """
-    path = stem(path)
-    cfg_path, st_path = path.with_suffix(".json"), path.with_suffix(".safetensors")
+    cfg_path, st_path = files(path)
     config = _read_config(path)
     tensors, _ = _load(path, format=FORMAT)
     n = len(config["activations"]) + 1 if isinstance(config["activations"], list) else 0
