@@ -1,0 +1,171 @@
+"""compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.theory, against naive
+references: the loops the chapters held before (issue 20) and the stored JSON itself."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from compbook.cppn import panel, picbreeder, tables, theory
+from compbook.stats import fmt, mean_ci
+
+
+# -- stored runs -----------------------------------------------------------------------------------------------
+def test_stored_and_pick():
+    ch6 = tables.stored("chapter6")
+    assert {"rows", "mse", "seeds"} <= set(ch6)
+    row = tables.pick(ch6["rows"], name="SP", judge=panel.SSIM)
+    assert row["name"] == "SP" and row["judge"] == panel.SSIM
+    with pytest.raises(ValueError, match="chapter"):
+        tables.stored("chapter99")
+    with pytest.raises(ValueError, match="no row"):
+        tables.pick(ch6["rows"], name="nobody")
+
+
+def test_score_table_against_a_naive_loop():
+    rows = tables.stored("chapter6")["rows"]
+    t = tables.score_table(rows)
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    assert list(t.index) == names
+    for r in rows:
+        assert t.loc[r["name"], r["judge"]] == f"{r['score']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
+        if r["judge"] == panel.DEFAULT:
+            assert t.loc[r["name"], "own render ok"] == r["unperturbed"]
+    assert "own render ok" not in tables.score_table(rows, unperturbed=False)
+
+
+def test_chapter6_rows_equal_the_json():
+    ch6 = tables.stored("chapter6")
+    t = tables.chapter6(ch6)
+    assert set(t.index) == set(ch6["mse"]) == {r["name"] for r in ch6["rows"]}
+    for n, v in ch6["mse"].items():
+        assert t.loc[n, "MSE (mean)"] == round(sum(v) / len(v), 4)
+    assert t.index.name == f"method ({len(ch6['seeds'])} seeds)"
+
+
+def test_chapter8_rows_equal_the_json():
+    ch8 = tables.stored("chapter8")
+    t = tables.chapter8(ch8)
+    assert set(t.index) == set(ch8["mse"])
+    for o, v in ch8["mse"].items():
+        assert t.loc[o, "MSE"] == fmt(mean_ci(v), 4)
+    for r in ch8["rows"]:
+        assert t.loc[r["name"], r["judge"]] == fmt(r)
+
+
+def test_chapter9_rows_equal_the_json():
+    ch9 = tables.stored("chapter9")
+    t = tables.chapter9(ch9)
+    pairs = {(n, r["name"]) for n, v in ch9["targets"].items() for r in v["rows"]}
+    assert set(t.index) == pairs and len(t) == len(pairs)
+    for (n, kind) in pairs:
+        assert t.loc[(n, kind), "MSE"] == round(float(np.mean(ch9["targets"][n]["mse"][kind])), 4)
+        r = tables.pick(ch9["targets"][n]["rows"], name=kind, judge=panel.SSIM)
+        assert t.loc[(n, kind), panel.SSIM] == fmt(r)
+
+
+def test_unknown_summary_picks_each_score():
+    ch9 = tables.stored("chapter9")
+    rows = {n: v["rows"] for n, v in ch9["targets"].items()}
+    ratios = {n: v["ratio"] for n, v in ch9["targets"].items()}
+    t = tables.unknown_summary(ratios, ratios, {n: 8 for n in rows}, rows)
+    for n, rs in rows.items():
+        for r in rs:
+            assert t.loc[n, f"{r['judge']} {r['name']}"] == round(r["score"], 3)
+
+
+def _sweep(depths, scores, losses):
+    return SimpleNamespace(depths=list(depths), peak=lambda: depths[int(np.argmax(scores))],
+                           mean=lambda key="score": np.array(scores if key == "score" else losses))
+
+
+def test_depth_tables_on_fake_sweeps():
+    sweeps = {"a": _sweep([1, 2, 4], [0.1, 0.5, 0.2], [0.3, 0.2, 0.1]),
+              "b": _sweep([1, 2, 4], [0.0, 0.1, 0.9], [0.5, 0.4, 0.3])}
+    iv = {n: {j: [{"score": s, "ci95": [s - 0.1, s + 0.1]} for s in sw.mean()] for j in tables.JUDGES}
+          for n, sw in sweeps.items()}
+    t = tables.depth_table(sweeps, iv)
+    assert t.shape == (6, 3)
+    assert t.loc[("b", 4), panel.DEFAULT] == "0.90 [0.80, 1.00]"
+    assert t.loc[("a", 2), "MSE"] == 0.2
+    s = tables.depth_summary(sweeps, {"a": 4.5, "b": 5.0})
+    assert list(s["peak"]) == [2, 4] and list(s["depth 4"]) == [0.2, 0.9]
+
+
+def test_lr_table_marks_the_best():
+    runs = {("adam", 0.1): SimpleNamespace(final_loss=np.array([0.2, 0.4]), seconds=1.0),
+            ("adam", 0.01): SimpleNamespace(final_loss=np.array([0.1, 0.1]), seconds=2.0)}
+    t = tables.lr_table(runs, {"adam": 0.01})
+    assert t.loc[("adam", 0.01), "best"] == "<-" and t.loc[("adam", 0.1), "best"] == ""
+    assert math.isclose(t.loc[("adam", 0.1), "mean MSE"], 0.3)
+
+
+# -- chapters 3 and 4 ------------------------------------------------------------------------------------------
+def test_rho_checks_equal_the_chapters_loop():
+    tiny = tables.tiny_targets()
+    t = tables.rho_checks(tiny, 0.5, n_mc=2000)
+    expected = []
+    for name, target in tiny.items():           # the loop chapter 3 held before
+        for W in range(1, 4):
+            for L in range(1, 4):
+                N = sum(a * b for a, b in theory.network_shapes(target, W, L))
+                if N <= 18 and W >= target.width and L >= target.depth:
+                    expected.append((name, W, L, N))
+    assert list(zip(t.target, t.W, t.L, t.N)) == expected
+    assert np.allclose(t.enumerated, t.closed_form, rtol=1e-10)
+    est, se = theory.rho_monte_carlo(tiny[expected[3][0]], *expected[3][1:3], 0.5, n=2000, seed=3)
+    assert (t.monte_carlo[3], t.mc_stderr[3]) == (est, se)
+
+
+def test_target_summary_against_the_closed_form():
+    t = tables.target_summary(("skull",), 0.5)
+    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    row = t.loc["skull"]
+    assert (row["W_min"], row["L*"], row["edges"]) == (skull.width, skull.depth, skull.n_edges)
+    assert math.isclose(row["log10 rho peak"], theory.log_rho(skull, skull.width, skull.depth) / math.log(10))
+
+
+def test_etf_table_flags_a_frame_that_is_not_an_etf():
+    t = tables.etf_table()
+    assert len(t) == 12 and (t["|difference|"] < 1e-9).all()
+    assert (t.angle_spread < 1e-9).all() and (t.tightness < 1e-9).all()
+    rng = np.random.default_rng(0)
+    bad = tables.etf_table({"random": theory.normalise_rows(rng.standard_normal((7, 3)))})
+    assert bad.angle_spread.iloc[0] > 1e-3 and bad.tightness.iloc[0] > 1e-3
+    assert bad["|difference|"].iloc[0] > 1e-3
+
+
+def test_coherence_sweep_is_minimise_coherence():
+    got = theory.coherence_sweep([3, 4], [2], steps=50, restarts=2)
+    assert list(got) == [(3, 2), (4, 2)]
+    assert got[4, 2] == theory.coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
+
+
+def test_log10_rho_grid_and_relabelling_peak():
+    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    Ws, Ls = [skull.width - 1, skull.width, skull.width + 1], [skull.depth, skull.depth + 2]
+    g = theory.log10_rho_grid(skull, Ws, Ls)
+    assert g.shape == (2, 3) and np.isneginf(g[:, 0]).all()
+    assert math.isclose(g[1, 2], theory.log_rho(skull, Ws[2], Ls[1]) / math.log(10))
+    peak = theory.relabelling_peak(skull, 0.5, span=4)
+    naive = max(((W, L) for W in range(skull.width, skull.width + 4) for L in range(skull.depth, skull.depth + 4)),
+                key=lambda k: theory.log_rho(skull, *k) + theory.log_relabelling_bound(skull, *k))
+    assert peak["peak"] == naive
+    assert peak["loss"] == theory.width_decay_rate(skull, skull.depth)
+
+
+def test_dimension_sweep_local_is_exact():
+    keys, groups = theory.genome_groups(picbreeder.load_genome("skull"))
+    r = len(keys)
+    out = theory.dimension_sweep(groups, r, [12, r], steps=50)
+    assert out["d"] == [12, r] and max(out["local"]) < 1e-12
+    assert out["best_global"][0] >= out["welch"][0] > 0 and out["welch"][1] == 0
+
+
+def test_configs_for_mode(monkeypatch):
+    assert theory.VolumeConfig.for_mode().n_mc == 200_000
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    assert theory.VolumeConfig.for_mode().n_mc == 2_000_000
+    full = theory.WelchConfig.for_mode()
+    assert (full.steps, full.r_max, full.restarts) == (5000, 24, 8)
