@@ -169,3 +169,82 @@ def test_configs_for_mode(monkeypatch):
     assert theory.VolumeConfig.for_mode().n_mc == 2_000_000
     full = theory.WelchConfig.for_mode()
     assert (full.steps, full.r_max, full.restarts) == (5000, 24, 8)
+
+
+# -- chapters 6-9's helpers outside tables ---------------------------------------------------------------------
+def test_mode_config_prints_within_80_columns(monkeypatch):
+    import dataclasses
+    from compbook.cppn import experiments
+    for cls in (experiments.PruningConfig, experiments.OptimizerConfig, experiments.UnknownConfig,
+                experiments.DepthConfig, theory.WelchConfig):
+        for mode in ("cpu", "full"):
+            monkeypatch.setenv("COMPBOOK_MODE", mode)
+            cfg = cls.for_mode()
+            text = str(cfg)
+            assert max(len(line) for line in text.splitlines()) <= 80, text
+            assert text.startswith(cls.__name__ + "(") and text.endswith(")")
+            for f in dataclasses.fields(cfg):    # every field shown, nothing lost in the wrapping
+                assert f"{f.name}=" in text
+
+
+def test_chapter_configs_keep_the_chapters_numbers(monkeypatch):
+    from compbook.cppn import experiments as e
+    assert (e.PruningConfig().sample, e.PruningConfig().delta) == (150, 0.5)
+    assert (len(e.OptimizerConfig().seeds), e.OptimizerConfig().sample) == (5, 100)
+    assert (e.UnknownConfig().depth_range, len(e.UnknownConfig().seeds)) == ((8, 8), 3)
+    assert e.DepthConfig().live_depths == (1, 2, 4, 8, 16) and set(e.DepthConfig().live_depths) <= set(
+        e.DepthConfig().depths)
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    assert e.PruningConfig.for_mode().sample is None and e.PruningConfig.for_mode().res == 128
+    assert len(e.OptimizerConfig.for_mode().seeds) == 16
+    assert e.UnknownConfig.for_mode().depth_range == (2, 32)
+    assert e.DepthConfig.for_mode().sp["retrain_steps"] == 1000
+
+
+def test_singular_value_map_is_the_polynomial():
+    import torch
+    from compbook.cppn import optim
+    s = torch.tensor([0.0, 0.1, 0.5, 1.0], dtype=torch.float64)
+    a, b, c = optim.NS_COEFFICIENTS
+    once = a * s + b * s**3 + c * s**5
+    assert torch.allclose(optim.singular_value_map(s, 1), once)
+    assert torch.allclose(optim.singular_value_map(s, 2), a * once + b * once**3 + c * once**5)
+    cubic = optim.singular_value_map(torch.tensor([1.0], dtype=torch.float64), 7, optim.CUBIC_COEFFICIENTS)
+    assert float(cubic) == 1.0                   # 1 is the cubic's fixed point
+
+
+def test_against_torch_muon():
+    import torch
+    from compbook.cppn import optim
+    out = optim.against_torch_muon(steps=3, shape=(6, 4))
+    if not hasattr(torch.optim, "Muon"):
+        assert out is None
+        return
+    # torch iterates in bfloat16: ours in bfloat16 is the same trajectory, ours in float32 close but not equal
+    assert out["moved"] > 1e-2 and out["bfloat16"] < 1e-6 < out["float32"] < 0.1 * out["moved"]
+
+
+def test_most_similar_against_a_naive_loop():
+    from compbook.cppn import prune
+    from compbook.cppn.network import uniform_cppn
+    m = uniform_cppn(2, 4, "tanh", seed=0)
+    sims = prune.neuron_similarity(m, 16)
+    naive = max(float(s[i, j]) for s in sims for i in range(len(s)) for j in range(i + 1, len(s)))
+    assert math.isclose(prune.most_similar(m, 16), naive, rel_tol=1e-6)
+
+
+def test_half_mse_and_selective_fraction():
+    import torch
+    from compbook.cppn import experiments
+    from compbook.cppn.network import uniform_cppn
+    m = uniform_cppn(2, 4, "tanh", seed=0)
+    img = m.render(8).detach().numpy().copy()
+    img[:, 4:] += 0.5                            # wrong on the right half only
+    left, right = experiments.half_mse(m, img, 8)
+    assert left < 1e-12 and math.isclose(right, 0.25, rel_tol=1e-5)
+    share, alive = experiments.selective_fraction(m, 16)
+    assert 0 <= share <= 1 and alive == 8
+    with torch.no_grad():                        # every map constant on the left half: all selective
+        maps = [torch.cat([torch.zeros(4, 16, 8), torch.randn(4, 16, 8)], dim=2) for _ in range(2)]
+        m.feature_maps = lambda res: maps
+        assert experiments.selective_fraction(m, 16) == (1.0, 8)
