@@ -19,8 +19,10 @@ def test_stored_and_pick():
     assert row["name"] == "SP" and row["judge"] == panel.SSIM
     with pytest.raises(ValueError, match="chapter"):
         tables.stored("chapter99")
-    with pytest.raises(ValueError, match="no row"):
+    with pytest.raises(ValueError, match="found 0"):
         tables.pick(ch6["rows"], name="nobody")
+    with pytest.raises(ValueError, match="found 2"):       # both judges' rows: ambiguous
+        tables.pick(ch6["rows"], name="SP")
 
 
 def test_score_table_against_a_naive_loop():

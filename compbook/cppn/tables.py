@@ -38,11 +38,12 @@ def stored(chapter: str) -> dict:
 
 
 def pick(rows: Sequence[dict], **match) -> dict:
-    """The first row of ``rows`` whose keys equal ``match`` (e.g. ``name="SP", judge="default"``)."""
-    for r in rows:
-        if all(r.get(k) == v for k, v in match.items()):
-            return r
-    raise ValueError(f"no row with {match} among {len(rows)} rows")
+    """The one row of ``rows`` whose keys equal ``match`` (e.g. ``name="SP", judge="default"``); ValueError when
+    none or several match."""
+    hits = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if len(hits) != 1:
+        raise ValueError(f"rows: expected one row with {match}, found {len(hits)} of {len(rows)}")
+    return hits[0]
 
 
 def score_table(rows: Sequence[dict], index: str = "name", digits: int = 2, unperturbed: bool = True
