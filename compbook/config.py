@@ -57,3 +57,11 @@ class ModeConfig:
     def for_mode(cls):
         """``cls()`` in CPU mode, :meth:`full` in full mode (``COMPBOOK_MODE=full``)."""
         return cls.full() if is_full() else cls()
+
+    def __str__(self) -> str:
+        """``Name(field=value, ...)`` wrapped to lines of at most 80 characters (what ``print(cfg)`` shows)."""
+        import dataclasses
+        import textwrap
+        parts = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return textwrap.fill(parts + ")", 80, initial_indent=f"{type(self).__name__}(", subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)

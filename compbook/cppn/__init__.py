@@ -11,7 +11,8 @@ before its own; ``tests/test_layout.py`` checks it):
    semantic, VLM);
 4. human verdicts: :mod:`.labelling` (contact sheets, blind labels), :mod:`.agreement` (judges against them);
 5. experiments: :mod:`.panel` (every judge on the same renders), :mod:`.depth` (PNG depth predictor and sweeps,
-   chapter 7), :mod:`.reread`, :mod:`.experiments` (chapters 6-9 as functions);
+   chapter 7), :mod:`.reread`, :mod:`.experiments` (chapters 6-9 as functions), :mod:`.tables` (the tables
+   chapters 3-9 show, as DataFrames);
 6. claims: :mod:`.claims` (chapter 9b's verdict rule and table).
 
 Command lines: ``python -m compbook.cppn <command>`` (:mod:`.__main__`). The network's names are importable
@@ -27,7 +28,8 @@ _NETWORK = ("INPUT_NAMES", "COLOR_MODES", "ACTIVATIONS", "check_activation", "la
             "active_runs", "init_weights", "CPPN", "uniform_cppn", "check_finite_outputs",
             "layer_activation_counts")
 _SUBMODULES = ("network", "picbreeder", "store", "theory", "optim", "backprop", "train", "prune", "twins",
-               "emc2", "judges", "labelling", "agreement", "panel", "depth", "reread", "experiments", "claims")
+               "emc2", "judges", "labelling", "agreement", "panel", "depth", "reread", "experiments", "tables",
+               "claims")
 __all__ = list(_NETWORK)
 
 

@@ -31,10 +31,9 @@ class PruningConfig(ModeConfig):
     dense_steps: int = 800
     sp: dict = field(default_factory=lambda: dict(threshold=0.8, rounds=6, retrain_steps=100))
     lt_rounds: int = 3
-
-    @classmethod
-    def full(cls) -> "PruningConfig":
-        return cls(res=128, dense_steps=8000, sp=dict(threshold=0.8, rounds=6, retrain_steps=1000))
+    delta: float = 0.5           # EMC2's default perturbation (chapter 5)
+    sample: int | None = 150     # weights scored per network (None: all)
+    FULL = dict(res=128, dense_steps=8000, sp=dict(threshold=0.8, rounds=6, retrain_steps=1000), sample=None)
 
     @property
     def budget(self) -> int:
@@ -93,11 +92,11 @@ class OptimizerConfig(ModeConfig):
     grid: dict = field(default_factory=lambda: {"adam": [1e-2, 3e-2, 1e-1], "muon": [1e-2, 3e-2, 1e-1]})
     sp: dict = field(default_factory=lambda: dict(threshold=0.9, rounds=2, seed=0, retrain_steps=100))
     mask_seed: int = 100
-
-    @classmethod
-    def full(cls) -> "OptimizerConfig":
-        return cls(res=128, depth=12, width=22, steps=10_000,
-                   sp=dict(threshold=0.9, rounds=2, seed=0, retrain_steps=1000))
+    seeds: tuple = (0, 1, 2, 3, 4)   # trained together, same seed = same start for both optimizers
+    delta: float = 1.0               # EMC2 perturbation (as in chapter 7)
+    sample: int | None = 100         # weights scored per network (None: all)
+    FULL = dict(res=128, depth=12, width=22, steps=10_000, sp=dict(threshold=0.9, rounds=2, seed=0, retrain_steps=1000),
+                seeds=tuple(range(16)), sample=None)
 
 
 def finite_mean(x) -> float:
@@ -143,6 +142,11 @@ class UnknownConfig(ModeConfig):
     steps: int = 600
     lr: float = 1e-2
     sp: dict = field(default_factory=lambda: dict(threshold=0.9, rounds=2, retrain_steps=100))
+    depth_range: tuple = (8, 8)      # trained depth = the line's prediction clipped to this range
+    seeds: tuple = (0, 1, 2)
+    delta: float = 1.0               # EMC2 perturbation (as in chapters 7 and 8)
+    sample: int | None = 20          # weights scored per network (None: all)
+    FULL = dict(res=128, width=22, steps=5000, depth_range=(2, 32), seeds=tuple(range(8)), sample=None)
 
 
 def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) -> tuple[list, list]:
@@ -154,6 +158,26 @@ def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) ->
     dense = train.fit_many(models, target, cfg.steps, lr=cfg.lr, progress=False).models
     pruned = [p.model for p in prune.similarity_prune_many(dense, target, lr=cfg.lr, seed=seeds[0], **cfg.sp)]
     return dense, pruned
+
+
+def half_mse(model: CPPN, target, res: int) -> tuple[float, float]:
+    """Chapter 9's composite: the MSE of ``model``'s ``res x res`` render to ``target`` ``(res, res, 3)`` on the
+    left half (the butterfly) and on the right half (the apple)."""
+    err = (model.render(res).detach().numpy() - np.asarray(target)) ** 2
+    return float(err[:, : res // 2].mean()), float(err[:, res // 2:].mean())
+
+
+def selective_fraction(model: CPPN, res: int, threshold: float = 0.8) -> tuple[float, int]:
+    """Chapter 9: the share of alive hidden neurons whose feature map varies mostly on one half of the image
+    (``|var_left - var_right| / (var_left + var_right) > threshold``, our choice), and how many neurons are alive
+    (total variance > 1e-8). Returns ``(share, n_alive)``."""
+    sel = []
+    for layer in model.feature_maps(res):
+        vl = layer[:, :, : res // 2].flatten(1).var(1)
+        vr = layer[:, :, res // 2:].flatten(1).var(1)
+        alive = (vl + vr) > 1e-8
+        sel += ((vl - vr).abs()[alive] / (vl + vr)[alive]).tolist()
+    return float(np.mean(np.array(sel) > threshold)), len(sel)
 
 
 # -- scoring under both judges ----------------------------------------------------------------------------------
@@ -188,6 +212,13 @@ class DepthConfig(ModeConfig):
     lr: float = 1e-2
     sp: dict = field(default_factory=lambda: dict(threshold=0.9, rounds=2, retrain_steps=100))
     delta: float = 1.0
+    # the live sweep: a subset of the stored one (``depths``, 5 seeds), to fit a CPU in minutes
+    live_depths: tuple = (1, 2, 4, 8, 16)
+    seeds: tuple = (0, 1)            # seeds per depth, trained together (fit_many)
+    sample: int | None = 20          # weights scored per network (None: all)
+    FULL = dict(targets=("skull", "butterfly", "apple"), res=128, width=22, steps=5000,
+                sp=dict(threshold=0.9, rounds=2, retrain_steps=1000),
+                live_depths=(2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32), seeds=tuple(range(8)), sample=None)
 
 
 def unknown_targets() -> tuple[dict, dict]:

@@ -124,3 +124,44 @@ def muon(params, lr):
     the reference hands embeddings and output heads to Adam instead). ``lr`` is Muon's: about 10x Adam's.
     """
     return Muon(params, lr=lr)
+
+
+#: the classical cubic Newton-Schulz step phi(s) = 1.5 s - 0.5 s^3 (chapter 8 compares it with the quintic).
+CUBIC_COEFFICIENTS = (1.5, -0.5, 0.0)
+
+
+def singular_value_map(s: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS) -> torch.Tensor:
+    """What ``steps`` Newton-Schulz steps do to one singular value ``s`` (any shape, elementwise): the odd
+    polynomial ``phi(s) = a s + b s^3 + c s^5`` applied ``steps`` times (chapter 8's figure)."""
+    a, b, c = coefficients
+    for _ in range(steps):
+        s = a * s + b * s**3 + c * s**5
+    return s
+
+
+def against_torch_muon(steps: int = 10, shape=(22, 8), seed: int = 1, **settings) -> dict | None:
+    """Chapter 8's check of :class:`Muon` against ``torch.optim.Muon`` (torch >= 2.9; ``None`` without it): both
+    take ``steps`` steps from one random ``shape`` matrix on the same random gradients (``settings``: default
+    lr 0.02, momentum 0.95, Nesterov, weight decay 0.1). Returns how far the reference moved the matrix
+    (``"moved"``, max |change|) and our largest deviation from it with the Newton-Schulz iteration in bfloat16
+    (``"bfloat16"``) and float32 (``"float32"``)."""
+    if not hasattr(torch.optim, "Muon"):
+        return None
+    settings = dict(dict(lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.1), **settings)
+    g = torch.Generator().manual_seed(seed)
+    w0 = torch.randn(*shape, generator=g)
+    grads = [torch.randn(*shape, generator=g) for _ in range(steps)]
+
+    def trajectory(make):
+        p = torch.nn.Parameter(w0.clone())
+        opt = make([p])
+        for gr in grads:
+            p.grad = gr.clone()
+            opt.step()
+        return p.detach()
+
+    ref = trajectory(lambda ps: torch.optim.Muon(ps, **settings))
+    ours16 = trajectory(lambda ps: Muon(ps, **settings, dtype=torch.bfloat16))
+    ours32 = trajectory(lambda ps: Muon(ps, **settings))
+    return {"moved": float((ref - w0).abs().max()), "bfloat16": float((ours16 - ref).abs().max()),
+            "float32": float((ours32 - ref).abs().max())}

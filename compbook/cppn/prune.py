@@ -503,3 +503,11 @@ def similarity_prune(model: CPPN, target, threshold: float = 0.8, rounds: int = 
     """
     return similarity_prune_many([model], target, threshold, rounds, retrain_steps, lr, seed, res, absolute,
                                  pairs_per_layer, optimizer, progress)[0]
+
+
+def most_similar(model: CPPN, res: int = 32) -> float:
+    """The largest :func:`neuron_similarity` between two alive neurons of one hidden layer (chapter 6: how much
+    redundancy retraining leaves after each pruning method)."""
+    alive = alive_neurons(model.masks)
+    sims = neuron_similarity(model, res)
+    return max(float((s * a[:, None] * a[None, :]).triu(1).max()) for s, a in zip(sims, alive))

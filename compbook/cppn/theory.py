@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import checks
+from ..config import ModeConfig
 
 _positive_int = checks.integer
 
@@ -541,3 +542,58 @@ def rho_monte_carlo(target: LayeredDAG, W: int, L: int, p: float = 0.5, n: int =
         hits += int(in_basin([rng.random((b, *s)) < p for s in shapes], target, W, L).sum())
     est = hits / n
     return est, math.sqrt(est * (1 - est) / n)
+
+
+# -- the chapters' settings and sweeps (chapters 2-4) ---------------------------------------------------------------
+@dataclass
+class VolumeConfig(ModeConfig):
+    """Chapter 3's knobs (our choices): each edge present with probability ``p_edge``; ``n_mc`` Monte Carlo
+    masks per case (full mode: 2,000,000)."""
+    p_edge: float = 0.5
+    n_mc: int = 200_000
+    FULL = dict(n_mc=2_000_000)
+
+
+@dataclass
+class WelchConfig(ModeConfig):
+    """Chapter 4's knobs (our choices): ``steps`` x ``restarts`` of :func:`minimise_coherence` per frame, r up to
+    ``r_max`` features for each d of ``d_values`` (full mode: 5000 steps, r up to 24)."""
+    steps: int = 1500
+    restarts: int = 8
+    r_max: int = 12
+    d_values: tuple = (2, 3, 4, 5)
+    FULL = dict(steps=5000, r_max=24)
+
+
+def coherence_sweep(rs: Sequence[int], ds: Sequence[int], steps: int = 1500, restarts: int = 8) -> dict:
+    """Chapter 4: ``{(r, d): coherence}`` of :func:`minimise_coherence` for every r of ``rs`` and d of ``ds``
+    (seed ``100 r + d``, as the chapter's other frames)."""
+    return {(r, d): coherence(minimise_coherence(r, d, steps=steps, seed=r * 100 + d, restarts=restarts))
+            for d in ds for r in rs}
+
+
+def log10_rho_grid(target: "LayeredDAG", Ws: Sequence[int], Ls: Sequence[int], p: float = 0.5) -> np.ndarray:
+    """Chapter 3: ``(len(Ls), len(Ws))`` array of log10 rho(W, L) (:func:`log_rho`; -inf where the target does not
+    fit), rows = depths, columns = widths."""
+    return np.array([[log_rho(target, W, L, p) for W in Ws] for L in Ls]) / math.log(10)
+
+
+def relabelling_peak(target: "LayeredDAG", p: float = 0.5, span: int = 10) -> dict:
+    """Chapter 3: where ln rho + :func:`log_relabelling_bound` peaks on the ``span`` x ``span`` grid from
+    (W_min, L*), and what one unit of width above W_min gains in placements and loses in rho (nats)."""
+    w0, l0 = target.width, target.depth
+    bound = {(W, L): log_rho(target, W, L, p) + log_relabelling_bound(target, W, L)
+             for W in range(w0, w0 + span) for L in range(l0, l0 + span)}
+    return {"peak": max(bound, key=bound.get),
+            "gain": log_relabelling_bound(target, w0 + 1, l0) - log_relabelling_bound(target, w0, l0),
+            "loss": width_decay_rate(target, l0, p)}
+
+
+def dimension_sweep(groups: Sequence[Sequence[int]], r: int, ds: Sequence[int], steps: int = 1000) -> dict:
+    """Chapter 2: for each dimension d of ``ds``, the global Welch bound, the coherence of the best global frame
+    :func:`minimise_coherence` finds, and the local coherence of :func:`local_orthogonal_frame` (seed 0).
+    Returns ``{"d", "welch", "best_global", "local"}`` (lists, one entry per d)."""
+    ds = list(ds)
+    return {"d": ds, "welch": [welch_bound(r, d) for d in ds],
+            "best_global": [coherence(minimise_coherence(r, d, steps=steps, seed=0)) for d in ds],
+            "local": [local_coherence(local_orthogonal_frame(groups, r, d, seed=0), groups) for d in ds]}

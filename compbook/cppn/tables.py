@@ -1,0 +1,221 @@
+"""Part A's chapter tables: the loaders and table builders chapters 3, 4 and 6-9 show as pandas DataFrames.
+
+A chapter calls one function per table instead of picking keys out of JSON itself:
+
+* :func:`stored` loads one chapter's part of ``data/emc2/partA_reread.json`` (``python -m compbook.cppn experiments
+  --write``); :func:`pick` finds one score row by its labels;
+* :func:`score_table` turns score rows (:func:`compbook.cppn.experiments.judged`) into one column per judge,
+  ``"0.83 [0.77, 0.88]"`` (:func:`compbook.stats.fmt`); :func:`chapter6`, :func:`chapter8`, :func:`chapter9`
+  build the stored runs' tables, :func:`pruning_table`, :func:`optimizer_table`, :func:`unknown_table`,
+  :func:`depth_table` the live ones;
+* :func:`rho_checks` and :func:`target_summary` (chapter 3), :func:`etf_table` (chapter 4).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..stats import fmt, mean_ci
+from . import panel, theory
+
+JUDGES = (panel.DEFAULT, panel.SSIM)
+
+
+# -- stored runs and rows ------------------------------------------------------------------------------------------
+def stored(chapter: str) -> dict:
+    """One chapter's stored run (``"chapter6"`` ... ``"chapter9"``, ``"theory"``) from
+    ``data/emc2/partA_reread.json``."""
+    from .experiments import stored_path
+    data = json.loads(stored_path().read_text())
+    if chapter not in data:
+        raise ValueError(f"chapter must be one of {sorted(data)}, got {chapter!r}")
+    return data[chapter]
+
+
+def pick(rows: Sequence[dict], **match) -> dict:
+    """The one row of ``rows`` whose keys equal ``match`` (e.g. ``name="SP", judge="default"``); ValueError when
+    none or several match."""
+    hits = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if len(hits) != 1:
+        raise ValueError(f"rows: expected one row with {match}, found {len(hits)} of {len(rows)}")
+    return hits[0]
+
+
+def score_table(rows: Sequence[dict], index: str = "name", digits: int = 2, unperturbed: bool = True
+                ) -> pd.DataFrame:
+    """Chapters 6, 8 and 9: one row per ``row[index]``, one column per judge holding ``"score [lo, hi]"``; with
+    ``unperturbed``, also the share of networks whose own render the default judge accepts."""
+    out: dict = {}
+    for r in rows:
+        line = out.setdefault(r[index], {})
+        line[r["judge"]] = fmt(r, digits)
+        if unperturbed and r["judge"] == panel.DEFAULT and "unperturbed" in r:
+            line["own render ok"] = r["unperturbed"]
+    return pd.DataFrame(out).T
+
+
+# -- chapter 6 -----------------------------------------------------------------------------------------------------
+def pruning_table(rows: Sequence[dict], final: dict, target) -> pd.DataFrame:
+    """Chapter 6, this run: sparsity, MSE and the judges' scores of each retrained network (``final``: method ->
+    model)."""
+    from . import prune, train
+    table = score_table(rows)
+    table.insert(0, "MSE", [round(train.mse(final[n], target), 4) for n in table.index])
+    table.insert(0, "sparsity", [round(prune.sparsity(final[n].masks), 3) for n in table.index])
+    table.index.name = "method (seed 0)"
+    return table
+
+
+def chapter6(ch6: dict | None = None) -> pd.DataFrame:
+    """Chapter 6, the stored run (default :func:`stored` ``("chapter6")``): mean MSE over seeds and the scores."""
+    ch6 = ch6 or stored("chapter6")
+    table = score_table(ch6["rows"])
+    table.insert(0, "MSE (mean)", [round(float(np.mean(ch6["mse"][n])), 4) for n in table.index])
+    table.index.name = f"method ({len(ch6['seeds'])} seeds)"
+    return table
+
+
+# -- chapter 7 -----------------------------------------------------------------------------------------------------
+def depth_table(sweeps: dict, intervals: dict) -> pd.DataFrame:
+    """Chapter 7, this run: per target and depth, the mean MSE and each judge's ``score [lo, hi]``
+    (``intervals[target][judge]``: :meth:`compbook.cppn.depth.DepthSweep.intervals`)."""
+    return pd.concat({n: pd.DataFrame(
+        {"MSE": sw.mean("loss").round(4), **{j: [fmt(r) for r in intervals[n][j]] for j in intervals[n]}},
+        index=pd.Index(sw.depths, name="depth")) for n, sw in sweeps.items()}, names=["target"])
+
+
+def depth_summary(sweeps: dict, ratios: dict) -> pd.DataFrame:
+    """Chapter 7's closing table: compression ratio, peak depth and mean score at every depth, per target."""
+    first = next(iter(sweeps.values()))
+    return pd.DataFrame({
+        "ratio": [ratios[n] for n in sweeps], "peak": [sw.peak() for sw in sweeps.values()],
+        **{f"depth {d}": [sw.mean("score")[k] for sw in sweeps.values()] for k, d in enumerate(first.depths)}},
+        index=pd.Index(list(sweeps), name="target")).round(3)
+
+
+# -- chapter 8 -----------------------------------------------------------------------------------------------------
+def lr_table(runs: dict, best: dict) -> pd.DataFrame:
+    """Chapter 8's learning-rate grid: per (optimizer, lr) the mean and per-seed final MSE, the seconds, and an
+    arrow at each optimizer's best lr (``runs``: :attr:`compbook.cppn.experiments.OptimizerRun.runs`)."""
+    from .experiments import finite_mean
+    return pd.DataFrame([{"optimizer": opt, "lr": lr, "mean MSE": finite_mean(r.final_loss),
+                          "MSE per seed": np.round(r.final_loss, 4).tolist(), "seconds": round(r.seconds, 1),
+                          "best": "<-" if best[opt] == lr else ""}
+                         for (opt, lr), r in runs.items()]).set_index(["optimizer", "lr"])
+
+
+def optimizer_table(rows: Sequence[dict], mse: dict) -> pd.DataFrame:
+    """Chapter 8: per optimizer the final MSE (mean over seeds with a bootstrap 95% interval, ``mse``:
+    optimizer -> one loss per seed) and each judge's ``score [lo, hi]``."""
+    table = score_table(rows, unperturbed=False)
+    table.insert(0, "MSE", [fmt(mean_ci(mse[o]), 4) for o in table.index])
+    return table
+
+
+def chapter8(ch8: dict | None = None) -> pd.DataFrame:
+    """Chapter 8, the stored run (default :func:`stored` ``("chapter8")``)."""
+    ch8 = ch8 or stored("chapter8")
+    return optimizer_table(ch8["rows"], ch8["mse"])
+
+
+# -- chapter 9 -----------------------------------------------------------------------------------------------------
+def unknown_table(rows: dict, mses: dict) -> pd.DataFrame:
+    """Chapter 9: per (target, network kind) the mean MSE and each judge's ``score [lo, hi]`` (``rows``: target ->
+    score rows, ``mses``: target -> kind -> mean MSE)."""
+    out: dict = {}
+    for n, rs in rows.items():
+        for r in rs:
+            line = out.setdefault((n, r["name"]), {"MSE": round(float(mses[n][r["name"]]), 4)})
+            line[r["judge"]] = fmt(r)
+            if r["judge"] == panel.DEFAULT:
+                line["default: own render ok"] = r["unperturbed"]
+    return pd.DataFrame(out).T.rename_axis(["target", "network"])
+
+
+def chapter9(ch9: dict | None = None) -> pd.DataFrame:
+    """Chapter 9, the stored run (default :func:`stored` ``("chapter9")``): :func:`unknown_table` of its targets,
+    MSE averaged over seeds."""
+    ch9 = ch9 or stored("chapter9")
+    t = ch9["targets"]
+    return unknown_table({n: v["rows"] for n, v in t.items()},
+                         {n: {k: float(np.mean(m)) for k, m in v["mse"].items()} for n, v in t.items()})
+
+
+def unknown_summary(ratios: dict, predicted: dict, used: dict, rows: dict) -> pd.DataFrame:
+    """Chapter 9's closing table: ratio, predicted and trained depth, and each (judge, kind)'s score per target."""
+    return pd.DataFrame({"ratio": ratios, "predicted": predicted, "trained": used,
+                         **{f"{j} {k}": {n: pick(rows[n], name=k, judge=j)["score"] for n in rows}
+                            for j in JUDGES for k in ("dense", "SP")}}).round(3)
+
+
+# -- chapters 3 and 4 ----------------------------------------------------------------------------------------------
+def tiny_targets() -> dict:
+    """Chapter 3's four tiny targets (``name -> LayeredDAG``): one unit, two units, a chain, a fan-in."""
+    def dag(*masks):
+        return theory.LayeredDAG(tuple(np.array(m, dtype=bool) for m in masks))
+    return {"one unit": dag([[1, 1]], [[1]]),                  # out = f(x1, x2)
+            "two units": dag([[1, 0], [1, 1]], [[1, 1]]),      # width 2, depth 1
+            "chain": dag([[1, 0]], [[1]], [[1]]),              # depth 2, width 1
+            "fan-in": dag([[1, 0], [0, 1]], [[1, 1]], [[1]])}  # width 2, depth 2
+
+
+def rho_checks(targets: dict, p: float = 0.5, n_mc: int = 200_000, max_edges: int = 18, sizes=range(1, 4)
+               ) -> pd.DataFrame:
+    """Chapter 3: rho three ways (every mask enumerated, the closed form, Monte Carlo with its standard error) for
+    each target and network W x L (W, L in ``sizes``) that fits it with at most ``max_edges`` possible edges.
+    Monte Carlo seed = the row's number."""
+    rows = []
+    for name, target in targets.items():
+        for W in sizes:
+            for L in sizes:
+                N = sum(a * b for a, b in theory.network_shapes(target, W, L))
+                if N > max_edges or W < target.width or L < target.depth:
+                    continue
+                est, se = theory.rho_monte_carlo(target, W, L, p, n=n_mc, seed=len(rows))
+                rows.append(dict(target=name, W=W, L=L, N=N, enumerated=theory.rho_exact(target, W, L, p),
+                                 closed_form=theory.rho(target, W, L, p), monte_carlo=est, mc_stderr=se))
+    return pd.DataFrame(rows)
+
+
+def target_summary(names: Sequence[str] = ("skull", "butterfly", "apple"), p: float = 0.5) -> pd.DataFrame:
+    """Chapter 3: per Picbreeder target its W_min, L*, edges, log10 rho at the sweet spot, and how many halvings
+    of rho one more unit of width or one more layer costs there."""
+    from . import picbreeder
+    rows = []
+    for name in names:
+        t = theory.dag_from_genome(picbreeder.load_genome(name))
+        rows.append({"target": name, "W_min": t.width, "L*": t.depth, "edges": t.n_edges,
+                     "log10 rho peak": theory.log_rho(t, t.width, t.depth, p) / math.log(10),
+                     "halvings / unit W": theory.width_decay_rate(t, t.depth, p) / math.log(2),
+                     "halvings / layer": theory.depth_decay_rate(t, t.width, p) / math.log(2)})
+    return pd.DataFrame(rows).set_index("target")
+
+
+def etf_frames() -> dict:
+    """Chapter 4's equiangular tight frames: simplices in d = 2..8, Paley ETFs for q = 5, 13, 17, 29 and the
+    Naimark complement of Paley 13 (name -> ``(r, d)`` array)."""
+    etfs = {f"simplex d={d}": theory.simplex_etf(d) for d in range(2, 9)}
+    etfs.update({f"Paley q={q}": theory.paley_etf(q) for q in (5, 13, 17, 29)})
+    etfs["Naimark(Paley 13)"] = theory.naimark_complement(theory.paley_etf(13))
+    return etfs
+
+
+def etf_table(frames: dict | None = None) -> pd.DataFrame:
+    """Chapter 4: per frame (default :func:`etf_frames`) r, d, coherence, Welch bound and |difference|, plus
+    ``angle spread`` (max - min of |<f_i, f_j>|, 0 when equiangular) and ``tightness`` (max |F^T F - r/d I|, 0
+    when tight)."""
+    rows = []
+    for name, F in (frames or etf_frames()).items():
+        r, d = F.shape
+        G = np.abs(F @ F.T)[~np.eye(r, dtype=bool)]
+        rows.append(dict(frame=name, r=r, d=d, coherence=theory.coherence(F), welch_bound=theory.welch_bound(r, d),
+                         angle_spread=float(G.max() - G.min()),
+                         tightness=float(np.abs(F.T @ F - r / d * np.eye(d)).max())))
+    table = pd.DataFrame(rows).set_index("frame")
+    table["|difference|"] = (table.coherence - table.welch_bound).abs()
+    return table

@@ -1,0 +1,252 @@
+"""compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.theory, against naive
+references: the loops the chapters held before (issue 20) and the stored JSON itself."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from compbook.cppn import panel, picbreeder, tables, theory
+from compbook.stats import fmt, mean_ci
+
+
+# -- stored runs -----------------------------------------------------------------------------------------------
+def test_stored_and_pick():
+    ch6 = tables.stored("chapter6")
+    assert {"rows", "mse", "seeds"} <= set(ch6)
+    row = tables.pick(ch6["rows"], name="SP", judge=panel.SSIM)
+    assert row["name"] == "SP" and row["judge"] == panel.SSIM
+    with pytest.raises(ValueError, match="chapter"):
+        tables.stored("chapter99")
+    with pytest.raises(ValueError, match="found 0"):
+        tables.pick(ch6["rows"], name="nobody")
+    with pytest.raises(ValueError, match="found 2"):       # both judges' rows: ambiguous
+        tables.pick(ch6["rows"], name="SP")
+
+
+def test_score_table_against_a_naive_loop():
+    rows = tables.stored("chapter6")["rows"]
+    t = tables.score_table(rows)
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    assert list(t.index) == names
+    for r in rows:
+        assert t.loc[r["name"], r["judge"]] == f"{r['score']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
+        if r["judge"] == panel.DEFAULT:
+            assert t.loc[r["name"], "own render ok"] == r["unperturbed"]
+    assert "own render ok" not in tables.score_table(rows, unperturbed=False)
+
+
+def test_chapter6_rows_equal_the_json():
+    ch6 = tables.stored("chapter6")
+    t = tables.chapter6(ch6)
+    assert set(t.index) == set(ch6["mse"]) == {r["name"] for r in ch6["rows"]}
+    for n, v in ch6["mse"].items():
+        assert t.loc[n, "MSE (mean)"] == round(sum(v) / len(v), 4)
+    assert t.index.name == f"method ({len(ch6['seeds'])} seeds)"
+
+
+def test_chapter8_rows_equal_the_json():
+    ch8 = tables.stored("chapter8")
+    t = tables.chapter8(ch8)
+    assert set(t.index) == set(ch8["mse"])
+    for o, v in ch8["mse"].items():
+        assert t.loc[o, "MSE"] == fmt(mean_ci(v), 4)
+    for r in ch8["rows"]:
+        assert t.loc[r["name"], r["judge"]] == fmt(r)
+
+
+def test_chapter9_rows_equal_the_json():
+    ch9 = tables.stored("chapter9")
+    t = tables.chapter9(ch9)
+    pairs = {(n, r["name"]) for n, v in ch9["targets"].items() for r in v["rows"]}
+    assert set(t.index) == pairs and len(t) == len(pairs)
+    for (n, kind) in pairs:
+        assert t.loc[(n, kind), "MSE"] == round(float(np.mean(ch9["targets"][n]["mse"][kind])), 4)
+        r = tables.pick(ch9["targets"][n]["rows"], name=kind, judge=panel.SSIM)
+        assert t.loc[(n, kind), panel.SSIM] == fmt(r)
+
+
+def test_unknown_summary_picks_each_score():
+    ch9 = tables.stored("chapter9")
+    rows = {n: v["rows"] for n, v in ch9["targets"].items()}
+    ratios = {n: v["ratio"] for n, v in ch9["targets"].items()}
+    t = tables.unknown_summary(ratios, ratios, {n: 8 for n in rows}, rows)
+    for n, rs in rows.items():
+        for r in rs:
+            assert t.loc[n, f"{r['judge']} {r['name']}"] == round(r["score"], 3)
+
+
+def _sweep(depths, scores, losses):
+    return SimpleNamespace(depths=list(depths), peak=lambda: depths[int(np.argmax(scores))],
+                           mean=lambda key="score": np.array(scores if key == "score" else losses))
+
+
+def test_depth_tables_on_fake_sweeps():
+    sweeps = {"a": _sweep([1, 2, 4], [0.1, 0.5, 0.2], [0.3, 0.2, 0.1]),
+              "b": _sweep([1, 2, 4], [0.0, 0.1, 0.9], [0.5, 0.4, 0.3])}
+    iv = {n: {j: [{"score": s, "ci95": [s - 0.1, s + 0.1]} for s in sw.mean()] for j in tables.JUDGES}
+          for n, sw in sweeps.items()}
+    t = tables.depth_table(sweeps, iv)
+    assert t.shape == (6, 3)
+    assert t.loc[("b", 4), panel.DEFAULT] == "0.90 [0.80, 1.00]"
+    assert t.loc[("a", 2), "MSE"] == 0.2
+    s = tables.depth_summary(sweeps, {"a": 4.5, "b": 5.0})
+    assert list(s["peak"]) == [2, 4] and list(s["depth 4"]) == [0.2, 0.9]
+
+
+def test_lr_table_marks_the_best():
+    runs = {("adam", 0.1): SimpleNamespace(final_loss=np.array([0.2, 0.4]), seconds=1.0),
+            ("adam", 0.01): SimpleNamespace(final_loss=np.array([0.1, 0.1]), seconds=2.0)}
+    t = tables.lr_table(runs, {"adam": 0.01})
+    assert t.loc[("adam", 0.01), "best"] == "<-" and t.loc[("adam", 0.1), "best"] == ""
+    assert math.isclose(t.loc[("adam", 0.1), "mean MSE"], 0.3)
+
+
+# -- chapters 3 and 4 ------------------------------------------------------------------------------------------
+def test_rho_checks_equal_the_chapters_loop():
+    tiny = tables.tiny_targets()
+    t = tables.rho_checks(tiny, 0.5, n_mc=2000)
+    expected = []
+    for name, target in tiny.items():           # the loop chapter 3 held before
+        for W in range(1, 4):
+            for L in range(1, 4):
+                N = sum(a * b for a, b in theory.network_shapes(target, W, L))
+                if N <= 18 and W >= target.width and L >= target.depth:
+                    expected.append((name, W, L, N))
+    assert list(zip(t.target, t.W, t.L, t.N)) == expected
+    assert np.allclose(t.enumerated, t.closed_form, rtol=1e-10)
+    est, se = theory.rho_monte_carlo(tiny[expected[3][0]], *expected[3][1:3], 0.5, n=2000, seed=3)
+    assert (t.monte_carlo[3], t.mc_stderr[3]) == (est, se)
+
+
+def test_target_summary_against_the_closed_form():
+    t = tables.target_summary(("skull",), 0.5)
+    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    row = t.loc["skull"]
+    assert (row["W_min"], row["L*"], row["edges"]) == (skull.width, skull.depth, skull.n_edges)
+    assert math.isclose(row["log10 rho peak"], theory.log_rho(skull, skull.width, skull.depth) / math.log(10))
+
+
+def test_etf_table_flags_a_frame_that_is_not_an_etf():
+    t = tables.etf_table()
+    assert len(t) == 12 and (t["|difference|"] < 1e-9).all()
+    assert (t.angle_spread < 1e-9).all() and (t.tightness < 1e-9).all()
+    rng = np.random.default_rng(0)
+    bad = tables.etf_table({"random": theory.normalise_rows(rng.standard_normal((7, 3)))})
+    assert bad.angle_spread.iloc[0] > 1e-3 and bad.tightness.iloc[0] > 1e-3
+    assert bad["|difference|"].iloc[0] > 1e-3
+
+
+def test_coherence_sweep_is_minimise_coherence():
+    got = theory.coherence_sweep([3, 4], [2], steps=50, restarts=2)
+    assert list(got) == [(3, 2), (4, 2)]
+    assert got[4, 2] == theory.coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
+
+
+def test_log10_rho_grid_and_relabelling_peak():
+    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    Ws, Ls = [skull.width - 1, skull.width, skull.width + 1], [skull.depth, skull.depth + 2]
+    g = theory.log10_rho_grid(skull, Ws, Ls)
+    assert g.shape == (2, 3) and np.isneginf(g[:, 0]).all()
+    assert math.isclose(g[1, 2], theory.log_rho(skull, Ws[2], Ls[1]) / math.log(10))
+    peak = theory.relabelling_peak(skull, 0.5, span=4)
+    naive = max(((W, L) for W in range(skull.width, skull.width + 4) for L in range(skull.depth, skull.depth + 4)),
+                key=lambda k: theory.log_rho(skull, *k) + theory.log_relabelling_bound(skull, *k))
+    assert peak["peak"] == naive
+    assert peak["loss"] == theory.width_decay_rate(skull, skull.depth)
+
+
+def test_dimension_sweep_local_is_exact():
+    keys, groups = theory.genome_groups(picbreeder.load_genome("skull"))
+    r = len(keys)
+    out = theory.dimension_sweep(groups, r, [12, r], steps=50)
+    assert out["d"] == [12, r] and max(out["local"]) < 1e-12
+    assert out["best_global"][0] >= out["welch"][0] > 0 and out["welch"][1] == 0
+
+
+def test_configs_for_mode(monkeypatch):
+    assert theory.VolumeConfig.for_mode().n_mc == 200_000
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    assert theory.VolumeConfig.for_mode().n_mc == 2_000_000
+    full = theory.WelchConfig.for_mode()
+    assert (full.steps, full.r_max, full.restarts) == (5000, 24, 8)
+
+
+# -- chapters 6-9's helpers outside tables ---------------------------------------------------------------------
+def test_mode_config_prints_within_80_columns(monkeypatch):
+    import dataclasses
+    from compbook.cppn import experiments
+    for cls in (experiments.PruningConfig, experiments.OptimizerConfig, experiments.UnknownConfig,
+                experiments.DepthConfig, theory.WelchConfig):
+        for mode in ("cpu", "full"):
+            monkeypatch.setenv("COMPBOOK_MODE", mode)
+            cfg = cls.for_mode()
+            text = str(cfg)
+            assert max(len(line) for line in text.splitlines()) <= 80, text
+            assert text.startswith(cls.__name__ + "(") and text.endswith(")")
+            for f in dataclasses.fields(cfg):    # every field shown, nothing lost in the wrapping
+                assert f"{f.name}=" in text
+
+
+def test_chapter_configs_keep_the_chapters_numbers(monkeypatch):
+    from compbook.cppn import experiments as e
+    assert (e.PruningConfig().sample, e.PruningConfig().delta) == (150, 0.5)
+    assert (len(e.OptimizerConfig().seeds), e.OptimizerConfig().sample) == (5, 100)
+    assert (e.UnknownConfig().depth_range, len(e.UnknownConfig().seeds)) == ((8, 8), 3)
+    assert e.DepthConfig().live_depths == (1, 2, 4, 8, 16) and set(e.DepthConfig().live_depths) <= set(
+        e.DepthConfig().depths)
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    assert e.PruningConfig.for_mode().sample is None and e.PruningConfig.for_mode().res == 128
+    assert len(e.OptimizerConfig.for_mode().seeds) == 16
+    assert e.UnknownConfig.for_mode().depth_range == (2, 32)
+    assert e.DepthConfig.for_mode().sp["retrain_steps"] == 1000
+
+
+def test_singular_value_map_is_the_polynomial():
+    import torch
+    from compbook.cppn import optim
+    s = torch.tensor([0.0, 0.1, 0.5, 1.0], dtype=torch.float64)
+    a, b, c = optim.NS_COEFFICIENTS
+    once = a * s + b * s**3 + c * s**5
+    assert torch.allclose(optim.singular_value_map(s, 1), once)
+    assert torch.allclose(optim.singular_value_map(s, 2), a * once + b * once**3 + c * once**5)
+    cubic = optim.singular_value_map(torch.tensor([1.0], dtype=torch.float64), 7, optim.CUBIC_COEFFICIENTS)
+    assert float(cubic) == 1.0                   # 1 is the cubic's fixed point
+
+
+def test_against_torch_muon():
+    import torch
+    from compbook.cppn import optim
+    out = optim.against_torch_muon(steps=3, shape=(6, 4))
+    if not hasattr(torch.optim, "Muon"):
+        assert out is None
+        return
+    # torch iterates in bfloat16: ours in bfloat16 is the same trajectory, ours in float32 close but not equal
+    assert out["moved"] > 1e-2 and out["bfloat16"] < 1e-6 < out["float32"] < 0.1 * out["moved"]
+
+
+def test_most_similar_against_a_naive_loop():
+    from compbook.cppn import prune
+    from compbook.cppn.network import uniform_cppn
+    m = uniform_cppn(2, 4, "tanh", seed=0)
+    sims = prune.neuron_similarity(m, 16)
+    naive = max(float(s[i, j]) for s in sims for i in range(len(s)) for j in range(i + 1, len(s)))
+    assert math.isclose(prune.most_similar(m, 16), naive, rel_tol=1e-6)
+
+
+def test_half_mse_and_selective_fraction():
+    import torch
+    from compbook.cppn import experiments
+    from compbook.cppn.network import uniform_cppn
+    m = uniform_cppn(2, 4, "tanh", seed=0)
+    img = m.render(8).detach().numpy().copy()
+    img[:, 4:] += 0.5                            # wrong on the right half only
+    left, right = experiments.half_mse(m, img, 8)
+    assert left < 1e-12 and math.isclose(right, 0.25, rel_tol=1e-5)
+    share, alive = experiments.selective_fraction(m, 16)
+    assert 0 <= share <= 1 and alive == 8
+    with torch.no_grad():                        # every map constant on the left half: all selective
+        maps = [torch.cat([torch.zeros(4, 16, 8), torch.randn(4, 16, 8)], dim=2) for _ in range(2)]
+        m.feature_maps = lambda res: maps
+        assert experiments.selective_fraction(m, 16) == (1.0, 8)
