@@ -107,6 +107,20 @@ def _search_dirs() -> list[Path]:
     return dirs + [Path.home() / ".cache" / "compbook" / "picbreeder"]
 
 
+def find_shared(relative: str) -> Path | None:
+    """The first file ``relative`` (e.g. ``"fer_sgd/skull.npz"``) in the folders genomes are found in
+    (``$COMPBOOK_PICBREEDER``, ``shared/picbreeder/`` beside the checkout or above the cwd, ``~/.cache``), or None."""
+    for d in _search_dirs():
+        if (d / relative).is_file():
+            return d / relative
+    return None
+
+
+def search_dirs() -> list[Path]:
+    """The folders :func:`find_genome` and :func:`find_shared` look in, in order."""
+    return _search_dirs()
+
+
 def find_genome(name: str, download: bool = True) -> Path:
     """The path of a named genome (``"skull"``, ``"butterfly"``, ``"apple"``), downloading it if allowed."""
     if name not in GENOMES:
