@@ -92,3 +92,47 @@ def test_unknown_name_and_missing_file(tmp_path):
     np.savez(tmp_path / "bad.npz", arch=np.array("2;sin:3"))
     with pytest.raises(ValueError, match="missing"):
         fer.load_fer(tmp_path / "bad.npz")
+
+
+@needs_data
+@pytest.mark.parametrize("name", fer.NAMES)
+def test_fer_arch_constants_match_the_files(name):
+    assert fer.fer_info(name)["arch"] == fer.FER_ARCH[name]
+
+
+# -- twins of FER's architecture ---------------------------------------------------------------------------------
+def _recipe(**kw):
+    from compbook.cppn import twins
+    return twins.FerTwinRecipe("skull", 0, **(dict(res=24, batch_pixels=64, minibatch_steps=12, full_steps=4) | kw))
+
+
+def test_fer_twin_resume_matches_one_run(tmp_path):
+    """12 minibatch steps, stopped, then resumed for the 4 full-batch steps: bit for bit the uninterrupted run."""
+    from compbook.cppn import twins
+    one, info = twins.train_fer_twin(_recipe(), tmp_path / "a.pt")
+    assert info["done"] and info["steps"] == 16
+    assert one.activations[0] == ["cache"] * 15 + ["gaussian"] * 4 + ["identity"] * 2 + ["sin"]
+    _, info = twins.train_fer_twin(_recipe(full_steps=0), tmp_path / "b.pt")
+    assert info["steps"] == 12
+    two, info = twins.train_fer_twin(_recipe(), tmp_path / "b.pt")
+    assert info["done"] and info["steps"] == 16
+    for a, b in zip(one.weights, two.weights):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="minibatch_steps: checkpoint ran 12, more than the requested 3"):
+        twins.train_fer_twin(_recipe(minibatch_steps=3), tmp_path / "b.pt")
+
+
+def test_fer_twin_resume_of_another_recipe_is_refused(tmp_path):
+    from compbook.cppn import twins
+    twins.train_fer_twin(_recipe(), tmp_path / "a.pt")
+    with pytest.raises(ValueError, match=r"straight_through: checkpoint False vs requested True"):
+        twins.train_fer_twin(_recipe(straight_through=True), tmp_path / "a.pt")
+    with pytest.raises(ValueError, match=r"arch: checkpoint .* vs requested '12;sin:22'"):
+        twins.train_fer_twin(_recipe(arch="12;sin:22"), tmp_path / "a.pt")
+
+
+def test_fer_twin_learns():
+    from compbook.cppn import twins
+    _, info = twins.train_fer_twin(twins.FerTwinRecipe("skull", 0, res=32, batch_pixels=256,
+                                                       minibatch_steps=200, full_steps=1))
+    assert info["losses"][-1] < 0.7 * info["losses"][0]

@@ -37,6 +37,11 @@ FOLDER = "fer_sgd"
 FER_INPUTS = ("y", "x", "d", "bias")
 FER_INPUTS_AS_OURS = {"y": "x", "x": "y", "d": "d", "bias": "bias"}
 N_OUT = 3   # FER's networks draw (h, s, v)
+#: FER's architecture strings for its SGD networks (fact: the ``arch`` of ``fer_sgd/<name>.npz``, FER's
+#: ``data/sgd_<name>/arch.pkl``), for twins of FER's architecture where the files are absent.
+FER_ARCH = {"skull": "12;cache:15,gaussian:4,identity:2,sin:1",
+            "butterfly": "16;cache:17,gaussian:4,sigmoid:1,sin:1",
+            "apple": "33;cache:28,gaussian:3,sigmoid:5,sin:2"}
 _ARCH = re.compile(r"^\s*(\d+)\s*;\s*([A-Za-z_]+\s*:\s*\d+(\s*,\s*[A-Za-z_]+\s*:\s*\d+)*)\s*$")
 
 
