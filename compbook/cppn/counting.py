@@ -36,13 +36,13 @@ import numpy as np
 import torch
 
 from .. import checks, stats
-from . import emc2, fer, picbreeder
+from . import emc2, fer, picbreeder, store
 from .network import CPPN
 
 RULES = ("nonzero", "links")
 POLICIES = ("fixed", "relative", "layer", "noise")
 JUDGES = ("ssim", "default_cpu")
-KINDS = ("picbreeder", "fer", "twin")
+KINDS = ("picbreeder", "fer", "twin", "fertwin")   # fertwin: twins of FER's architecture (where stored)
 #: Our choice: the one number every policy uses (the book's delta 0.5).
 SCALE = 0.5
 FILE = "emc2/counting.json"
@@ -80,6 +80,9 @@ def default_networks(kinds: Sequence[str] = KINDS, targets: Sequence[str] = picb
             paths = twins._loaded_paths(t)
             out += [Network(f"twin {t} {p.stem.split('_')[-1]}", "twin", t, m)
                     for p, m in zip(paths, twins.load_twins(t))]
+        if "fertwin" in kinds:
+            out += [Network(f"fertwin {t} {p.stem.split('_')[-1]}", "fertwin", t, store.load_cppn(p))
+                    for p in twins.stored_fer_twins(t)]
     return out
 
 
@@ -218,6 +221,21 @@ def load(path=None) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found (make it: python -m compbook.cppn counting)")
     return json.loads(path.read_text())
+
+
+def merge(*results: dict) -> dict:
+    """Several stored runs as one (rows and weight stats concatenated; ``command`` lists each run's)."""
+    if not results:
+        raise ValueError("merge: give at least one result")
+    keys = ("res", "scale", "seed")
+    for r in results[1:]:
+        for k in keys:
+            if r.get(k) != results[0].get(k):
+                raise ValueError(f"merge: {k} differs ({r.get(k)!r} vs {results[0].get(k)!r})")
+    return dict(results[0], rows=[x for r in results for x in r["rows"]],
+                weight_stats=[x for r in results for x in r["weight_stats"]],
+                command=" ; ".join(r.get("command", "?") for r in results),
+                seconds=sum(r.get("seconds", 0) for r in results))
 
 
 def table(result: dict, by: str = "network"):
