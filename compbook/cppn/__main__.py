@@ -415,8 +415,19 @@ def counting(argv: Sequence[str]) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kinds", nargs="+", choices=c.KINDS, default=list(c.KINDS))
     p.add_argument("--out", default=None, help=f"JSON path (default data/{c.FILE})")
+    p.add_argument("--cross-batch", action="store_true",
+                   help=f"instead: choose the judge on one human batch, validate on the other (data/{c.CROSS_FILE})")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
+    if args.cross_batch:
+        from ..paths import data_dir
+        out = c.cross_batch(seed=args.seed)
+        out["command"] = f"{PROG} counting --cross-batch --seed {args.seed}"
+        path = Path(args.out) if args.out else data_dir() / c.CROSS_FILE
+        path.write_text(json.dumps(out, indent=1) + "\n")
+        print(c.cross_batch_table(out).round(3).to_string())
+        print(f"wrote {path} in {out['seconds']} s")
+        return 0
     made_by = (f"{PROG} counting --sample {args.sample} --res {args.res} --seed {args.seed} --kinds "
                f"{' '.join(args.kinds)}")
     nets = c.default_networks(args.kinds, tuple(picbreeder.GENOMES))

@@ -266,3 +266,54 @@ def wide(result: dict):
     kinds = [k for k in KINDS if k in set(t.kind)]
     return t.pivot_table(index=["rule", "policy", "judge"], columns="kind", values="cell",
                          aggfunc="first", sort=False)[kinds]
+
+
+# -- the judge across labelled batches (issue 24, part 4) ------------------------------------------------------------
+HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
+CROSS_FILE = "emc2/judge_cross_batch.json"
+
+
+def cross_batch(keys: Sequence[str] = HUMAN_KEYS, seed: int = 0) -> dict:
+    """Choose the CPU judge on one stored human batch (:func:`compbook.cppn.agreement.choose`: thresholds on its
+    calibration half, the candidate on its held-out half) and validate it, thresholds fixed, on the other
+    (:func:`~compbook.cppn.agreement.validate`), each way round. Rows per network kind (all, picbreeder, sgd).
+    Both batches are one labeller's (the book's authors): this measures how the choice moves with the batch,
+    not with the labeller."""
+    from . import agreement, labelling
+    if len(keys) != 2 or keys[0] == keys[1]:
+        raise ValueError(f"keys must be two different stored batches, got {keys!r}")
+    t0 = time.perf_counter()
+    batches = {}
+    for k in keys:
+        items, answers = agreement.answered_items(k)
+        batches[k] = (items, answers, labelling.render_items(items))
+    out = {"keys": list(keys), "split_seed": seed, "directions": []}
+    for a, b in (keys, keys[::-1]):
+        ch = agreement.choose(*batches[a], seed=seed)
+        val = agreement.validate(*batches[b], ch["thresholds"])
+        out["directions"].append({
+            "chosen_on": a, "validated_on": b, "thresholds": ch["thresholds"], "chosen": ch["chosen"],
+            "n_choice": ch["n_labelled"], "n_validation": val["n_labelled"],
+            "choice_held_out": {k: v[:3] for k, v in ch["tables"].items()},
+            "validation": val["tables"]})
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def cross_batch_table(result: dict):
+    """One row per direction x candidate x network kind: the threshold chosen on one batch, the balanced
+    accuracy and agreement on its own held-out half and on the other batch."""
+    import pandas as pd
+    rows = []
+    for d in result["directions"]:
+        for cand, val_rows in d["validation"].items():
+            own = {r["network"]: r for r in d["choice_held_out"].get(cand, [])}
+            for r in val_rows:
+                o = own.get(r["network"], {})
+                rows.append({"chosen on": d["chosen_on"].removesuffix(".json"),
+                             "candidate": cand + (" (chosen)" if cand == d["chosen"] else ""),
+                             "threshold": d["thresholds"].get(cand), "network": r["network"],
+                             "balanced, own held-out": o.get("balanced_accuracy"),
+                             "balanced, other batch": r["balanced_accuracy"],
+                             "agreement, other batch": r["agreement"], "n other": r["n"]})
+    return pd.DataFrame(rows)
