@@ -120,6 +120,8 @@ def test_fer_twin_resume_matches_one_run(tmp_path):
         assert torch.equal(a, b)
     with pytest.raises(ValueError, match="minibatch_steps: checkpoint ran 12, more than the requested 3"):
         twins.train_fer_twin(_recipe(minibatch_steps=3), tmp_path / "b.pt")
+    with pytest.raises(ValueError, match="past its minibatch phase of 12 steps; it cannot become 20"):
+        twins.train_fer_twin(_recipe(minibatch_steps=20), tmp_path / "b.pt")
 
 
 def test_fer_twin_resume_of_another_recipe_is_refused(tmp_path):

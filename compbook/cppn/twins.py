@@ -275,6 +275,10 @@ def check_resume(recipe: FerTwinRecipe, stored: dict) -> None:
     if stored.get("minibatch_steps", 0) > recipe.minibatch_steps:
         diff.append(f"minibatch_steps: checkpoint ran {stored['minibatch_steps']}, more than the requested "
                     f"{recipe.minibatch_steps}")
+    ran = stored.get("step", 0)
+    if ran > stored.get("minibatch_steps", 0) and stored.get("minibatch_steps") != recipe.minibatch_steps:
+        diff.append(f"minibatch_steps: the checkpoint is {ran} steps in, past its minibatch phase of "
+                    f"{stored.get('minibatch_steps')} steps; it cannot become {recipe.minibatch_steps}")
     if diff:
         raise ValueError("cannot resume from a checkpoint of another recipe or architecture: " + "; ".join(diff))
 
@@ -306,7 +310,7 @@ def train_fer_twin(recipe: FerTwinRecipe, checkpoint: Path | None = None, every:
     step, seconds, losses = 0, 0.0, []
     if checkpoint is not None and Path(checkpoint).is_file():
         state = torch.load(checkpoint, weights_only=False)
-        check_resume(recipe, state["recipe"])
+        check_resume(recipe, state["recipe"] | {"step": state["step"]})
         with torch.no_grad():
             for p, w in zip(params, state["weights"]):
                 p.copy_(w)
@@ -376,3 +380,16 @@ def load_fer_twins(target: str, folder=None) -> list[CPPN]:
 def stored_fer_twins(target: str, folder=None) -> list[Path]:
     folder = Path(folder) if folder is not None else paths.data_dir()
     return sorted((folder / FOLDER).glob(f"fertwin_{target}_seed*.json"))
+
+
+def fer_twin_report(folder=None) -> list[dict]:
+    """One row per stored twin of FER's architecture: target, seed, steps, training seconds, PSNR at 256 px."""
+    rows = []
+    for t in TARGETS:
+        for p in stored_fer_twins(t, folder):
+            m = store.load_metadata(p)
+            r = m["recipe"]
+            rows.append({"target": t, "seed": m["seed"], "arch": r["arch"], "minibatch steps": r["minibatch_steps"],
+                         "full steps": r["full_steps"], "straight-through": r["straight_through"],
+                         "seconds": m["train_seconds"], "psnr_64": m["psnr_64"], "psnr_256": m["psnr_256"]})
+    return rows
