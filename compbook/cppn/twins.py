@@ -15,6 +15,11 @@ Command line (what made ``data/emc2/``)::
 
 A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our rule), or after
 ``--max-minutes``; the JSON records which and the steps run (``data/emc2/README.md``).
+
+Twins of *FER's* architecture (issue 24; :class:`FerTwinRecipe`, ``data/emc2/fertwin_<target>_seed<s>``): FER's
+uniform activation mix per layer, the true clip gradient, our minibatch-then-cosine CPU schedule, resumable::
+
+    nice -n 5 python -m compbook.cppn twins --arch fer --target skull --seeds 0 --minibatch-steps 8000 --full-steps 300
 """
 
 from __future__ import annotations
