@@ -9,7 +9,9 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
   verdicts; validate the choice on a later batch (:mod:`compbook.cppn.agreement`);
 * ``labelling sheets|relabel|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
-* ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`).
+* ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`);
+* ``fer``: FER's SGD networks against the Picbreeder renders (:mod:`compbook.cppn.fer`);
+* ``counting``: the score under every counting rule, delta policy and judge (:mod:`compbook.cppn.counting`).
 
 The library modules hold no argument parsing: each command below reads its options and calls them. The old
 spellings (``python -m compbook.cppn twins ...``) still run these for one release (:mod:`compbook._compat`).
@@ -47,8 +49,15 @@ def twins(argv: Sequence[str]) -> int:
     p.add_argument("--last-weights", action="store_true", help="store the last weights, not the lowest-loss ones")
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
+    p.add_argument("--arch", choices=["picbreeder", "fer"], default="picbreeder",
+                   help="fer: FER's activation mix per layer, our minibatch + cosine recipe (issue 24)")
+    p.add_argument("--minibatch-steps", type=int, default=6000, help="--arch fer: random-pixel steps")
+    p.add_argument("--full-steps", type=int, default=400, help="--arch fer: full-batch cosine steps")
+    p.add_argument("--straight-through", action="store_true", help="--arch fer: straight-through clips")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.arch == "fer":
+        return _fer_twins(args)
     for t in args.target:
         recipe = tw.TwinRecipe(t, args.res, args.steps, args.lr, args.seeds,
                                stop_at_plateau=not args.no_plateau_stop, max_minutes=args.max_minutes,
@@ -358,8 +367,79 @@ def experiments(argv: Sequence[str]) -> int:
     return 0
 
 
+def _fer_twins(args) -> int:
+    """``twins --arch fer``: one resumable run per target and seed (checkpoint ``<out>/emc2/fertwin_*.pt``)."""
+    from . import twins as tw
+    from ..paths import data_dir
+    folder = Path(args.out) if args.out else data_dir()
+    for t in args.target:
+        for seed in args.seeds:
+            recipe = tw.FerTwinRecipe(t, seed, minibatch_steps=args.minibatch_steps, full_steps=args.full_steps,
+                                      lr=args.lr, straight_through=args.straight_through)
+            ckpt = Path("/tmp") / f"fertwin_{t}_seed{seed}_ckpt.pt" if args.out is None \
+                else folder / f"{tw.fer_twin_stem(recipe)}.pt"
+            model, info = tw.train_fer_twin(recipe, ckpt, max_minutes=args.max_minutes,
+                                            log=lambda s: print(s, flush=True))
+            if not info["done"]:
+                print(f"{t} seed {seed}: stopped at step {info['steps']} (time); rerun to resume from {ckpt}")
+                continue
+            path = tw.save_fer_twin(recipe, model, info, folder)
+            from . import store
+            m = store.load_metadata(path)
+            print(f"{path.name}: PSNR {m['psnr_256']:.1f} dB at 256 px, {m['train_seconds']:.0f} s", flush=True)
+    return 0
+
+
+# -- fer and counting (issue 24) --------------------------------------------------------------------------------------
+def fer(argv: Sequence[str]) -> int:
+    """``fer``: PSNR of FER's SGD networks against the Picbreeder renders at 256 px."""
+    from . import fer as f, picbreeder
+    from .. import images
+    argparse.ArgumentParser(prog=f"{PROG} fer", description=f.__doc__.split("\n")[0]).parse_args(argv)
+    for name in f.NAMES:
+        m = f.load_fer(name)
+        with torch.no_grad():
+            img = m.render(256).double().numpy()
+        info = f.fer_info(name)
+        print(f"{name:9s} {info['arch']:42s} {info['n_params']:6d} params, PSNR "
+              f"{images.psnr(img, picbreeder.reference_render(name)):.1f} dB at 256 px")
+    return 0
+
+
+def counting(argv: Sequence[str]) -> int:
+    """``counting [--sample N --res R --seed S --kinds ...]``: every rule x policy x judge, stored."""
+    from . import counting as c, picbreeder
+    p = argparse.ArgumentParser(prog=f"{PROG} counting", description=c.__doc__.split("\n")[0])
+    p.add_argument("--sample", type=int, default=150, help="weights per network and rule")
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kinds", nargs="+", choices=c.KINDS, default=list(c.KINDS))
+    p.add_argument("--out", default=None, help=f"JSON path (default data/{c.FILE})")
+    p.add_argument("--cross-batch", action="store_true",
+                   help=f"instead: choose the judge on one human batch, validate on the other (data/{c.CROSS_FILE})")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.cross_batch:
+        from ..paths import data_dir
+        out = c.cross_batch(seed=args.seed)
+        out["command"] = f"{PROG} counting --cross-batch --seed {args.seed}"
+        path = Path(args.out) if args.out else data_dir() / c.CROSS_FILE
+        path.write_text(json.dumps(out, indent=1) + "\n")
+        print(c.cross_batch_table(out).round(3).to_string())
+        print(f"wrote {path} in {out['seconds']} s")
+        return 0
+    made_by = (f"{PROG} counting --sample {args.sample} --res {args.res} --seed {args.seed} --kinds "
+               f"{' '.join(args.kinds)}")
+    nets = c.default_networks(args.kinds, tuple(picbreeder.GENOMES))
+    out = c.run(nets, res=args.res, sample=args.sample, seed=args.seed, progress=lambda s: print(s, flush=True))
+    path = c.save(out, made_by, Path(args.out) if args.out else None)
+    print(c.wide(out).to_string())
+    print(f"wrote {path} in {out['seconds']} s")
+    return 0
+
+
 COMMANDS = {"twins": twins, "judges": judges, "semantic": semantic, "labelling": labelling, "reread": reread,
-            "experiments": experiments}
+            "experiments": experiments, "fer": fer, "counting": counting}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

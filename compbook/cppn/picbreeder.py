@@ -107,6 +107,20 @@ def _search_dirs() -> list[Path]:
     return dirs + [Path.home() / ".cache" / "compbook" / "picbreeder"]
 
 
+def find_shared(relative: str) -> Path | None:
+    """The first file ``relative`` (e.g. ``"fer_sgd/skull.npz"``) in the folders genomes are found in
+    (``$COMPBOOK_PICBREEDER``, ``shared/picbreeder/`` beside the checkout or above the cwd, ``~/.cache``), or None."""
+    for d in _search_dirs():
+        if (d / relative).is_file():
+            return d / relative
+    return None
+
+
+def search_dirs() -> list[Path]:
+    """The folders :func:`find_genome` and :func:`find_shared` look in, in order."""
+    return _search_dirs()
+
+
 def find_genome(name: str, download: bool = True) -> Path:
     """The path of a named genome (``"skull"``, ``"butterfly"``, ``"apple"``), downloading it if allowed."""
     if name not in GENOMES:
@@ -359,3 +373,44 @@ def layerize(genome: Genome, pad_to_width: bool = True, dtype: torch.dtype = tor
     acts = [[genome.node(key).activation if kind == "node" else "cache" if kind == "copy" else "identity"
              for kind, key in s] for s in slots[1:]]
     return CPPN(acts, color=genome.color, weights=weights, masks=[(w != 0).to(dtype) for w in weights])
+
+
+def copy_weight_masks(model: CPPN) -> list[torch.Tensor]:
+    """The layerization copy weights of a :func:`layerize`\\ d network: bool masks ``(out, in)``, one per layer.
+
+    From :func:`layerize`'s structure, not from values: a copy neuron is the only kind ``layerize`` names
+    ``"cache"`` (a genome cannot hold a cache node: :func:`parse_genome` refuses it), so a hidden row whose
+    activation is ``"cache"`` holds one copy weight; the output layer's rows only pick output nodes (copies too).
+    Only meaningful for a layerized genome (a dense SGD network's "cache" neurons are trained, not copies);
+    :func:`genome_link_weights` checks the result against the genome."""
+    checks.instance(model, "model", CPPN, " (layerize a genome first)")
+    out = []
+    for l, w in enumerate(model.effective_weights()):
+        nz = w.detach() != 0
+        if l < model.depth:
+            rows = torch.tensor([a == "cache" for a in model.activations[l]])
+            out.append(nz & rows[:, None])
+        else:
+            out.append(nz.clone())
+    return out
+
+
+def genome_link_weights(genome: Genome, model: CPPN) -> list[torch.Tensor]:
+    """Bool masks of the weights of ``layerize(genome)`` that hold genome links (the non-zero, non-copy ones),
+    checked against the genome: every copy weight is exactly 1, and there is one link weight per distinct
+    (source, target) pair of the genome whose summed weight is non-zero. ``ValueError`` when they differ."""
+    checks.instance(genome, "genome", Genome)
+    copies = copy_weight_masks(model)
+    links = [(w.detach() != 0) & ~c for w, c in zip(model.effective_weights(), copies)]
+    values = torch.cat([w.detach()[c] for w, c in zip(model.effective_weights(), copies)])
+    if not bool((values == 1).all()):
+        raise ValueError(f"{genome.name}: copy weights are not all 1: the model is not layerize(genome)")
+    sums: dict = {}
+    for l in genome.links:
+        sums[(l.source, l.target)] = sums.get((l.source, l.target), 0.0) + l.weight
+    expected = sum(1 for v in sums.values() if v != 0)
+    found = int(sum(int(m.sum()) for m in links))
+    if found != expected:
+        raise ValueError(f"{genome.name}: {found} non-copy weights, but the genome has {expected} non-zero "
+                         f"links: the model is not layerize(genome)")
+    return links

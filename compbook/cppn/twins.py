@@ -15,6 +15,11 @@ Command line (what made ``data/emc2/``)::
 
 A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our rule), or after
 ``--max-minutes``; the JSON records which and the steps run (``data/emc2/README.md``).
+
+Twins of *FER's* architecture (issue 24; :class:`FerTwinRecipe`, ``data/emc2/fertwin_<target>_seed<s>``): FER's
+uniform activation mix per layer, the true clip gradient, our minibatch-then-cosine CPU schedule, resumable::
+
+    nice -n 5 python -m compbook.cppn twins --arch fer --target skull --seeds 0 --minibatch-steps 8000 --full-steps 300
 """
 
 from __future__ import annotations
@@ -226,3 +231,170 @@ def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
     metas = [store.load_metadata(p) for p in _loaded_paths(target, folder)]
     losses = np.array([m["loss_curve"] for m in metas]).T
     return np.arange(len(losses)) * metas[0]["loss_every"], losses
+
+
+# -- twins of FER's architecture (issue 24) ---------------------------------------------------------------------------
+@dataclass
+class FerTwinRecipe:
+    """A twin of FER's architecture (FER's uniform activation mix per layer, :data:`compbook.cppn.fer.FER_ARCH`),
+    trained by our CPU recipe: ``minibatch_steps`` steps on random ``batch_pixels``-pixel minibatches of the
+    ``res`` px target (resampled each step, seeded), then ``full_steps`` full-batch steps with the lr decayed
+    by a cosine to 0. FER's optimizer (Adam on the unit-normalised gradient, FER's lr), the true gradient of the
+    output clips (``straight_through=False``, FER's; True is our trainer's option). Our choices: the phase
+    lengths, the minibatch size, the cosine, keeping the last weights."""
+    target: str
+    seed: int = 0
+    arch: str | None = None            # None: FER's arch string for the target
+    res: int = 256
+    batch_pixels: int = 4096
+    minibatch_steps: int = 6000
+    full_steps: int = 400
+    lr: float | None = None            # None: FER's lr for the target
+    straight_through: bool = False
+    kind: str = "fer_arch_minibatch_cosine"
+
+    def __post_init__(self):
+        from . import fer
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        self.arch = fer.FER_ARCH[self.target] if self.arch is None else self.arch
+        fer.parse_arch(self.arch)
+        self.lr = FER_LR[self.target] if self.lr is None else float(self.lr)
+
+    @property
+    def total_steps(self) -> int:
+        return self.minibatch_steps + self.full_steps
+
+
+def fer_twin_stem(recipe: FerTwinRecipe) -> str:
+    return f"{FOLDER}/fertwin_{recipe.target}_seed{recipe.seed}"
+
+
+def check_resume(recipe: FerTwinRecipe, stored: dict) -> None:
+    """``ValueError`` naming every field where a checkpoint's recipe differs from ``recipe`` (another recipe or
+    architecture cannot be resumed; the step counts may grow)."""
+    mine = asdict(recipe)
+    grow = {"minibatch_steps", "full_steps"}
+    diff = [f"{k}: checkpoint {stored.get(k)!r} vs requested {v!r}" for k, v in mine.items()
+            if k not in grow and stored.get(k) != v]
+    if stored.get("minibatch_steps", 0) > recipe.minibatch_steps:
+        diff.append(f"minibatch_steps: checkpoint ran {stored['minibatch_steps']}, more than the requested "
+                    f"{recipe.minibatch_steps}")
+    ran = stored.get("step", 0)
+    if ran > stored.get("minibatch_steps", 0) and stored.get("minibatch_steps") != recipe.minibatch_steps:
+        diff.append(f"minibatch_steps: the checkpoint is {ran} steps in, past its minibatch phase of "
+                    f"{stored.get('minibatch_steps')} steps; it cannot become {recipe.minibatch_steps}")
+    if diff:
+        raise ValueError("cannot resume from a checkpoint of another recipe or architecture: " + "; ".join(diff))
+
+
+def _fer_lr(recipe: FerTwinRecipe, step: int) -> float:
+    if step < recipe.minibatch_steps:
+        return recipe.lr
+    t = (step - recipe.minibatch_steps) / max(1, recipe.full_steps)
+    return recipe.lr * 0.5 * (1 + np.cos(np.pi * t))
+
+
+def train_fer_twin(recipe: FerTwinRecipe, checkpoint: Path | None = None, every: int = 500,
+                   max_minutes: float | None = None, log=None) -> tuple[CPPN, dict]:
+    """Train (or resume, from ``checkpoint`` when it exists: a ``torch.save`` of weights, Adam state, step, rng
+    and recipe) one twin of FER's architecture; saves ``checkpoint`` every ``every`` steps and at the end.
+    Returns ``(model, info)`` with the losses (every 100 steps), seconds and steps run."""
+    from . import fer
+    from .backprop import Backprop
+    template = CPPN(fer.arch_layout(recipe.arch), "hsv", seed=recipe.seed)
+    target = torch.as_tensor(picbreeder.reference_render(recipe.target), dtype=torch.float32) \
+        if recipe.res == 256 else torch.as_tensor(picbreeder.render(picbreeder.load_genome(recipe.target),
+                                                                    recipe.res), dtype=torch.float32)
+    full = Backprop(template, target, recipe.straight_through)
+    mini = Backprop(template, target, recipe.straight_through)
+    all_coords, all_target = full.coords, full.target
+    params = [torch.nn.Parameter(w) for w in full.to_engine_order([w.detach() for w in template.weights])]
+    opt = train.adam(params, recipe.lr)
+    g = torch.Generator().manual_seed(recipe.seed + 15485863)
+    step, seconds, losses = 0, 0.0, []
+    if checkpoint is not None and Path(checkpoint).is_file():
+        state = torch.load(checkpoint, weights_only=False)
+        check_resume(recipe, state["recipe"] | {"step": state["step"]})
+        with torch.no_grad():
+            for p, w in zip(params, state["weights"]):
+                p.copy_(w)
+        opt.load_state_dict(state["opt"])
+        g.set_state(state["rng"])
+        step, seconds, losses = state["step"], state["seconds"], state["losses"]
+
+    def save():
+        if checkpoint is not None:
+            torch.save({"weights": [p.detach().clone() for p in params], "opt": opt.state_dict(),
+                        "rng": g.get_state(), "step": step, "seconds": seconds, "losses": losses,
+                        "recipe": asdict(recipe)}, checkpoint)
+
+    n = all_coords.shape[-1]
+    t0 = time.perf_counter()
+    while step < recipe.total_steps:
+        if max_minutes is not None and time.perf_counter() - t0 > 60 * max_minutes:
+            break
+        if step < recipe.minibatch_steps:
+            idx = torch.randint(0, n, (recipe.batch_pixels,), generator=g)
+            mini.coords, mini.target = all_coords[:, idx].contiguous(), all_target[idx]
+            engine = mini
+        else:
+            engine = full
+        for group in opt.param_groups:
+            group["lr"] = _fer_lr(recipe, step)
+        loss, grads = engine.loss_and_grads(params)
+        train._normalise_grads_(grads, batched=False)
+        for p, gr in zip(params, grads):
+            p.grad = gr.contiguous()
+        opt.step()
+        if step % LOG_EVERY == 0:
+            losses.append(float(loss))
+        step += 1
+        if step % every == 0:
+            seconds_now = seconds + time.perf_counter() - t0
+            seconds, t0 = seconds_now, time.perf_counter()
+            save()
+            if log:
+                log(f"{recipe.target} seed {recipe.seed}: step {step}, loss {float(loss):.5f}, {seconds:.0f} s")
+    seconds += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    save()
+    model = template.clone_with(weights=[p.detach() for p in full.to_model_order(params)])
+    return model, {"steps": step, "seconds": round(seconds, 1), "loss_every": LOG_EVERY, "losses": losses,
+                   "done": step >= recipe.total_steps}
+
+
+def save_fer_twin(recipe: FerTwinRecipe, model: CPPN, info: dict, folder=None) -> Path:
+    """Store a finished twin of FER's architecture under ``data/emc2/fertwin_<target>_seed<s>`` (safetensors +
+    JSON with the recipe, seconds, losses and PSNR at 64 and 256 px)."""
+    folder = Path(folder) if folder is not None else paths.data_dir()
+    meta = {"target": recipe.target, "seed": recipe.seed, "recipe": asdict(recipe), "threads": torch.get_num_threads(),
+            "made_by": f"python -m compbook.cppn twins --arch fer --target {recipe.target} --seeds {recipe.seed} "
+                       f"--minibatch-steps {recipe.minibatch_steps} --full-steps {recipe.full_steps}"
+                       + (" --straight-through" if recipe.straight_through else ""),
+            "train_seconds": info["seconds"], "steps": info["steps"], "loss_every": info["loss_every"],
+            "loss_curve": [round(x, 7) for x in info["losses"]]} | quality(model, recipe.target)
+    return store.save_cppn(model, folder / fer_twin_stem(recipe), meta)
+
+
+def load_fer_twins(target: str, folder=None) -> list[CPPN]:
+    """The stored twins of FER's architecture of ``target`` (one per seed; may be empty)."""
+    return [store.load_cppn(p) for p in stored_fer_twins(target, folder)]
+
+
+def stored_fer_twins(target: str, folder=None) -> list[Path]:
+    folder = Path(folder) if folder is not None else paths.data_dir()
+    return sorted((folder / FOLDER).glob(f"fertwin_{target}_seed*.json"))
+
+
+def fer_twin_report(folder=None) -> list[dict]:
+    """One row per stored twin of FER's architecture: target, seed, steps, training seconds, PSNR at 256 px."""
+    rows = []
+    for t in TARGETS:
+        for p in stored_fer_twins(t, folder):
+            m = store.load_metadata(p)
+            r = m["recipe"]
+            rows.append({"target": t, "seed": m["seed"], "arch": r["arch"], "minibatch steps": r["minibatch_steps"],
+                         "full steps": r["full_steps"], "straight-through": r["straight_through"],
+                         "seconds": m["train_seconds"], "psnr_64": m["psnr_64"], "psnr_256": m["psnr_256"]})
+    return rows

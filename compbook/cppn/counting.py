@@ -1,0 +1,319 @@
+"""What the compositional score counts, made explicit (chapter 5, issue 24).
+
+Paper A's score is "the fraction of non-zero parameters w such that the image rendered with w' = w + delta still
+has the same global identity". Three things in it are not fixed by the paper's text (the spec,
+``../shared/spec/paper-a-narrow-regime.md``, marks delta's size and sign policy as open), and each one changes
+what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
+
+- **rule**, which weights are perturbed: ``"nonzero"`` (every non-zero weight of the network as it computes:
+  the paper's wording, and the book's default in :mod:`compbook.cppn.emc2`; a layerized Picbreeder network's
+  copy weights count) or ``"links"`` (the layerization copy weights left out: for a Picbreeder network only its
+  genome links, found from :func:`compbook.cppn.picbreeder.layerize`'s structure and checked against the genome
+  by :func:`~compbook.cppn.picbreeder.genome_link_weights`; a dense SGD network has no copy weights, so for it
+  both rules are the same set);
+- **policy**, the size of the change (:data:`POLICIES`), each with the same number :data:`SCALE` (0.5, our
+  choice, the book's delta): ``"fixed"`` w + 0.5; ``"relative"`` w + 0.5 |w|; ``"layer"`` w + 0.5 s_l;
+  ``"noise"`` w + 0.5 s_l N(0, 1) (seeded), where s_l is the layer's weight scale, our choice the root mean
+  square of the counted non-zero weights of that layer (the standard deviation would be 0 in a layer with one
+  weight, or one repeated value);
+- **judge**: ``"ssim"`` (:class:`~compbook.cppn.judges.SSIMJudge` at 0.5, against the unperturbed render) and
+  ``"default_cpu"`` (:func:`compbook.cppn.judges.default_cpu_judge`, "is this still a <concept>?").
+
+The sample (our choice for a CPU run): per network and rule, ``sample`` weights drawn uniformly without
+replacement (seeded), *the same weights under every policy and judge* (a paired comparison); a network with fewer
+counted weights is scored on all of them (a census, its interval then only says how few weights there are).
+Networks: Picbreeder's three (layerized), FER's three SGD networks (:mod:`compbook.cppn.fer`), and the stored
+twins (:func:`compbook.cppn.twins.load_twins`), or any list of :class:`Network`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .. import checks, stats
+from . import emc2, fer, picbreeder, store
+from .network import CPPN
+
+RULES = ("nonzero", "links")
+POLICIES = ("fixed", "relative", "layer", "noise")
+JUDGES = ("ssim", "default_cpu")
+KINDS = ("picbreeder", "fer", "twin", "fertwin")   # fertwin: twins of FER's architecture (where stored)
+#: Our choice: the one number every policy uses (the book's delta 0.5).
+SCALE = 0.5
+FILE = "emc2/counting.json"
+
+
+@dataclass
+class Network:
+    """A network to score: ``kind`` one of :data:`KINDS`, ``target`` its concept (skull, butterfly, apple),
+    ``copies`` the layerization copy weights (bool masks, Picbreeder only; None: it has none)."""
+    name: str
+    kind: str
+    target: str
+    model: CPPN
+    copies: list[torch.Tensor] | None = None
+
+
+def picbreeder_network(target: str) -> Network:
+    g = picbreeder.load_genome(target)
+    m = picbreeder.layerize(g)
+    links = picbreeder.genome_link_weights(g, m)       # checks the copy masks against the genome
+    copies = [(w.detach() != 0) & ~k for w, k in zip(m.effective_weights(), links)]
+    return Network(f"picbreeder {target}", "picbreeder", target, m, copies)
+
+
+def default_networks(kinds: Sequence[str] = KINDS, targets: Sequence[str] = picbreeder.GENOMES) -> list[Network]:
+    """Picbreeder's layerized networks, FER's SGD networks and the stored twins, for ``targets``."""
+    from . import twins
+    out = []
+    for t in targets:
+        if "picbreeder" in kinds:
+            out.append(picbreeder_network(t))
+        if "fer" in kinds:
+            out.append(Network(f"fer {t}", "fer", t, fer.load_fer(t)))
+        if "twin" in kinds:
+            paths = twins._loaded_paths(t)
+            out += [Network(f"twin {t} {p.stem.split('_')[-1]}", "twin", t, m)
+                    for p, m in zip(paths, twins.load_twins(t))]
+        if "fertwin" in kinds:
+            out += [Network(f"fertwin {t} {p.stem.split('_')[-1]}", "fertwin", t, store.load_cppn(p))
+                    for p in twins.stored_fer_twins(t)]
+    return out
+
+
+def counted_weights(net: Network, rule: str) -> list[tuple[int, int, int]]:
+    """The weights ``(layer, out, in)`` a rule counts, in lexicographic order."""
+    rule = checks.choice(rule, "rule", RULES)
+    weights = emc2.nonzero_weights(net.model)
+    if rule == "links" and net.copies is not None:
+        weights = [(l, o, i) for l, o, i in weights if not bool(net.copies[l][o, i])]
+    return weights
+
+
+def layer_scales(net: Network, weights) -> dict[int, float]:
+    """Per layer, the root mean square of the counted weights ``weights`` in it (the "layer" scale)."""
+    ws = [w.detach() for w in net.model.effective_weights()]
+    vals: dict[int, list[float]] = {}
+    for l, o, i in weights:
+        vals.setdefault(l, []).append(float(ws[l][o, i]))
+    return {l: float(np.sqrt(np.mean(np.square(v)))) for l, v in vals.items()}
+
+
+def deltas_for(net: Network, weights, policy: str, scale: float = SCALE, seed: int = 0,
+               scales: dict[int, float] | None = None) -> torch.Tensor:
+    """The change of each weight under ``policy`` (float64). ``scales``: the layer scales (default: computed
+    from ``weights``; pass the full counted set's when ``weights`` is a sample)."""
+    policy = checks.choice(policy, "policy", POLICIES)
+    scale = checks.real(scale, "scale", 0, low_open=True)
+    ws = [w.detach() for w in net.model.effective_weights()]
+    w = torch.tensor([float(ws[l][o, i]) for l, o, i in weights], dtype=torch.float64)
+    if policy == "fixed":
+        return torch.full_like(w, scale)
+    if policy == "relative":
+        return scale * w.abs()
+    s_l = scales if scales is not None else layer_scales(net, weights)
+    s = torch.tensor([s_l[l] for l, _, _ in weights], dtype=torch.float64)
+    if policy == "layer":
+        return scale * s
+    g = torch.Generator().manual_seed(int(seed) + 104729)
+    return scale * s * torch.randn(len(weights), generator=g, dtype=torch.float64)
+
+
+def sample_weights(weights, sample: int | None, seed: int = 0):
+    """A seeded uniform sample (without replacement, kept in order) of ``sample`` weights; all when fewer."""
+    sample = checks.optional_integer(sample, "sample")
+    if sample is None or sample >= len(weights):
+        return list(weights)
+    keep = torch.randperm(len(weights), generator=torch.Generator().manual_seed(int(seed) + 7919))[:sample]
+    return [weights[j] for j in keep.sort().values.tolist()]
+
+
+def make_judges(names: Sequence[str] = JUDGES) -> dict:
+    from .judges import SSIMJudge, default_cpu_judge
+    out = {}
+    for n in names:
+        checks.choice(n, "judge", JUDGES)
+        out[n] = SSIMJudge(0.5) if n == "ssim" else default_cpu_judge()
+    return out
+
+
+@torch.no_grad()
+def score_network(net: Network, judges: dict, rules: Sequence[str] = RULES, policies: Sequence[str] = POLICIES,
+                  res: int = 64, sample: int | None = 150, seed: int = 0, scale: float = SCALE,
+                  batch_size: int = 64) -> list[dict]:
+    """One row per (rule, policy, judge): ``k`` kept of ``n`` perturbations, and the judge's verdict on the
+    unperturbed render. A dense network's "links" rows repeat its "nonzero" rows (the same weights)."""
+    rows = []
+    reference = net.model.render(res)
+    base_ok = {j: bool(judge(reference[None], net.target, reference=reference.clone())[0])
+               for j, judge in judges.items()}
+    done: dict = {}
+    for rule in rules:
+        counted = counted_weights(net, rule)
+        key = tuple(counted)
+        weights = sample_weights(counted, sample, seed)
+        scales = layer_scales(net, counted)
+        for policy in policies:
+            if (key, policy) not in done:
+                t0 = time.perf_counter()
+                d = deltas_for(net, weights, policy, scale, seed, scales)
+                imgs = emc2.render_perturbations(net.model, weights, d, res, batch_size)
+                kept = {}
+                for j, judge in judges.items():
+                    v = torch.cat([torch.as_tensor(judge(imgs[s:s + batch_size], net.target,
+                                                         reference=reference.clone()))
+                                   for s in range(0, len(imgs), batch_size)])
+                    kept[j] = int(v.sum())
+                done[(key, policy)] = (kept, time.perf_counter() - t0, float(d.abs().median()))
+            kept, secs, med = done[(key, policy)]
+            for j in judges:
+                rows.append({"network": net.name, "kind": net.kind, "target": net.target, "rule": rule,
+                             "policy": policy, "judge": j, "k": kept[j], "n": len(weights),
+                             "n_counted": len(counted), "median_abs_delta": med,
+                             "unperturbed_kept": base_ok[j], "seconds": round(secs, 2)})
+    return rows
+
+
+def run(networks: Sequence[Network] | None = None, judges: Sequence[str] = JUDGES, res: int = 64,
+        sample: int | None = 150, seed: int = 0, scale: float = SCALE, progress=None) -> dict:
+    """Score every network under every rule x policy x judge; the dict :func:`save` stores."""
+    networks = default_networks() if networks is None else list(networks)
+    js = make_judges(judges)
+    t0, rows = time.perf_counter(), []
+    for net in networks:
+        rows += score_network(net, js, res=res, sample=sample, seed=seed, scale=scale)
+        if progress:
+            progress(f"{net.name}: done at {time.perf_counter() - t0:.0f} s")
+    return {"rows": rows, "res": res, "sample": sample, "seed": seed, "scale": scale,
+            "judges": {j: getattr(v, "identity", type(v).__name__) for j, v in js.items()},
+            "weight_stats": [weight_stats(n) for n in networks], "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def weight_stats(net: Network) -> dict:
+    """How many weights each rule counts and their typical size (median |w|)."""
+    out = {"network": net.name, "kind": net.kind}
+    ws = [w.detach() for w in net.model.effective_weights()]
+    for rule in RULES:
+        c = counted_weights(net, rule)
+        out[f"n_{rule}"] = len(c)
+        out[f"median_abs_w_{rule}"] = float(np.median([abs(float(ws[l][o, i])) for l, o, i in c]))
+    return out
+
+
+def save(result: dict, command: str, path=None):
+    import json
+    from ..paths import data_dir
+    path = data_dir() / FILE if path is None else path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(result, command=command), indent=1) + "\n")
+    return path
+
+
+def load(path=None) -> dict:
+    import json
+    from ..paths import data_dir
+    path = data_dir() / FILE if path is None else path
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (make it: python -m compbook.cppn counting)")
+    return json.loads(path.read_text())
+
+
+def merge(*results: dict) -> dict:
+    """Several stored runs as one (rows and weight stats concatenated; ``command`` lists each run's)."""
+    if not results:
+        raise ValueError("merge: give at least one result")
+    keys = ("res", "scale", "seed")
+    for r in results[1:]:
+        for k in keys:
+            if r.get(k) != results[0].get(k):
+                raise ValueError(f"merge: {k} differs ({r.get(k)!r} vs {results[0].get(k)!r})")
+    return dict(results[0], rows=[x for r in results for x in r["rows"]],
+                weight_stats=[x for r in results for x in r["weight_stats"]],
+                command=" ; ".join(r.get("command", "?") for r in results),
+                seconds=sum(r.get("seconds", 0) for r in results))
+
+
+def table(result: dict, by: str = "network"):
+    """A DataFrame: per ``by="network"`` one row per network x rule x policy x judge with its Wilson interval;
+    ``by="kind"`` pooled over the networks of a kind (interval: :func:`compbook.stats.pooled_ci`, networks and
+    their verdicts resampled)."""
+    import pandas as pd
+    by = checks.choice(by, "by", ("network", "kind"))
+    df = pd.DataFrame(result["rows"])
+    if by == "network":
+        lo_hi = [stats.wilson(k, n) for k, n in zip(df.k, df.n)]
+        df["score"] = df.k / df.n
+        df["lo"], df["hi"] = [a for a, _ in lo_hi], [b for _, b in lo_hi]
+        return df[["network", "rule", "policy", "judge", "score", "lo", "hi", "n", "n_counted"]]
+    rows = []
+    for (kind, rule, policy, judge), g in df.groupby(["kind", "rule", "policy", "judge"], sort=False):
+        p, n = (g.k / g.n).to_numpy(), g.n.to_numpy()
+        lo, hi = stats.pooled_ci(p, n) if len(g) > 1 else stats.wilson(int(g.k.sum()), int(n.sum()))
+        rows.append({"kind": kind, "rule": rule, "policy": policy, "judge": judge,
+                     "score": float(g.k.sum() / n.sum()), "lo": lo, "hi": hi, "networks": len(g)})
+    return pd.DataFrame(rows)
+
+
+def wide(result: dict):
+    """The kind table pivoted: rows rule x policy x judge, columns the kinds' ``score [lo, hi]``."""
+    t = table(result, "kind")
+    t["cell"] = [f"{s:.2f} [{lo:.2f}, {hi:.2f}]" for s, lo, hi in zip(t.score, t.lo, t.hi)]
+    kinds = [k for k in KINDS if k in set(t.kind)]
+    return t.pivot_table(index=["rule", "policy", "judge"], columns="kind", values="cell",
+                         aggfunc="first", sort=False)[kinds]
+
+
+# -- the judge across labelled batches (issue 24, part 4) ------------------------------------------------------------
+HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
+CROSS_FILE = "emc2/judge_cross_batch.json"
+
+
+def cross_batch(keys: Sequence[str] = HUMAN_KEYS, seed: int = 0) -> dict:
+    """Choose the CPU judge on one stored human batch (:func:`compbook.cppn.agreement.choose`: thresholds on its
+    calibration half, the candidate on its held-out half) and validate it, thresholds fixed, on the other
+    (:func:`~compbook.cppn.agreement.validate`), each way round. Rows per network kind (all, picbreeder, sgd).
+    Both batches are one labeller's (the book's authors): this measures how the choice moves with the batch,
+    not with the labeller."""
+    from . import agreement, labelling
+    if len(keys) != 2 or keys[0] == keys[1]:
+        raise ValueError(f"keys must be two different stored batches, got {keys!r}")
+    t0 = time.perf_counter()
+    batches = {}
+    for k in keys:
+        items, answers = agreement.answered_items(k)
+        batches[k] = (items, answers, labelling.render_items(items))
+    out = {"keys": list(keys), "split_seed": seed, "directions": []}
+    for a, b in (keys, keys[::-1]):
+        ch = agreement.choose(*batches[a], seed=seed)
+        val = agreement.validate(*batches[b], ch["thresholds"])
+        out["directions"].append({
+            "chosen_on": a, "validated_on": b, "thresholds": ch["thresholds"], "chosen": ch["chosen"],
+            "n_choice": ch["n_labelled"], "n_validation": val["n_labelled"],
+            "choice_held_out": {k: v[:3] for k, v in ch["tables"].items()},
+            "validation": val["tables"]})
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def cross_batch_table(result: dict):
+    """One row per direction x candidate x network kind: the threshold chosen on one batch, the balanced
+    accuracy and agreement on its own held-out half and on the other batch."""
+    import pandas as pd
+    rows = []
+    for d in result["directions"]:
+        for cand, val_rows in d["validation"].items():
+            own = {r["network"]: r for r in d["choice_held_out"].get(cand, [])}
+            for r in val_rows:
+                o = own.get(r["network"], {})
+                rows.append({"chosen on": d["chosen_on"].removesuffix(".json"),
+                             "candidate": cand + (" (chosen)" if cand == d["chosen"] else ""),
+                             "threshold": d["thresholds"].get(cand), "network": r["network"],
+                             "balanced, own held-out": o.get("balanced_accuracy"),
+                             "balanced, other batch": r["balanced_accuracy"],
+                             "agreement, other batch": r["agreement"], "n other": r["n"]})
+    return pd.DataFrame(rows)
