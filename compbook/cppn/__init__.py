@@ -4,15 +4,17 @@ Modules, in import order (a module imports only from the shared top of :mod:`com
 before its own; ``tests/test_layout.py`` checks it):
 
 1. the networks: :mod:`.network` (the CPPN, chapter 1), :mod:`.picbreeder` (genomes, layerization),
-   :mod:`.store` (checkpoints of CPPNs), :mod:`.theory` (volume ratio, Welch bound: chapters 3-4);
+   :mod:`.fer` (FER's published SGD networks), :mod:`.store` (checkpoints of CPPNs), :mod:`.theory` (volume
+   ratio, Welch bound: chapters 3-4);
 2. training: :mod:`.optim` (Muon), :mod:`.backprop` (the trainer's gradient by hand), :mod:`.train`,
    :mod:`.prune` (SP pruning, chapter 6), :mod:`.twins` (SGD twins of the Picbreeder targets);
 3. judging: :mod:`.emc2` (EMC2-Bench's perturbations and score, chapter 5), :mod:`.judges` (SSIM, cache,
    semantic, VLM);
 4. human verdicts: :mod:`.labelling` (contact sheets, blind labels), :mod:`.agreement` (judges against them);
 5. experiments: :mod:`.panel` (every judge on the same renders), :mod:`.depth` (PNG depth predictor and sweeps,
-   chapter 7), :mod:`.reread`, :mod:`.experiments` (chapters 6-9 as functions), :mod:`.tables` (the tables
-   chapters 3-9 show, as DataFrames);
+   chapter 7), :mod:`.reread`, :mod:`.counting` (what the score counts: rules, delta policies, judges;
+   chapter 5), :mod:`.experiments` (chapters 6-9 as functions), :mod:`.tables` (the tables chapters 3-9 show,
+   as DataFrames);
 6. claims: :mod:`.claims` (chapter 9b's verdict rule and table).
 
 Command lines: ``python -m compbook.cppn <command>`` (:mod:`.__main__`). The network's names are importable
@@ -27,9 +29,9 @@ _NETWORK = ("INPUT_NAMES", "COLOR_MODES", "ACTIVATIONS", "check_activation", "la
             "coordinate_grid", "hsv_to_rgb", "outputs_to_rgb", "ActivationLayer", "grouped_layout",
             "active_runs", "init_weights", "CPPN", "uniform_cppn", "check_finite_outputs",
             "layer_activation_counts")
-_SUBMODULES = ("network", "picbreeder", "store", "theory", "optim", "backprop", "train", "prune", "twins",
-               "emc2", "judges", "labelling", "agreement", "panel", "depth", "reread", "experiments", "tables",
-               "claims")
+_SUBMODULES = ("network", "picbreeder", "fer", "store", "theory", "optim", "backprop", "train", "prune", "twins",
+               "emc2", "judges", "labelling", "agreement", "panel", "depth", "reread", "counting", "experiments",
+               "tables", "claims")
 __all__ = list(_NETWORK)
 
 
