@@ -1,6 +1,7 @@
 """compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.theory, against naive
 references: the loops the chapters held before (issue 20) and the stored JSON itself."""
 
+import json
 import math
 from types import SimpleNamespace
 
@@ -250,3 +251,51 @@ def test_half_mse_and_selective_fraction():
         maps = [torch.cat([torch.zeros(4, 16, 8), torch.randn(4, 16, 8)], dim=2) for _ in range(2)]
         m.feature_maps = lambda res: maps
         assert experiments.selective_fraction(m, 16) == (1.0, 8)
+
+
+# -- chapter 5 ------------------------------------------------------------------------------------------------------
+def test_pooled_row_pools_the_seeds_with_wilson():
+    import types
+
+    import torch
+
+    from compbook.stats import wilson
+    v = {0: torch.tensor([True, False, True, True]), 1: torch.tensor([False, False, True])}
+    results = {("skull", "SGD", s, 0.5): types.SimpleNamespace(verdicts=v[s]) for s in v}
+    row = tables.pooled_row(results, "skull", "SGD", [0, 1], 0.5)
+    assert (row["k"], row["n"]) == (4, 7) and row["score"] == 4 / 7
+    assert row["ci95"] == list(wilson(4, 7))
+    assert tables.ci_cell(row) == f"{4 / 7:.2f} [{row['ci95'][0]:.2f}, {row['ci95'][1]:.2f}] n=7"
+
+
+def test_reread_table_has_one_row_per_picbreeder_row_and_marks_earlier_twins():
+    from compbook.cppn import claims
+    from compbook.paths import data_file
+    reread = json.loads(data_file("emc2/reread.json").read_text())
+    steps = {"skull": 63000, "butterfly": 49000, "apple": 23000}
+    table = claims.reread_table(reread, steps)
+    assert len(table) == sum(r["network"] == "picbreeder" for r in reread["rows"])
+    assert set(table.reading.str.split(":").str[0]) <= {"reproduced", "not reproduced", "inconclusive"}
+    # a twin run that none of the rows was made with: every judge with sources is marked
+    other = claims.reread_table(reread, {t: 1 for t in steps})
+    marked = other.judge.str.endswith(" *")
+    assert marked.sum() >= table.judge.str.endswith(" *").sum() and marked.any()
+
+
+def test_reading_follows_verdict_and_refuses_networks_that_never_drew():
+    from compbook.cppn import claims
+    hi, lo = {"score": 0.9, "ci95": [0.85, 0.95]}, {"score": 0.3, "ci95": [0.2, 0.4]}
+    assert claims.reading(hi, lo).startswith("reproduced")
+    assert claims.reading(lo, hi).startswith("not reproduced")
+    assert claims.reading(hi, dict(hi)).startswith("inconclusive")
+    never = dict(lo, unperturbed=[0, 3])
+    assert claims.reading(hi, never) == "inconclusive: fails unperturbed"
+
+
+def test_bench_config_full_mode(monkeypatch):
+    from compbook.cppn import experiments
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    full = experiments.BenchConfig.for_mode()
+    assert full.res == 256 and full.live == ("skull", "butterfly", "apple") and full.pb_sample is None
+    monkeypatch.setenv("COMPBOOK_MODE", "cpu")
+    assert experiments.BenchConfig.for_mode().live == ("skull",)

@@ -319,3 +319,48 @@ def run_theory() -> dict:
     """Chapters 3 and 4's checks (:func:`compbook.cppn.experiments.run_theory`, which now holds them)."""
     from .experiments import run_theory as run
     return run()
+
+
+# -- chapter 5's readings: Picbreeder against SGD ---------------------------------------------------------------
+READ = {REPRODUCED: "reproduced: Picbreeder above", NOT_REPRODUCED: "not reproduced: SGD above",
+        INCONCLUSIVE: "inconclusive: intervals overlap"}
+
+
+def reading(pb: dict, sg: dict, rule: str = "separated") -> str:
+    """The paper's claim (Picbreeder above SGD) read from two rows ``{"score", "ci95"}`` (:func:`verdict`);
+    inconclusive when a network's unperturbed render already fails the judge (:func:`drew_concept`)."""
+    if not (drew_concept(pb) and drew_concept(sg)):
+        return "inconclusive: fails unperturbed"
+    return READ[verdict(pb, sg, rule=rule)]
+
+
+def live_table(results: dict, cfg):
+    """Chapter 5's live scores (:func:`compbook.cppn.tables.live_scores`) as a table: Picbreeder and the SGD
+    seeds pooled (Wilson), and the reading, per target."""
+    import pandas as pd
+    from .tables import ci_cell, pooled_row
+    rows = []
+    for name in cfg.live:
+        pb = pooled_row(results, name, "Picbreeder", [0], cfg.delta)
+        sg = pooled_row(results, name, "SGD", cfg.live_seeds, cfg.delta)
+        rows.append({"target": name, "Picbreeder": ci_cell(pb), f"SGD seeds {list(cfg.live_seeds)}": ci_cell(sg),
+                     "reading": reading(pb, sg)})
+    return pd.DataFrame(rows).set_index("target")
+
+
+def reread_table(reread: dict, steps_now: dict):
+    """Chapter 5's stored re-read (``data/emc2/reread.json``) as one table: per target, delta and judge, Picbreeder
+    and SGD with intervals and the reading. A judge whose SGD verdicts were given on twins of another run than
+    the ones trained for ``steps_now[target]`` steps is marked ``*`` (the human verdicts of the first batch)."""
+    import pandas as pd
+    from .tables import ci_cell
+    by = {(r["concept"], r["network"], r["judge"], r["delta"]): r for r in reread["rows"]}
+    rows = []
+    for (c, net, j, d), r in by.items():
+        if net != "picbreeder":
+            continue
+        sg = by[(c, "sgd", j, d)]
+        earlier = "sources" in sg and not any(f"_{steps_now[c]}steps" in x for x in sg["sources"])
+        rows.append({"target": c, "delta": d, "judge": j + (" *" if earlier else ""), "Picbreeder": ci_cell(r),
+                     "SGD": ci_cell(sg), "reading": reading(r, sg)})
+    return pd.DataFrame(rows).sort_values(["target", "delta", "judge"])

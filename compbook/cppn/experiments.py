@@ -20,6 +20,21 @@ from . import panel, prune, train
 from .network import CPPN, uniform_cppn
 
 
+# -- chapter 5: EMC2-Bench on Picbreeder and the SGD twins --------------------------------------------------------
+@dataclass
+class BenchConfig(ModeConfig):
+    """Chapter 5's settings (our choices): the judged resolution, the main delta and the re-read's deltas, and
+    what is scored live in the chapter (the stored re-read scores all of it)."""
+    FULL = dict(res=256, live=("skull", "butterfly", "apple"), pb_sample=None, live_seeds=(0, 1, 2), sample=1000)
+    res: int = 64                       # resolution of judged renders
+    delta: float = 0.5                  # the main delta
+    deltas: tuple = (0.5, 1.0, 2.0)     # the re-read's deltas
+    live: tuple = ("skull",)            # targets scored live
+    pb_sample: int | None = 48          # Picbreeder weights scored live (None: all)
+    live_seeds: tuple = (0,)            # SGD twins scored live
+    sample: int = 100                   # weights per SGD twin
+
+
 # -- chapter 6: pruning methods at matched sparsity -------------------------------------------------------------
 @dataclass
 class PruningConfig(ModeConfig):

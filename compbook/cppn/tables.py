@@ -219,3 +219,38 @@ def etf_table(frames: dict | None = None) -> pd.DataFrame:
     table = pd.DataFrame(rows).set_index("frame")
     table["|difference|"] = (table.coherence - table.welch_bound).abs()
     return table
+
+
+# -- chapter 5: the live score and the stored re-read -------------------------------------------------------------
+def live_scores(pb_models: dict, sgd: dict, judge, fallback, cfg) -> dict:
+    """Chapter 5's live scores: ``{(name, "Picbreeder" | "SGD", seed, delta): ScoreResult}`` for the targets and
+    seeds ``cfg`` (:class:`~compbook.cppn.experiments.BenchConfig`) names, at ``cfg.delta`` and ``cfg.res``. Each
+    score asks ``judge`` (e.g. stored VLM verdicts), or ``fallback`` where it has no verdict (the result's
+    ``source`` says which answered)."""
+    from . import emc2
+    from .judges.cache import score_or_fall_back
+
+    def score(model, concept, sample):
+        return score_or_fall_back(lambda j: emc2.compositional_score(
+            model, j, concept, delta=cfg.delta, res=cfg.res, sample=sample, progress=False), judge, fallback)
+
+    out = {}
+    for name in cfg.live:
+        out[(name, "Picbreeder", 0, cfg.delta)] = score(pb_models[name], name, cfg.pb_sample)
+        for s in cfg.live_seeds:
+            out[(name, "SGD", s, cfg.delta)] = score(sgd[name][s], name, cfg.sample)
+    return out
+
+
+def pooled_row(results: dict, name: str, kind: str, seeds: Sequence[int], delta: float) -> dict:
+    """``{"score", "ci95", "k", "n"}`` over every perturbation of ``kind``'s networks (chapter 5): the verdicts of
+    ``results[(name, kind, seed, delta)]`` for each seed, pooled, with a 95% Wilson interval."""
+    from ..stats import wilson
+    v = np.concatenate([results[(name, kind, s, delta)].verdicts.numpy() for s in seeds])
+    k, n = int(v.sum()), len(v)
+    return {"score": k / n, "ci95": list(wilson(k, n)), "k": k, "n": n}
+
+
+def ci_cell(row: dict) -> str:
+    """``0.83 [0.77, 0.88] n=150``: a score row with its count (chapter 5's tables)."""
+    return f"{fmt(row)} n={row['n']}"

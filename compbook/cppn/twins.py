@@ -225,6 +225,23 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
     return rows
 
 
+def quality_table(sgd: dict, judge, res: int = 64):
+    """Chapter 5's table of the loaded twins (:func:`report`): steps, plateau, MSE, PSNR at 256 px and how far
+    below FER's, and the score ``judge`` (a semantic judge with ``.scores(images, concept)``) gives each
+    unperturbed twin ``sgd[target][seed]`` rendered at ``res``."""
+    import pandas as pd
+    q = pd.DataFrame(report(loaded_only=True))
+    q["dB below FER"] = q.fer_psnr_256 - q.psnr_256
+    with torch.no_grad():
+        own = {t: judge.scores(torch.stack([m.render(res) for m in ms]), t) for t, ms in sgd.items()}
+    q["judge, unperturbed"] = [float(own[t][s]) for t, s in zip(q.target, q.seed)]
+    q = q.rename(columns={"plateau_at_end": "plateau", "best_loss": "best MSE"})
+    cols = ["target", "seed", "steps", "plateau", "best MSE", "mse_64", "psnr_256", "dB below FER",
+            "judge, unperturbed"]
+    return q[cols].set_index(["target", "seed"]).round({"best MSE": 4, "mse_64": 4, "psnr_256": 1,
+                                                       "dB below FER": 1, "judge, unperturbed": 2})
+
+
 def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
     """The stored loss curves of the twins :func:`load_twins` loads: ``(steps (P,), losses (P, seeds))``, one
     point every ``loss_every`` steps (chapter 5)."""
