@@ -91,7 +91,7 @@ CASES = {
     "caption_tokens id 1.5": lambda c: S.caption_tokens(c.space, [1.5]),
     # -- patchify ----------------------------------------------------------------------------------------------
     "patchify image (8, 8)": lambda c: S.patchify(np.zeros((8, 8)), np.zeros((1, 8, 8), bool), 4),
-    "patchify p=4.0": lambda c: S.patchify(np.zeros((8, 8, 3)), np.zeros((1, 8, 8), bool), 4.0),
+    "patchify p=4.5": lambda c: S.patchify(np.zeros((8, 8, 3)), np.zeros((1, 8, 8), bool), 4.5),
     "patchify p=0": lambda c: S.patchify(np.zeros((8, 8, 3)), np.zeros((1, 8, 8), bool), 0),
     "patchify p=3 (8 px)": lambda c: S.patchify(np.zeros((8, 8, 3)), np.zeros((1, 8, 8), bool), 3),
     "patchify masks (1, 4, 4) for an 8 px image": lambda c: S.patchify(np.zeros((8, 8, 3)),
