@@ -16,10 +16,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .. import checks
 from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
+from .judges import semantic
 
 THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
                   "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
+assert THRESHOLD_GRID == semantic.THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
 
 
 def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
