@@ -412,7 +412,7 @@ def read_key(path) -> list[dict]:
     """The items of a key file, checked: a JSON object of this :data:`PROTOCOL` whose items are dicts with
     concept, kind, source, question and a distinct item number (a truncated or mixed key is refused)."""
     data = checks.json_file(path, "labelling key")
-    if data.get("protocol") != PROTOCOL:
+    if data.get("protocol", PROTOCOL) != PROTOCOL:     # relabel keys were written without the field
         raise ValueError(f"{path}: key of another protocol {str(data.get('protocol'))[:40]!r}..., not this one")
     items = data.get("items")
     if not isinstance(items, list):
