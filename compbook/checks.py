@@ -25,6 +25,10 @@ import torch
 #: largest book images, 256 px, with a few MiB; a reader's 2000 px render of a 12 x 22 CPPN fits).
 RENDER_BUDGET_MB = 2048
 RENDER_BUDGET_VARIABLE = "COMPBOOK_RENDER_BUDGET_MB"
+#: Default budget for the buffers of one call that builds data (scene lists, padded ids, image batches), in MiB
+#: (our choice: the book's largest data sets, a few thousand 64 px scenes, need tens of MiB).
+MEMORY_BUDGET_MB = 1024
+MEMORY_BUDGET_VARIABLE = "COMPBOOK_MEMORY_BUDGET_MB"
 
 
 def integer(value, name: str, minimum: int | None = 1, maximum: int | None = None) -> int:
@@ -141,18 +145,24 @@ def tensor(value, name: str, shape: Sequence[int | None] | None = None, *, low: 
     return t
 
 
-def render_budget_mb() -> float:
-    """The render budget in MiB: ``$COMPBOOK_RENDER_BUDGET_MB`` if set, else :data:`RENDER_BUDGET_MB`."""
-    raw = os.environ.get(RENDER_BUDGET_VARIABLE, "").strip()
+def budget_mb(variable: str = RENDER_BUDGET_VARIABLE, default: float = RENDER_BUDGET_MB) -> float:
+    """A budget in MiB: ``$variable`` if set (a positive number, else ``ValueError``), else ``default``. The one
+    reader of every budget (:func:`render_budget_mb`, :func:`memory_budget_mb`)."""
+    raw = os.environ.get(variable, "").strip()
     if not raw:
-        return float(RENDER_BUDGET_MB)
+        return float(default)
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"${RENDER_BUDGET_VARIABLE}={raw!r}: expected a positive number of MiB")
+        raise ValueError(f"${variable}={raw!r}: expected a positive number of MiB")
     return value
+
+
+def render_budget_mb() -> float:
+    """The render budget in MiB: ``$COMPBOOK_RENDER_BUDGET_MB`` if set, else :data:`RENDER_BUDGET_MB`."""
+    return budget_mb(RENDER_BUDGET_VARIABLE, RENDER_BUDGET_MB)
 
 
 def check_render_size(res, values_per_pixel: float, bytes_per_value: int, what: str,
@@ -169,3 +179,125 @@ def check_render_size(res, values_per_pixel: float, bytes_per_value: int, what: 
         raise ValueError(f"res={res}: {what} would need about {need:,.0f} MiB of buffers, over the render budget "
                          f"of {budget:,.0f} MiB (pass budget_mb=..., or set ${RENDER_BUDGET_VARIABLE})")
     return res
+
+
+# -- issue 23: shared checks for sizes, sequences, ids and names used in file paths ---------------------------------
+def memory_budget_mb() -> float:
+    """The data budget in MiB: ``$COMPBOOK_MEMORY_BUDGET_MB`` if set, else :data:`MEMORY_BUDGET_MB`."""
+    return budget_mb(MEMORY_BUDGET_VARIABLE, MEMORY_BUDGET_MB)
+
+
+def check_budget(n_bytes: float, what: str, budget_mb: float | None = None) -> float:
+    """Refuse, before anything is allocated, a call whose buffers would need ``n_bytes`` (a caller's estimate)
+    over the budget (``budget_mb`` MiB, default :func:`memory_budget_mb`). Returns ``n_bytes``."""
+    budget = memory_budget_mb() if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
+    need = float(n_bytes) / 2**20
+    if not math.isfinite(need) or need > budget:
+        raise ValueError(f"{what} would need about {need:,.0f} MiB, over the memory budget of {budget:,.0f} MiB "
+                         f"(pass smaller sizes, or set ${MEMORY_BUDGET_VARIABLE})")
+    return n_bytes
+
+
+def sequence(value, name: str, min_len: int = 1, max_len: int | None = None) -> list:
+    """``value`` (a list, tuple, range or array; not a string, bytes, dict or set) as a list of
+    ``min_len .. max_len`` items."""
+    if isinstance(value, (str, bytes, dict, set, frozenset)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise ValueError(f"{name} must be a list or tuple, got {type(value).__name__} {value!r:.60}")
+    n = len(value)
+    if n < min_len or max_len is not None and n > max_len:
+        raise ValueError(f"{name} must have {_interval(min_len, max_len)} items, got {n}")
+    return list(value)
+
+
+def mapping(value, name: str, min_len: int = 0) -> dict:
+    """``value`` if it is a dict with at least ``min_len`` entries."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict, got {type(value).__name__} {value!r:.60}")
+    if len(value) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} entries, got {len(value)}")
+    return value
+
+
+def integers(value, name: str, minimum: int | None = None, maximum: int | None = None, ndim: int | None = None,
+             min_size: int = 0) -> np.ndarray:
+    """``value`` (an int, a nested list or an array) as an int64 array of ``ndim`` dims (None: any), at least
+    ``min_size`` entries, each in ``[minimum, maximum]``. Bools, strings, NaN and fractions are refused (2.0 is
+    the integer 2)."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be integers, got {type(value).__name__} ({e})") from None
+    if a.dtype == object or a.dtype.kind in "USbBVcmM":
+        raise ValueError(f"{name} must be integers, got {a.dtype} {value!r:.60}")
+    if a.dtype.kind == "f":
+        if a.size and not (np.isfinite(a).all() and (a == np.round(a)).all()):
+            raise ValueError(f"{name} must be integers, got non-integer values such as "
+                             f"{a[~(np.isfinite(a) & (a == np.round(a)))].flat[0]!r}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D list of integers, got shape {a.shape}")
+    if a.size < min_size:
+        raise ValueError(f"{name} must hold at least {min_size} integers, got {a.size}")
+    a = a.astype(np.int64)
+    if a.size and (minimum is not None and a.min() < minimum or maximum is not None and a.max() > maximum):
+        raise ValueError(f"{name} must be integers {_interval(minimum, maximum)}, got values in "
+                         f"[{a.min()}, {a.max()}]")
+    return a
+
+
+def bools(value, name: str, n: int | None = None) -> np.ndarray:
+    """``value`` as a 1-D bool array (bools, or the integers 0 and 1) of length ``n`` when given."""
+    a = np.asarray(value)
+    if a.dtype != bool:
+        if a.dtype.kind not in "iu" or a.size and not np.isin(a, (0, 1)).all():
+            raise ValueError(f"{name} must be True/False values, got {a.dtype} {value!r:.60}")
+        a = a.astype(bool)
+    if a.ndim != 1 or n is not None and len(a) != n:
+        raise ValueError(f"{name} must be 1-D of length {n if n is not None else 'N'}, got shape {a.shape}")
+    return a
+
+
+def same_length(a, b, name_a: str, name_b: str) -> int:
+    """``len(a)``, after ``ValueError`` when ``len(b)`` differs (paired inputs)."""
+    if len(a) != len(b):
+        raise ValueError(f"{name_a} and {name_b} must have the same length, got {len(a)} and {len(b)}")
+    return len(a)
+
+
+_SAFE_NAME = __import__("re").compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def safe_name(value, name: str) -> str:
+    """``value`` as one file or folder name that cannot leave its folder: letters, digits, ``_ . + -``, not
+    starting with a dot, no separator, no ``..``."""
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{name} must be a plain file name (letters, digits, _ . + -; no '/', no '..'), "
+                         f"got {value!r}")
+    return value
+
+
+def safe_path(folder, relative, name: str) -> Path:
+    """``folder / relative`` where ``relative`` (``"emc2/twin_skull"``) is a relative path of :func:`safe_name`
+    parts separated by ``/``, so the result stays inside ``folder``."""
+    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\\" in relative:
+        raise ValueError(f"{name} must be a relative path inside {folder} (parts joined by '/'), got {relative!r}")
+    for part in relative.split("/"):
+        safe_name(part, f"{name} (part {part!r} of {relative!r})")
+    path = Path(folder) / relative
+    if not path.resolve().is_relative_to(Path(folder).resolve()):
+        raise ValueError(f"{name}={relative!r} leaves its folder {folder} (a link?)")
+    return path
+
+
+def json_file(path, what: str = "JSON file", kind: type = dict):
+    """The JSON content (a ``kind``, dict by default) of the file ``path``: ``ValueError`` naming the file when
+    it is a folder, not valid JSON (truncated?) or holds another kind (``FileNotFoundError`` when missing)."""
+    import json
+    p = file_path(path, what)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{what} {p} is not valid JSON (truncated or edited? {e})") from None
+    if not isinstance(data, kind):
+        raise ValueError(f"{what} {p} must hold a JSON {'object' if kind is dict else kind.__name__}, "
+                         f"got {type(data).__name__}")
+    return data

@@ -38,6 +38,8 @@ import numpy as np
 from scipy import ndimage
 from skimage.draw import polygon2mask
 
+from . import checks
+
 # ---------------------------------------------------------------- names and palettes
 
 #: CLEVR's 8 colours (RGB 0-255), the spec's palette, in the paper's order.
@@ -76,7 +78,10 @@ def pad_sequences(seqs, pad_id: int, length: int | None = None, name: str = "seq
 
     A sequence longer than ``length`` raises a ValueError naming ``name[i]``.
     """
-    length = length or max(len(s) for s in seqs)
+    seqs = [checks.integers(s, f"{name}[{i}]", 0, ndim=1) for i, s in enumerate(checks.sequence(seqs, name))]
+    pad_id = checks.integer(pad_id, "pad_id", 0)
+    length = max(len(s) for s in seqs) if length is None else checks.integer(length, "length")
+    checks.check_budget(8.0 * len(seqs) * length, f"{name}: {len(seqs)} sequences padded to length {length}")
     out = np.full((len(seqs), length), pad_id, dtype=np.int64)
     for i, s in enumerate(seqs):
         if len(s) > length:
@@ -97,6 +102,13 @@ class ObjectSpace:
     values: tuple
 
     def __post_init__(self):
+        checks.sequence(self.concepts, "concepts")
+        checks.sequence(self.values, "values")
+        for i, c in enumerate(self.concepts):
+            checks.non_empty_str(c, f"concepts[{i}]")
+        for i, vs in enumerate(self.values):
+            for j, v in enumerate(checks.sequence(vs, f"values[{i}]")):
+                checks.non_empty_str(v, f"values[{i}][{j}]")
         if len(self.concepts) != len(self.values) or not self.concepts:
             raise ValueError(f"concepts={self.concepts!r}: need one value list per concept, at least one")
         if len(set(self.concepts)) != len(self.concepts):
@@ -117,7 +129,7 @@ class ObjectSpace:
 
     def object_values(self, object_id) -> tuple:
         """Value indices (C,) of an object id (or an array of ids -> (N, C) array)."""
-        ids = np.asarray(object_id)
+        ids = checks.integers(object_id, "object_id")
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_objects):
             raise ValueError(f"object_id={object_id!r}: outside 0..{self.n_objects - 1}")
         out = np.stack(np.unravel_index(ids, self.sizes), axis=-1)
@@ -125,8 +137,8 @@ class ObjectSpace:
 
     def object_id(self, values) -> int:
         """Id of an object from its value indices (C,), or (N, C) -> (N,)."""
-        v = np.asarray(values)
-        if v.shape[-1] != len(self.sizes) or np.any(v < 0) or np.any(v >= np.asarray(self.sizes)):
+        v = checks.integers(values, "values")
+        if v.ndim not in (1, 2) or v.shape[-1] != len(self.sizes) or np.any(v < 0) or np.any(v >= np.asarray(self.sizes)):
             raise ValueError(f"values={values!r}: need {len(self.sizes)} indices below {self.sizes}")
         ids = np.ravel_multi_index(tuple(np.moveaxis(v, -1, 0)), self.sizes)
         return int(ids) if v.ndim == 1 else ids
@@ -149,7 +161,7 @@ class ObjectSpace:
 
 
 def _check_names(argument: str, names, known) -> tuple:
-    names = tuple(names)
+    names = tuple(checks.sequence(names, argument))
     bad = [n for n in names if n not in known]
     if bad:
         raise ValueError(f"{argument}: unknown name(s) {bad}; known: {tuple(known)}")
@@ -184,8 +196,7 @@ def rich_space(n_colours=12, n_shapes=7, n_sizes=3, n_pattern_colours=12, n_patt
     for name, n, top in (("n_colours", n_colours, len(COLOURS)), ("n_shapes", n_shapes, len(SHAPES)),
                          ("n_sizes", n_sizes, len(SIZES)), ("n_pattern_colours", n_pattern_colours, len(COLOURS)),
                          ("n_patterns", n_patterns, len(PATTERNS))):
-        if not 1 <= n <= top:
-            raise ValueError(f"{name}={n}: must be in 1..{top}")
+        checks.integer(n, name, 1, top)
     names = list(COLOURS)
     return make_space(names[:n_colours], SHAPES[:n_shapes], list(SIZES)[:n_sizes], names[:n_pattern_colours],
                       PATTERNS[:n_patterns])
@@ -315,6 +326,7 @@ class Vocabulary:
     def value_token(self, concept: str, value: int) -> int:
         """Token id naming ``value`` (index) of ``concept``."""
         k = self.space.concept_index(concept)
+        value = checks.integer(value, "value", 0, len(self.space.values[k]) - 1)
         return self.index[self.space.values[k][value]]
 
     def concept_tokens(self, concept: str) -> np.ndarray:
@@ -324,6 +336,7 @@ class Vocabulary:
 
     def encode(self, text: str, specials: bool = True) -> np.ndarray:
         """Caption -> (L,) int64 ids (with <bos> ... <eos> when ``specials``); unknown words raise ValueError."""
+        checks.non_empty_str(text, "text")
         idx = self.index
         words = text.split()
         bad = [w for w in words if w not in idx]
@@ -334,6 +347,7 @@ class Vocabulary:
 
     def decode(self, ids) -> str:
         """Ids -> caption (pad, bos and eos dropped)."""
+        ids = checks.integers(ids, "ids", 0, len(self.tokens) - 1, ndim=1)
         return " ".join(self.tokens[int(i)] for i in ids if int(i) > 2)
 
     def pad(self, seqs, length: int | None = None) -> np.ndarray:
@@ -344,6 +358,7 @@ class Vocabulary:
 @functools.lru_cache(maxsize=64)
 def vocabulary(space: ObjectSpace) -> Vocabulary:
     """The fixed vocabulary of a space (deterministic order: specials, then values by concept)."""
+    checks.instance(space, "space", ObjectSpace)
     words = list(SPECIALS)
     for vs in space.values:
         words += [v for v in vs if v not in words]
@@ -361,12 +376,14 @@ def object_phrase(space: ObjectSpace, object_id: int) -> list:
 
 def caption(space: ObjectSpace, objects) -> str:
     """Caption of a scene, objects in slot order joined by "and": "a red square and a blue circle"."""
+    objects = checks.sequence(objects, "objects")
     return " and ".join(" ".join(w for w, _ in object_phrase(space, o)) for o in objects)
 
 
 def caption_tokens(space: ObjectSpace, objects):
     """(ids (L,), token_object (L,), token_concept (L,)) with <bos>/<eos>; -1 where a token names no object
     (object index) or no concept (concept index)."""
+    objects = checks.sequence(objects, "objects")
     vocab = vocabulary(space)
     ids, tob, tcon = [vocab.bos_id], [-1], [-1]
     for i, o in enumerate(objects):
@@ -418,6 +435,17 @@ class Scene:
 
 def patchify(image: np.ndarray, masks: np.ndarray, p: int) -> PatchGrid:
     """image (H, W, 3), masks (n, H, W) -> :class:`PatchGrid` of p x p patches."""
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[-1] != 3 or image.dtype.kind != "f":
+        raise ValueError(f"image must be a float array (H, W, 3), got {image.dtype} {image.shape}")
+    if image.size and not (np.isfinite(image).all() and image.min() >= 0 and image.max() <= 1):
+        raise ValueError("image must hold finite values in [0, 1]")
+    masks = np.asarray(masks)
+    if masks.ndim != 3 or masks.shape[1:] != image.shape[:2]:
+        raise ValueError(f"masks must have shape (n, {image.shape[0]}, {image.shape[1]}), got {masks.shape}")
+    if masks.dtype != bool and not np.isin(masks, (0, 1)).all():
+        raise ValueError(f"masks must be bool (or 0/1), got {masks.dtype} with other values")
+    p = checks.integer(p, "p")
     h, w, _ = image.shape
     if p < 1 or h % p or w % p:
         raise ValueError(f"p={p}: the image is {h}x{w}, need a patch size dividing both")
@@ -432,8 +460,12 @@ def patchify(image: np.ndarray, masks: np.ndarray, p: int) -> PatchGrid:
 
 def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) -> None:
     """ValueError unless ``res`` draws this layout's smallest object at least MIN_OBJECT_PX wide."""
-    if layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r}: not one of {tuple(LAYOUTS)}")
+    if not isinstance(res, (int, np.integer)) or isinstance(res, (bool, np.bool_)):
+        raise ValueError(f"resolution={res!r}: must be an int")
+    if space is not None:
+        checks.instance(space, "space", ObjectSpace)
     smallest = 1.0
     if space is not None and "size" in space.concepts:
         smallest = min(SIZES[v] for v in space.values[space.concept_index("size")])
@@ -441,15 +473,20 @@ def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) ->
     if not isinstance(res, (int, np.integer)) or px < MIN_OBJECT_PX:
         raise ValueError(f"resolution={res!r}: too small to draw the shapes of layout {layout!r} "
                          f"(objects would be {px:.1f} px wide, need >= {MIN_OBJECT_PX:g})")
+    # peak buffers: coverage per slot (float64), colour and image, and the supersampled crop of one object
+    checks.check_render_size(res, len(LAYOUTS[layout][0]) + 5 + 12 * (LAYOUTS[layout][1] * SUPERSAMPLE) ** 2, 8,
+                             f"a {layout!r} scene at {res} px")
 
 
 def _check_scene(space, objects, slots, layout, res):
+    checks.instance(space, "space", ObjectSpace)
     check_resolution(res, layout, space)
     n_slots = len(LAYOUTS[layout][0])
-    objects = tuple(int(o) for o in objects)
+    objects = tuple(int(o) for o in checks.integers(objects, "objects", ndim=1))
     if not 1 <= len(objects) <= n_slots:
         raise ValueError(f"objects: {len(objects)} objects, layout {layout!r} has {n_slots} slots")
-    slots = tuple(range(len(objects))) if slots is None else tuple(int(s) for s in slots)
+    slots = tuple(range(len(objects))) if slots is None else \
+        tuple(int(s) for s in checks.integers(slots, "slots", ndim=1))
     if len(slots) != len(objects) or len(set(slots)) != len(slots) or not all(0 <= s < n_slots for s in slots):
         raise ValueError(f"slots={slots!r}: need {len(objects)} distinct slots in 0..{n_slots - 1}")
     for o in objects:
@@ -483,9 +520,12 @@ def render_scene(space: ObjectSpace, objects, res: int = 64, layout: str = "pair
 
 def render_images(space: ObjectSpace, scenes, res: int = 64, layout: str = "pair", slots=None) -> np.ndarray:
     """Images only, for training: ``scenes`` (N, k) object ids -> (N, res, res, 3) float32."""
-    scenes = np.asarray(scenes)
-    if scenes.ndim != 2:
-        raise ValueError(f"scenes: need an (N, k) array of object ids, got shape {scenes.shape}")
+    checks.instance(space, "space", ObjectSpace)
+    scenes = checks.integers(scenes, "scenes")
+    if scenes.ndim != 2 or not scenes.size:
+        raise ValueError(f"scenes: need an (N, k) array of object ids, N, k >= 1, got shape {scenes.shape}")
+    check_resolution(res, layout, space)
+    checks.check_budget(12.0 * len(scenes) * res * res, f"render_images: {len(scenes)} images at {res} px")
     out = np.empty((len(scenes), res, res, 3), np.float32)
     for i, objs in enumerate(scenes):
         objs, sl = _check_scene(space, objs, slots, layout, res)
@@ -495,7 +535,8 @@ def render_images(space: ObjectSpace, scenes, res: int = 64, layout: str = "pair
 
 def all_pairs(object_ids) -> np.ndarray:
     """Every ordered pair (repeats allowed) of the given objects -> (n^2, 2); CLEVR-2D: 576 scenes."""
-    ids = np.asarray(object_ids)
+    ids = checks.integers(object_ids, "object_ids", 0, ndim=1, min_size=1)
+    checks.check_budget(48.0 * len(ids) ** 2, f"all_pairs of {len(ids)} objects")
     return np.stack(np.meshgrid(ids, ids, indexing="ij"), -1).reshape(-1, 2)
 
 
@@ -513,6 +554,8 @@ class SymbolicTokens:
     n_values: int
 
     def __post_init__(self):
+        checks.integer(self.n_concepts, "n_concepts")
+        checks.integer(self.n_values, "n_values")
         if self.n_concepts < 1 or self.n_values < 1:
             raise ValueError(f"n_concepts={self.n_concepts}, n_values={self.n_values}: both must be >= 1")
 
@@ -529,29 +572,35 @@ class SymbolicTokens:
                            tuple(tuple(f"v{v}" for v in range(self.n_values)) for _ in range(self.n_concepts)))
 
     def value_token(self, concept: int, value: int) -> int:
-        return concept * self.n_values + value
+        concept = checks.integer(concept, "concept", 0, self.n_concepts - 1)
+        return concept * self.n_values + checks.integer(value, "value", 0, self.n_values - 1)
 
     def encode(self, objects) -> np.ndarray:
         """Object ids of one scene -> [soo, c0 v, c1 v, ..., eoo]*n + [eos] (int64)."""
-        vals = self.space.object_values(np.asarray(objects, dtype=np.int64).reshape(-1))
+        ids = checks.integers(objects, "objects", 0, self.n_values ** self.n_concepts - 1, min_size=1)
+        vals = self.space.object_values(ids.reshape(-1))
         body = np.concatenate([np.full((len(vals), 1), self.soo), vals + np.arange(self.n_concepts) * self.n_values,
                                np.full((len(vals), 1), self.eoo)], axis=1).reshape(-1)
         return np.concatenate([body, [self.eos]]).astype(np.int64)
 
     def encode_batch(self, scenes, length: int | None = None) -> np.ndarray:
         """List of scenes (object-id sequences, lengths may differ) -> (N, length) padded with ``pad``."""
-        seqs = [self.encode(s) for s in scenes]
+        seqs = [self.encode(s) for s in checks.sequence(scenes, "scenes")]
         return pad_sequences(seqs, self.pad, length, "scenes")
 
 
 def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:
     """``n_scenes`` scenes of objects drawn (with replacement) from ``object_ids``; ``n_objects`` an int or a
     (low, high) range of objects per scene (inclusive). Deterministic in ``seed``."""
-    rng = np.random.default_rng(seed)
-    lo, hi = (n_objects, n_objects) if np.isscalar(n_objects) else n_objects
+    n_scenes = checks.integer(n_scenes, "n_scenes")
+    seed = checks.integer(seed, "seed", 0)
+    pair = [n_objects] * 2 if np.isscalar(n_objects) else checks.sequence(n_objects, "n_objects", 2, 2)
+    lo, hi = (checks.integer(v, "n_objects", 1) for v in pair)
     if lo < 1 or hi < lo:
         raise ValueError(f"n_objects={n_objects!r}: need 1 <= low <= high")
-    ids = np.asarray(object_ids)
+    ids = checks.integers(object_ids, "object_ids", 0, ndim=1, min_size=1)
+    checks.check_budget((72.0 + 40 * hi) * n_scenes, f"sample_scenes: {n_scenes} scenes of up to {hi} objects")
+    rng = np.random.default_rng(seed)
     return [tuple(int(o) for o in rng.choice(ids, size=rng.integers(lo, hi + 1))) for _ in range(n_scenes)]
 
 
@@ -598,8 +647,14 @@ def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_s
     """
     if not isinstance(n_objects, (int, np.integer)) or n_objects < 2:
         raise ValueError(f"n_objects={n_objects!r}: need an int >= 2")
-    if not 0 < coverage < 1:
-        raise ValueError(f"coverage={coverage!r}: must lie strictly between 0 and 1")
+    coverage = checks.real(coverage, "coverage", 0, 1, low_open=True, high_open=True)
+    seed = checks.integer(seed, "seed", 0)
+    k = checks.integer(objects_per_scene, "objects_per_scene")
+    max_scenes = checks.integer(max_scenes, "max_scenes")
+    checks.real(val_fraction, "val_fraction", 0, 1, low_open=True, high_open=True)
+    n_scenes = min(float(n_objects) ** k, max_scenes)
+    checks.check_budget(24.0 * n_objects + 2 * 4 * 8.0 * k * n_scenes,
+                        f"coverage_split: {n_objects} objects, up to {n_scenes:,.0f} scenes of {k} per split")
     n_train = int(math.floor(n_objects * coverage))
     if not 1 <= n_train < n_objects:
         raise ValueError(f"coverage={coverage!r}: gives {n_train} train objects of {n_objects}; need 1..n-1")

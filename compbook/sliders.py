@@ -21,13 +21,19 @@ import html
 import io
 import itertools
 import os
+import re
 import sys
 import uuid
 from typing import Callable, Sequence
 
+from . import checks
+
 WIDGETS_VARIABLE = "COMPBOOK_WIDGETS"
 WIDGET_MODES = ("auto", "live", "static")
 MAX_FRAMES = 64
+#: The largest dpi a frame may be drawn at (our choice: a 7 in figure at 300 dpi is 2100 px wide).
+MAX_DPI = 300
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 # environment variables that only a live front end sets for its kernels (nbclient/nbmake set none of them)
 _FRONT_END_VARIABLES = ("JPY_SESSION_NAME", "VSCODE_PID", "VSCODE_CWD")
 
@@ -44,19 +50,45 @@ def widget_mode() -> str:
 
 
 def _check_knobs(knobs: dict) -> dict[str, list]:
+    if not isinstance(knobs, dict):
+        raise ValueError(f"knobs must be a dict {{name: [values]}}, got {type(knobs).__name__}")
     if not knobs:
         raise ValueError("frame_slider needs at least one knob, e.g. frame_slider(draw, depth=[2, 4, 8])")
     out = {}
     for name, values in knobs.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
             raise ValueError(f"knob {name!r}: expected a non-empty list of values, got {values!r}")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"knob names must be Python identifiers (draw's keyword arguments), got {name!r}")
         out[name] = list(values)
+        try:
+            distinct = len(set(out[name])) == len(out[name])
+        except TypeError:          # unhashable values: compare what the slider shows
+            distinct = len({_label(v) for v in out[name]}) == len(out[name])
+        if not distinct:
+            raise ValueError(f"knob {name!r}: values must be distinct, got {out[name]!r:.100}")
     n = 1
     for values in out.values():
         n *= len(values)
     if n > MAX_FRAMES:
         raise ValueError(f"knobs {list(out)}: {n} frames, more than {MAX_FRAMES}; use fewer values per knob")
     return out
+
+
+def _check_draw(draw, dpi):
+    if not callable(draw):
+        raise ValueError(f"draw must be a callable returning a matplotlib Figure, got {type(draw).__name__}")
+    return checks.integer(dpi, "dpi", 1, MAX_DPI)
+
+
+def _check_start(start, knobs: dict) -> dict:
+    if start is None:
+        return {}
+    start = checks.mapping(start, "start")
+    for name, value in start.items():
+        if name not in knobs or value not in knobs[name]:
+            raise ValueError(f"start[{name!r}]={value!r}: not one of the knob's values {knobs.get(name)}")
+    return dict(start)
 
 
 def _png(fig, dpi: int) -> str:
@@ -75,6 +107,7 @@ def _label(value) -> str:
 def render_frames(draw: Callable, knobs: dict, dpi: int = 80) -> list[str]:
     """Every combination of ``knobs`` drawn once: base64 PNGs in row-major order (the last knob varies fastest)."""
     knobs = _check_knobs(knobs)
+    dpi = _check_draw(draw, dpi)
     names = list(knobs)
     frames = []
     for combo in itertools.product(*knobs.values()):
@@ -90,10 +123,14 @@ def frames_html(frames: Sequence[str], knobs: dict, start: dict | None = None) -
     """A kernel-free viewer: one range input per knob, swapping the shown PNG (``frames`` as from
     :func:`render_frames`). The page needs no kernel and no network."""
     knobs = _check_knobs(knobs)
+    frames = checks.sequence(frames, "frames")
     sizes = [len(v) for v in knobs.values()]
     if len(frames) != _product(sizes):
         raise ValueError(f"frames: expected {_product(sizes)} frames for knobs {list(knobs)}, got {len(frames)}")
-    start = start or {}
+    for i, f in enumerate(frames):
+        if not isinstance(f, str) or not _BASE64.fullmatch(f):
+            raise ValueError(f"frames[{i}] must be a base64 PNG string (render_frames), got {f!r:.40}")
+    start = _check_start(start, knobs)
     uid = "cbs" + uuid.uuid4().hex[:10]
     rows, init = [], []
     for k, (name, values) in enumerate(knobs.items()):
@@ -144,10 +181,8 @@ def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 80, **
     (a returned HTML string would be echoed as a page-wide text output).
     """
     knobs = _check_knobs(knobs)
-    start = dict(start or {})
-    for name, value in start.items():
-        if name not in knobs or value not in knobs[name]:
-            raise ValueError(f"start[{name!r}]={value!r}: not one of the knob's values {knobs.get(name)}")
+    dpi = _check_draw(draw, dpi)
+    start = _check_start(start, knobs)
     from IPython.display import HTML, display
 
     if widget_mode() == "live":

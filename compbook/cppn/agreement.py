@@ -16,16 +16,20 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .. import checks
 from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
+from .judges import semantic
 
 THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
                   "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
+assert THRESHOLD_GRID == semantic.THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
 
 
 def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
     """Agreement, balanced accuracy (mean of the judge's recall on human-yes and human-no items) and Cohen's
     kappa of two bool sequences; ``n``, and the human "yes" rate. NaN where a class is missing."""
-    h, j = np.asarray(human, dtype=bool), np.asarray(judge, dtype=bool)
+    h, j = checks.bools(human, "human"), checks.bools(judge, "judge")
+    checks.same_length(h, j, "human", "judge")
     n = len(h)
     if n == 0:
         return {"n": 0, "agreement": float("nan"), "balanced_accuracy": float("nan"), "kappa": float("nan"),
@@ -41,7 +45,8 @@ def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
 
 def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
     """Bool ``(N,)``: True for the held-out half, stratified by (concept, kind), seeded."""
-    rng = np.random.default_rng(seed)
+    _check_items(items, ("concept", "kind"))
+    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
     held = np.zeros(len(items), dtype=bool)
     groups: dict = {}
     for j, it in enumerate(items):
@@ -52,8 +57,36 @@ def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
     return held
 
 
+ANSWERS = ("yes", "no", "can't tell", None)
+
+
+def _check_items(items, keys, name: str = "items") -> list:
+    items = checks.sequence(items, name, 0)
+    for i, it in enumerate(items):
+        if not isinstance(it, dict) or any(k not in it for k in keys):
+            raise ValueError(f"{name}[{i}] must be a key item with {list(keys)}, got {it!r:.80}")
+    return items
+
+
+def _check_answers(items, answers) -> list:
+    answers = checks.sequence(answers, "answers", 0)
+    checks.same_length(items, answers, "items", "answers")
+    for i, a in enumerate(answers):
+        if a not in ANSWERS:
+            raise ValueError(f"answers[{i}] must be one of {ANSWERS}, got {a!r}")
+    return answers
+
+
+def _check_images(images, n: int) -> None:
+    if not isinstance(images, torch.Tensor) or images.ndim != 4:
+        raise ValueError(f"images must be a tensor (N, H, W, 3), got {type(images).__name__}")
+    if len(images) != n:
+        raise ValueError(f"images and items must have the same length, got {len(images)} and {n}")
+
+
 def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list[dict], np.ndarray]:
     """The items answered yes or no, and their verdicts (True = yes)."""
+    answers = _check_answers(_check_items(items, ()), answers)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     return [items[j] for j in keep], np.array([answers[j] == "yes" for j in keep])
 
@@ -62,7 +95,9 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
     """Each item's continuous score under candidate ``kind`` (``"reference"``, ``"classifier"``, ``"ssim"``:
     SSIM against the item's own network's unperturbed render, which the key's ``source`` rebuilds)."""
     from . import labelling
-    from .judges import semantic
+    checks.choice(kind, "kind", ("reference", "classifier", "ssim"))
+    items = _check_items(items, ("concept", "source"))
+    _check_images(images, len(items))
     out = np.zeros(len(items))
     for c in sorted({it["concept"] for it in items}):
         idx = [j for j, it in enumerate(items) if it["concept"] == c]
@@ -84,14 +119,19 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
 
 def best_threshold(scores: np.ndarray, human: np.ndarray, grid: Sequence[float]) -> float:
     """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``human`` (first on ties)."""
+    scores = checks.tensor(np.asarray(scores, dtype=float), "scores", (None,)).numpy()
+    human = checks.bools(human, "human", len(scores))
+    grid = [checks.real(t, f"grid[{i}]") for i, t in enumerate(checks.sequence(grid, "grid"))]
     ba = [metrics(human, scores >= t)["balanced_accuracy"] for t in grid]
     return float(grid[int(np.nanargmax(ba))])
 
 
 def kind_rows(items, human, verdicts, mask=None) -> list[dict]:
     """Metrics rows over the ``mask``ed items (default all): all network kinds together, then each kind."""
-    kinds = np.array([it["kind"] for it in items])
-    mask = np.ones(len(kinds), dtype=bool) if mask is None else mask
+    kinds = np.array([it["kind"] for it in _check_items(items, ("kind",))])
+    human = checks.bools(human, "human", len(kinds))
+    verdicts = checks.bools(verdicts, "verdicts", len(kinds))
+    mask = np.ones(len(kinds), dtype=bool) if mask is None else checks.bools(mask, "mask", len(kinds))
     rows = []
     for kind in ("all", "picbreeder", "sgd"):
         m = mask & ((kinds == kind) if kind != "all" else True)
@@ -101,6 +141,7 @@ def kind_rows(items, human, verdicts, mask=None) -> list[dict]:
 
 def table(items, human, verdicts, held) -> list[dict]:
     """Metrics rows: all items and per network kind, on the held-out half and on everything."""
+    held = checks.bools(held, "held", len(items))
     return [{"split": part} | r for part, mask in (("held-out", held), ("all", np.ones_like(held)))
             for r in kind_rows(items, human, verdicts, mask)]
 
@@ -112,6 +153,12 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     ``images`` ``(N, 64, 64, 3)`` are the items' renders. SSIM (own render, threshold 0.5 as documented) is
     reported beside them but is not a candidate: it does not answer "is this a <concept>?".
     """
+    items = _check_items(items, ("concept", "kind", "source"))
+    answers = _check_answers(items, answers)
+    _check_images(images, len(items))
+    seed = checks.integer(seed, "seed", 0)
+    for k in checks.sequence(kinds, "kinds"):
+        checks.choice(k, "kinds", semantic.KINDS)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
@@ -135,7 +182,8 @@ def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
     """The items of a key in ``data/judge_cache/`` that have a stored human answer, and those answers."""
     from . import labelling
     from ..paths import data_dir
-    key = json.loads((data_dir() / "judge_cache" / key_name).read_text())["items"]
+    checks.safe_name(key_name, "key_name")
+    key = labelling.read_key(data_dir() / "judge_cache" / key_name)
     answers = labelling.answers_for(key)
     have = [j for j, a in enumerate(answers) if a is not None]
     return [key[j] for j in have], [answers[j] for j in have]
@@ -145,6 +193,12 @@ def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch
              thresholds: dict) -> dict:
     """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render, 0.5) on
     a new labelled batch that took no part in the choice: metric rows for all items and per network kind."""
+    items = _check_items(items, ("concept", "kind", "source"))
+    answers = _check_answers(items, answers)
+    _check_images(images, len(items))
+    for k, t in checks.mapping(thresholds, "thresholds", 1).items():
+        checks.choice(k, "thresholds (a kind)", semantic.KINDS)
+        checks.real(t, f"thresholds[{k!r}]", -1, 1)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
@@ -159,6 +213,11 @@ def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[
     """The labeller against themself: ``relabel`` items (``"of"``: the original item number), ``first`` and
     ``second`` answers ({item: 'y'|'n'|'?'}). Exact agreement over all three answers, and agreement and kappa
     over the items answered yes/no both times."""
+    _check_items(relabel, ("of", "item"), "relabel")
+    for name, d in (("first", first), ("second", second)):
+        for n, a in checks.mapping(d, name).items():
+            if a not in ("y", "n", "?"):
+                raise ValueError(f"{name}[{n!r}] must be 'y', 'n' or '?', got {a!r}")
     pairs = [(first[it["of"]], second[it["item"]]) for it in relabel if it["of"] in first and it["item"] in second]
     both = [(a == "y", b == "y") for a, b in pairs if a != "?" and b != "?"]
     m = metrics([a for a, _ in both], [b for _, b in both])

@@ -79,6 +79,7 @@ def probability_verdict(p: float, level: float = 0.95, rule: str = "separated") 
     """A bootstrap probability ``p`` that the paper's direction holds: reproduced when ``p >= (1 + level) / 2``,
     not reproduced when ``p <= (1 - level) / 2``, else inconclusive (``rule="point"``: ``p`` against 0.5)."""
     p = checks.real(p, "p", 0, 1)
+    level = checks.real(level, "level", 0, 1, low_open=True, high_open=True)
     rule = checks.choice(rule, "rule", RULES)
     if rule == "point":
         return REPRODUCED if p > 0.5 else NOT_REPRODUCED if p < 0.5 else INCONCLUSIVE
@@ -89,10 +90,16 @@ def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
     """``a - b`` of two stored score rows (with per-network counts ``k_n``), with a bootstrap 95% interval
     (networks, then weights, drawn independently for ``a`` and ``b``)."""
     from .panel import groups_from_counts
+    n_boot = checks.integer(n_boot, "n_boot", 2)
+    seed = checks.integer(seed, "seed", 0)
     draws = []
     for j, row in enumerate((a, b)):
         if not isinstance(row, dict) or "k_n" not in row:
             raise ValueError(f"{'ab'[j]} must be a stored row with 'k_n', got {row!r:.80}")
+        checks.sequence(row["k_n"], f"{'ab'[j]}['k_n']")
+        checks.real(row.get("score"), f"{'ab'[j]}['score']")
+    checks.check_budget(8.0 * 4 * n_boot * max(len(a["k_n"]), len(b["k_n"])), f"difference: n_boot={n_boot}")
+    for j, row in enumerate((a, b)):
         g = groups_from_counts(row["k_n"])
         draws.append(pooled_draws([x.mean() for x in g], [len(x) for x in g], n_boot, np.random.default_rng(seed + j)))
     d = draws[0] - draws[1]
@@ -110,6 +117,8 @@ def _find(rows, **match) -> dict:
 
 def judge_kind(name: str, chosen: str) -> str | None:
     """``"default"``, ``"ssim"`` or ``"human"`` for a judge name of ``reread.json`` (None: another judge)."""
+    checks.non_empty_str(name, "name")
+    checks.non_empty_str(chosen, "chosen")
     if name.startswith("human"):
         return "human"
     if name.startswith("ssim"):
@@ -121,8 +130,11 @@ def drew_concept(row: dict) -> bool:
     """Did every network of a ``reread.json`` row draw its concept before any weight moved, for that judge?
     (``row["unperturbed"]`` ``[k, n]``: k of its n networks' own renders accepted; a row without it counts as
     yes; with ``n = 0``, no network's render was judged: yes.)"""
-    k, n = row.get("unperturbed", (0, 0))
-    return int(k) == int(n)
+    checks.mapping(row, "row")
+    kn = checks.integers(row.get("unperturbed", (0, 0)), "row['unperturbed']", 0, ndim=1)
+    if len(kn) != 2 or kn[0] > kn[1]:
+        raise ValueError(f"row['unperturbed'] must be [k, n] with 0 <= k <= n, got {row['unperturbed']!r}")
+    return int(kn[0]) == int(kn[1])
 
 
 def chapter5_claims(reread: dict, rule: str = "separated", require_drawn: bool = True) -> list[dict]:
@@ -132,9 +144,16 @@ def chapter5_claims(reread: dict, rule: str = "separated", require_drawn: bool =
     already fails the judge (:func:`drew_concept`) is *inconclusive* whatever the scores: "still a skull after
     the perturbation" means little for a network that did not draw one. The row says which side failed."""
     checks.boolean(require_drawn, "require_drawn")
+    rule = checks.choice(rule, "rule", RULES)
+    checks.mapping(reread, "reread")
     for key in ("chosen", "rows"):
         if key not in reread:
             raise ValueError(f"reread: no {key!r} key (is it data/emc2/reread.json?)")
+    for i, r in enumerate(checks.sequence(reread["rows"], "reread['rows']", 0)):
+        if not isinstance(r, dict) or not all(k in r for k in ("judge", "concept", "delta", "network", "n")):
+            raise ValueError(f"reread['rows'][{i}] must be a row with judge, concept, delta, network and n, "
+                             f"got {r!r:.80}")
+        checks.non_empty_str(r["judge"], f"reread['rows'][{i}]['judge']")
     out = []
     rows = [r | {"kind": judge_kind(r["judge"], reread["chosen"])} for r in reread["rows"]]
     for c in sorted({r["concept"] for r in rows}):
@@ -161,6 +180,9 @@ def _claim(claim, chapter, judge, numbers, result) -> dict:
 
 def chapter6_claims(ch6: dict, rule: str = "separated", tolerance: float = 0.02) -> list[dict]:
     """SP above every baseline; the paper's baselines score 0."""
+    rule = checks.choice(rule, "rule", RULES)
+    tolerance = checks.real(tolerance, "tolerance", 0, 1)
+    _need(ch6, "ch6", "rows")
     out = []
     for j in ("default", "ssim"):
         sp = _find(ch6["rows"], name="SP", judge=j)
@@ -183,15 +205,38 @@ def _peak_above_edges(iv: list[dict], rule: str) -> tuple[str, str]:
             verdict(inner, edge, "greater", rule))
 
 
+def _need(d, name: str, *keys) -> dict:
+    checks.mapping(d, name)
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise ValueError(f"{name}: no {missing} (run python -m compbook.cppn experiments --write)")
+    return d
+
+
+def _frequencies(freq, name: str) -> dict[int, float]:
+    """``freq`` (depth -> share) as ``{int: float}``: depths integers >= 1, shares in [0, 1] adding up to 1."""
+    checks.mapping(freq, name, 1)
+    out = {}
+    for k, v in freq.items():
+        d = int(checks.integers(k if not isinstance(k, str) else (int(k) if k.strip().isdigit() else k),
+                                f"{name} (a depth)", 1, ndim=0))
+        out[d] = checks.real(v, f"{name}[{k!r}]", 0, 1)
+    if abs(sum(out.values()) - 1) > 1e-6:
+        raise ValueError(f"{name}: shares must add up to 1, got {sum(out.values()):.6g}")
+    return out
+
+
 def p_shallower(freq_a: dict, freq_b: dict) -> float:
     """P(peak of a < peak of b) when each is drawn from its bootstrap peak frequencies (depth -> share)."""
-    fa = {int(k): v for k, v in freq_a.items()}
-    fb = {int(k): v for k, v in freq_b.items()}
+    fa = _frequencies(freq_a, "freq_a")
+    fb = _frequencies(freq_b, "freq_b")
     return float(sum(pa * pb for da, pa in fa.items() for db, pb in fb.items() if da < db))
 
 
 def peak_set(freq: dict, level: float = 0.95) -> list[int]:
     """The most frequent bootstrap peaks (depth -> share) whose shares add up to at least ``level``."""
+    level = checks.real(level, "level", 0, 1, low_open=True)
+    freq = _frequencies(freq, "freq")
     out, total = [], 0.0
     for d, f in sorted(((int(k), v) for k, v in freq.items()), key=lambda kv: (-kv[1], kv[0])):
         if total >= level:
@@ -207,6 +252,8 @@ def predictor_verdict(predicted: int, peaks: Sequence[int], depths: Sequence[int
     stands for the swept depths next to it (itself, or the two around it): reproduced when the set holds
     nothing else, not reproduced when the set holds none of them, else inconclusive."""
     predicted = checks.integer(predicted, "predicted")
+    peaks = [int(x) for x in checks.integers(peaks, "peaks", 1, ndim=1)]
+    depths = [int(x) for x in checks.integers(depths, "depths", 1, ndim=1)]
     if not peaks or not depths or not set(peaks) <= set(depths):
         raise ValueError(f"peaks must be a non-empty subset of depths, got {list(peaks)} and {list(depths)}")
     d = sorted(depths)
@@ -222,6 +269,8 @@ def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
     """A peak inside the depth range; the simpler target (higher PNG ratio) peaks shallower; the PNG line
     (:data:`compbook.cppn.depth.DEFAULT_LINE`) predicts the peak."""
     from .depth import DEFAULT_LINE
+    rule = checks.choice(rule, "rule", RULES)
+    _need(ch7, "ch7", "targets")
     out = []
     t = ch7["targets"]
     for j in ("default", "ssim"):
@@ -245,6 +294,8 @@ def chapter7_claims(ch7: dict, rule: str = "separated") -> list[dict]:
 
 def chapter8_claims(ch8: dict, rule: str = "separated") -> list[dict]:
     """Muon: lower loss and a higher score than Adam."""
+    rule = checks.choice(rule, "rule", RULES)
+    _need(ch8, "ch8", "mse", "rows")
     mu, ad = mean_ci(ch8["mse"]["muon"]), mean_ci(ch8["mse"]["adam"])
     four = lambda r: f"{r['score']:.4f} [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]"   # noqa: E731
     out = [_claim("Muon reaches a lower loss than Adam", 8, "(MSE)", f"{four(mu)} vs {four(ad)}",
@@ -258,6 +309,8 @@ def chapter8_claims(ch8: dict, rule: str = "separated") -> list[dict]:
 
 def chapter9_claims(ch9: dict, rule: str = "separated") -> list[dict]:
     """SP raises the score on unknown targets; less so for the two-object scene."""
+    rule = checks.choice(rule, "rule", RULES)
+    _need(ch9, "ch9", "targets")
     out = []
     t = ch9["targets"]
     single = [n for n in t if n not in ("butterfly + apple", "butterfly", "apple")]
@@ -277,6 +330,7 @@ def chapter9_claims(ch9: dict, rule: str = "separated") -> list[dict]:
 
 def theory_claims(theory: dict) -> list[dict]:
     """Chapters 3-4: exact checks of the book's model of rho and of the Welch bound (no noise)."""
+    _need(theory, "theory", "welch", "volume")
     w, v = theory["welch"], theory["volume"]
     return [
         _claim("rho peaks at (W_min, L*) for the skull", 3, "(model)",
@@ -298,6 +352,9 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
     """Every claim row, chapters in order (see the chapter functions; ``require_drawn``:
     :func:`chapter5_claims`)."""
     rule = checks.choice(rule, "rule", RULES)
+    checks.real(tolerance, "tolerance", 0, 1)
+    checks.boolean(require_drawn, "require_drawn")
+    checks.mapping(stored, "stored")
     for key in ("theory", "chapter6", "chapter7", "chapter8", "chapter9"):
         if key not in stored:
             raise ValueError(f"stored: no {key!r} (run python -m compbook.cppn experiments --write)")

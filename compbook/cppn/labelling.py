@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
+from .. import checks
 from . import store, emc2, judges, picbreeder, twins
 
 PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the concept's Picbreeder reference "
@@ -40,6 +41,8 @@ RES = 64
 
 def human_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str:
     """The judge identity of human verdicts: the labeller and the protocol (both part of every cache key)."""
+    checks.non_empty_str(labeller, "labeller")
+    checks.non_empty_str(protocol, "protocol")
     if not labeller.strip() or not protocol.strip():
         raise ValueError("labeller and protocol must be non-empty")
     return f"human:{labeller}|protocol={protocol}"
@@ -59,6 +62,8 @@ class Network:
 
 def networks(concepts: Sequence[str] = twins.TARGETS) -> list[Network]:
     """The layerized Picbreeder network and the stored SGD twins (:func:`compbook.cppn.twins.load_twins`) per concept."""
+    for c in checks.sequence(concepts, "concepts"):
+        checks.choice(c, "concepts", twins.TARGETS)
     out = []
     for c in concepts:
         out.append(Network(c, "picbreeder", 0, f"picbreeder:{c}",
@@ -76,10 +81,11 @@ def networks(concepts: Sequence[str] = twins.TARGETS) -> list[Network]:
 
 def load_network(source: str):
     """Rebuild a network from a key's ``source`` (``picbreeder:<name>`` or ``emc2/<checkpoint stem>``)."""
+    checks.non_empty_str(source, "source")
     if source.startswith("picbreeder:"):
-        return picbreeder.layerize(picbreeder.load_genome(source.split(":", 1)[1]))
+        return picbreeder.layerize(picbreeder.load_genome(checks.safe_name(source.split(":", 1)[1], "source")))
     from ..paths import data_dir
-    return store.load_cppn(data_dir() / source)
+    return store.load_cppn(checks.safe_path(data_dir(), source, "source"))
 
 
 def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: int = 22, per_sgd: int = 8,
@@ -90,6 +96,14 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
     ``per_picbreeder`` (Picbreeder) or ``per_sgd`` (each SGD twin) non-zero weights, moved by ``+delta``.
     Items are then shuffled within each concept (one concept per sheet) and numbered from ``start``.
     """
+    for i, net in enumerate(checks.sequence(nets, "nets")):
+        checks.instance(net, f"nets[{i}]", Network)
+    for i, d in enumerate(checks.sequence(deltas, "deltas")):
+        checks.real(d, f"deltas[{i}]", nonzero=True)
+    per_picbreeder = checks.integer(per_picbreeder, "per_picbreeder", 0)
+    per_sgd = checks.integer(per_sgd, "per_sgd", 0)
+    seed = checks.integer(seed, "seed", 0)
+    start = checks.integer(start, "start", 0)
     rng = np.random.default_rng(seed)
     by_concept: dict[str, list[dict]] = {}
     for net in nets:
@@ -114,11 +128,23 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
 def without_questions(items: Sequence[dict], asked: Sequence[dict], start: int) -> list[dict]:
     """``items`` minus those whose (concept, question) an earlier batch ``asked`` (a verdict is stored once per
     question), renumbered from ``start`` in the same shuffled order."""
+    start = checks.integer(start, "start", 0)
+    _check_items(items)
+    _check_items(asked, "asked")
     seen = {(it["concept"], judges.canonical_json(it["question"])) for it in asked}
     out = [dict(it) for it in items if (it["concept"], judges.canonical_json(it["question"])) not in seen]
     for n, it in enumerate(out, start):
         it["item"] = n
     return out
+
+
+def _check_items(items, name: str = "items", keys=("concept", "question")) -> list:
+    items = checks.sequence(items, name, 0)
+    for i, it in enumerate(items):
+        if not isinstance(it, dict) or any(k not in it for k in keys) or \
+                "question" in keys and not isinstance(it["question"], dict):
+            raise ValueError(f"{name}[{i}] must be a key item with {list(keys)}, got {it!r:.80}")
+    return items
 
 
 def _question(model_hash: str, weight, delta: float) -> dict:
@@ -129,7 +155,12 @@ def _question(model_hash: str, weight, delta: float) -> dict:
 
 def render_items(items: Sequence[dict], models: dict | None = None) -> torch.Tensor:
     """The images ``(N, 64, 64, 3)`` of key items, in order (networks rebuilt from ``source``, or ``models``)."""
-    models = dict(models or {})
+    items = _check_items(items, keys=("concept", "question", "source"))
+    for it in items:
+        if not it["source"].startswith("picbreeder:"):
+            checks.safe_path(".", it["source"], "items: source") if isinstance(it["source"], str) else \
+                checks.non_empty_str(it["source"], "items: source")
+    models = dict(checks.mapping(models, "models") if models is not None else {})
     out = torch.zeros(len(items), RES, RES, 3)
     by_source: dict[str, list[int]] = {}
     for j, it in enumerate(items):
@@ -172,6 +203,11 @@ def contact_sheet(images, numbers: Sequence[int], concept: str, rows: int = 4, c
                   scale: int = 3) -> Image.Image:
     """One sheet: the reference render and the concept's name at the top, then ``rows x cols`` items, each
     ``scale`` times enlarged under its big item number. Nothing else is drawn (no network, weight or delta)."""
+    scale = checks.integer(scale, "scale", 1, 8)
+    rows = checks.integer(rows, "rows")
+    cols = checks.integer(cols, "cols")
+    images = checks.tensor(images, "images", (None, None, None, 3), low=0, high=1)
+    checks.check_budget(3.0 * rows * cols * (RES * scale + 50) ** 2, f"contact_sheet {rows} x {cols} at scale {scale}")
     n, side = len(images), RES * scale
     if n > rows * cols or n != len(numbers):
         raise ValueError(f"images: {n} items for {len(numbers)} numbers and a {rows}x{cols} sheet")
@@ -193,7 +229,15 @@ def contact_sheet(images, numbers: Sequence[int], concept: str, rows: int = 4, c
 def write_sheets(items: Sequence[dict], images, folder, per_sheet: int = 24, cols: int = 6,
                  scale: int = 3) -> list[Path]:
     """Contact sheets ``sheet_NN_<concept>.png`` of key items (one concept per sheet, in item order)."""
+    items = _check_items(items, keys=("concept", "item"))
+    checks.same_length(items, images, "items", "images")
+    per_sheet = checks.integer(per_sheet, "per_sheet")
+    cols = checks.integer(cols, "cols")
+    scale = checks.integer(scale, "scale", 1, 8)
+    checks.tensor(images, "images", (None, None, None, 3), low=0, high=1)
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"folder {folder} is a file, not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     out, start = [], 0
     while start < len(items):
@@ -212,8 +256,13 @@ def write_sheets(items: Sequence[dict], images, folder, per_sheet: int = 24, col
 
 def read_labels(path) -> dict[int, str]:
     """A labels file: one ``<item> <y|n|?>`` per line (``#`` comments, blank lines ignored) -> {item: answer}."""
+    path = checks.file_path(path, "labels file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"labels file {path} is not text ({e})") from None
     out = {}
-    for lineno, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
@@ -233,6 +282,15 @@ def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, ide
     An existing file must have the same identity (else ``ValueError``); a question already stored with another
     answer is an error too (a verdict is never silently replaced)."""
     identity = identity or human_identity()
+    checks.non_empty_str(identity, "identity")
+    items = _check_items(items, keys=("concept", "question", "item"))
+    numbers = [it["item"] for it in items]
+    if len(set(numbers)) != len(numbers):
+        raise ValueError("items: an item number appears twice (two keys mixed?)")
+    checks.mapping(labels, "labels", 1)
+    for n, a in labels.items():
+        if a not in ANSWERS:
+            raise ValueError(f"labels[{n!r}] must be one of {list(ANSWERS)}, got {a!r}")
     path = Path(path) if path is not None else judges.cache_path(identity)
     entries = judges.read_cache(path)[1] if path.exists() else {}
     if path.exists() and judges.read_cache(path)[0] != identity:
@@ -254,12 +312,15 @@ def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, ide
 def human_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
     """The stored human verdicts as a strict :class:`~compbook.cppn.judges.CachedJudge` (refuses another identity)."""
     identity = identity or human_identity()
+    checks.non_empty_str(identity, "identity")
     return judges.CachedJudge(path if path is not None else judges.cache_path(identity), identity=identity)
 
 
 def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -> list[str | None]:
     """The stored answer (``"yes"``, ``"no"``, ``"can't tell"``) of each key item, None where none is stored."""
     identity = identity or human_identity()
+    checks.non_empty_str(identity, "identity")
+    items = _check_items(items)
     _, entries = judges.read_cache(path if path is not None else judges.cache_path(identity))
     out = []
     for it in items:
@@ -278,6 +339,9 @@ class LabelWidget:
     """
 
     def __init__(self, items: Sequence[dict], images, path=None, identity: str | None = None):
+        items = _check_items(items, keys=("concept", "item"))
+        if not hasattr(images, "__len__") or isinstance(images, (str, bytes)):
+            raise ValueError(f"images must be the items' renders (N, 64, 64, 3), got {type(images).__name__}")
         if len(items) != len(images):
             raise ValueError(f"images: {len(images)} for {len(items)} items")
         self.items, self.images, self.path, self.identity = list(items), images, path, identity
@@ -297,7 +361,9 @@ class LabelWidget:
 
     def answer(self, a: str) -> None:
         """Record answer ``a`` ('y', 'n' or '?') for the current item and move to the next."""
-        if a not in ANSWERS or self.pos >= len(self.items):
+        if a not in ANSWERS:
+            raise ValueError(f"a must be one of {list(ANSWERS)}, got {a!r}")
+        if self.pos >= len(self.items):
             return
         n = self.items[self.pos]["item"]
         self.labels[n] = a
@@ -325,6 +391,12 @@ class LabelWidget:
 def relabel_items(items: Sequence[dict], fraction: float = 0.1, seed: int = 1, start: int = 9001) -> list[dict]:
     """A seeded ``fraction`` of ``items``, shuffled again and renumbered from ``start`` (``"of"``: the original
     item number), for the labeller's self-agreement."""
+    items = _check_items(items, keys=("concept", "item"))
+    fraction = checks.real(fraction, "fraction", 0, 1, low_open=True)
+    seed = checks.integer(seed, "seed", 0)
+    start = checks.integer(start, "start", 0)
+    if not items:
+        raise ValueError("items must hold at least one item")
     rng = np.random.default_rng(seed)
     pick = rng.choice(len(items), size=max(1, round(fraction * len(items))), replace=False)
     by_concept: dict[str, list[dict]] = {}
@@ -337,9 +409,25 @@ def relabel_items(items: Sequence[dict], fraction: float = 0.1, seed: int = 1, s
 
 
 def read_key(path) -> list[dict]:
-    return json.loads(Path(path).read_text())["items"]
+    """The items of a key file, checked: a JSON object of this :data:`PROTOCOL` whose items are dicts with
+    concept, kind, source, question and a distinct item number (a truncated or mixed key is refused)."""
+    data = checks.json_file(path, "labelling key")
+    if data.get("protocol", PROTOCOL) != PROTOCOL:     # relabel keys were written without the field
+        raise ValueError(f"{path}: key of another protocol {str(data.get('protocol'))[:40]!r}..., not this one")
+    items = data.get("items")
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: key has no 'items' list")
+    _check_items(items, f"{path}: items", ("concept", "kind", "source", "question", "item"))
+    numbers = [it["item"] for it in items]
+    if len(set(numbers)) != len(numbers):
+        raise ValueError(f"{path}: an item number appears twice (two keys merged?)")
+    return items
 
 
 def write_key(path, items, note: str) -> None:
+    checks.non_empty_str(note, "note")
+    text = judges.canonical_json({"note": note, "protocol": PROTOCOL, "items": checks.sequence(items, "items", 0)},
+                                 "items")
+    del text      # checked: JSON-able, no NaN
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"note": note, "protocol": PROTOCOL, "items": items}, indent=0))

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import checks
 from . import labelling, panel, picbreeder, store, twins
 from .judges.base import SSIMJudge
 from .judges import semantic
@@ -36,6 +37,11 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
     (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept
     alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``).
     ``unperturbed`` is ``[k, n]`` of :func:`compbook.cppn.panel.unperturbed_counts` for the row's networks."""
+    _check_settings(deltas, sample, pb_sample, seed, concepts)
+    for name, j in checks.mapping(judge_map, "judge_map", 1).items():
+        checks.non_empty_str(name, "judge_map (a name)")
+        if not callable(j) or not isinstance(getattr(j, "identity", None), str):
+            raise ValueError(f"judge_map[{name!r}] must be a judge (callable with an 'identity'), got {j!r:.60}")
     rows = []
     for c in concepts:
         nets = [("picbreeder", picbreeder.layerize(picbreeder.load_genome(c)), pb_sample)]
@@ -57,6 +63,17 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
 EARLIER = "earlier twins: human (book authors)"
 
 
+def _check_settings(deltas, sample, pb_sample, seed, concepts) -> None:
+    for i, d in enumerate(checks.sequence(deltas, "deltas")):
+        checks.real(d, f"deltas[{i}]", nonzero=True)
+    checks.integer(sample, "sample")
+    checks.optional_integer(pb_sample, "pb_sample")
+    checks.integer(seed, "seed", 0)
+    if concepts is not None:
+        for c in checks.sequence(concepts, "concepts"):
+            checks.choice(c, "concepts", twins.TARGETS)
+
+
 def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=None) -> list[dict]:
     """Rows of the human verdicts per concept, network kind and delta (perturbed items only); "can't tell"
     counts as no (as stored); ``cant_tell`` says how many; ``unperturbed`` ``[k, n]``: of the networks' own
@@ -65,8 +82,18 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=Non
     ``current`` (the ``source`` names of the twins scored now): the rows named "human (book authors)" then hold
     only those twins' SGD items, and rows named :data:`EARLIER` the other twins' (the Picbreeder rows, every
     batch, appear under both names); None: one set of rows over every item."""
+    key = checks.sequence(key, "key", 0)
+    answers = checks.sequence(answers, "answers", 0)
+    checks.same_length(key, answers, "key", "answers")
+    for i, (it, a) in enumerate(zip(key, answers)):
+        if not isinstance(it, dict) or not all(k in it for k in ("concept", "kind", "question")) \
+                or not isinstance(it["question"], dict):
+            raise ValueError(f"key[{i}] must be a key item with concept, kind and question, got {it!r:.80}")
+        if a not in ("yes", "no", "can't tell", None):
+            raise ValueError(f"answers[{i}] must be 'yes', 'no', \"can't tell\" or None, got {a!r}")
     if current is not None:
-        current = set(current)
+        current = set(checks.sequence(list(current) if isinstance(current, (set, frozenset)) else current,
+                                      "current", 0))
         now = [it["kind"] == "picbreeder" or it["source"] in current for it in key]
         before = [it["kind"] == "picbreeder" or it["source"] not in current for it in key]
         pick = lambda keep: ([it for it, k in zip(key, keep) if k], [a for a, k in zip(answers, keep) if k])  # noqa
@@ -90,6 +117,14 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=Non
 def merge(parts: Sequence[dict]) -> dict:
     """One ``reread.json`` from the part files of a run split by ``--concepts`` (same settings, every concept
     once); the rows in :data:`compbook.cppn.twins.TARGETS` order, the human rows last, seconds summed."""
+    parts = checks.sequence(parts, "parts")
+    for i, p in enumerate(parts):
+        need = ("made_by", "seconds", "twins", "chosen", "concepts", "rows", "human_rows")
+        if not isinstance(p, dict) or any(k not in p for k in need):
+            raise ValueError(f"parts[{i}] must be a part file with {list(need)}, got {p!r:.80}")
+        checks.real(p["seconds"], f"parts[{i}]['seconds']", 0)
+    if len({p["chosen"] for p in parts}) != 1:
+        raise ValueError(f"parts: made with different chosen judges: {sorted({p['chosen'] for p in parts})}")
     made = {p["made_by"] for p in parts}
     if len(made) != 1:
         raise ValueError(f"parts: made with different settings: {sorted(made)}")
@@ -110,8 +145,11 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
     With ``concepts`` only those are scored, and the result is a part file for :func:`merge` (its ``rows`` the
     machine rows, ``human_rows`` the human ones)."""
     from ..paths import data_dir
+    _check_settings(deltas, sample, pb_sample, 0, concepts)
+    if not isinstance(made_by, str):
+        raise ValueError(f"made_by must be a str (the command line), got {type(made_by).__name__}")
     t0 = time.perf_counter()
-    choice = json.loads(semantic.choice_path().read_text())
+    choice = semantic.read_choice()
     judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": j
                  for k, j in semantic.candidates(choice["thresholds"]).items()}
     judge_map["ssim (own render, 0.5)"] = SSIMJudge(0.5)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import checkpoints
+from ... import checkpoints, checks
 from . import base
 
 CONCEPTS = ("skull", "butterfly", "apple")
@@ -49,7 +50,13 @@ def check_concept(concept) -> str:
 def prepare(images) -> torch.Tensor:
     """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.base.check_images`) as float32
     ``(N, 3, 64, 64)``; other sizes are resized (area when shrinking, bilinear when growing)."""
-    x = base.check_images(images).detach().float().cpu().permute(0, 3, 1, 2)
+    if isinstance(images, torch.Tensor) and images.ndim == 4:
+        checks.check_budget(4.0 * images[:1].numel() * (2 + len(images)), f"prepare: {len(images)} images of "
+                            f"{images.shape[1]} x {images.shape[2]} px")
+    images = base.check_images(images)
+    if not len(images):
+        raise ValueError("images must hold at least one image, got (0, H, W, 3)")
+    x = images.detach().float().cpu().permute(0, 3, 1, 2)
     if x.shape[-2:] != (RES, RES):
         mode = "area" if min(x.shape[-2:]) >= RES else "bilinear"
         x = F.interpolate(x, size=(RES, RES), mode=mode, **({} if mode == "area" else {"align_corners": False}))
@@ -68,6 +75,9 @@ def reference(concept: str) -> torch.Tensor:
 def ssim_batched(x: torch.Tensor, y: torch.Tensor, win: int = 7) -> torch.Tensor:
     """Mean SSIM ``(N,)`` of ``x`` and ``y`` ``(N, C, H, W)`` in [0, 1], uniform ``win`` window, channels
     averaged (skimage's ``structural_similarity`` with ``data_range=1``, computed in torch, in a batch)."""
+    x = checks.tensor(x, "x", (None, None, None, None), low=0, high=1)
+    y = checks.tensor(y, "y", tuple(x.shape), low=0, high=1)
+    win = checks.integer(win, "win", 2, min(x.shape[-2:]))
     c1, c2 = 0.01 ** 2, 0.03 ** 2
     pool = lambda t: F.avg_pool2d(t, win, stride=1)   # noqa: E731
     mx, my = pool(x), pool(y)
@@ -90,7 +100,16 @@ def _shifted(ref: torch.Tensor, shift: int) -> torch.Tensor:
 def reference_scores(images, concept: str, scales=(64, 32, 16), shift: int = 2) -> torch.Tensor:
     """Multi-scale score ``(N,)``: for each scale, the images and the reference shrunk (area) to it, the best
     RGB SSIM over shifts of the reference up to ``shift`` pixels, then the mean over scales."""
-    return image_reference_scores(images, reference(check_concept(concept)), scales, shift)
+    check_concept(concept)
+    _check_scales(scales, shift)
+    return image_reference_scores(images, reference(concept), scales, shift)
+
+
+def _check_scales(scales, shift) -> tuple[tuple[int, ...], int]:
+    """``scales`` as a non-empty tuple of sizes in ``[5, 64]`` (the SSIM window must fit), ``shift`` an int in
+    ``[0, 8]`` (our bound: a shift beyond 8 px no longer compares the same drawing)."""
+    out = tuple(checks.integer(v, f"scales[{i}]", 5, RES) for i, v in enumerate(checks.sequence(scales, "scales")))
+    return out, checks.integer(shift, "shift", 0, 8)
 
 
 def image_reference_scores(images, ref: torch.Tensor, scales=(64, 32, 16), shift: int = 2,
@@ -102,6 +121,9 @@ def image_reference_scores(images, ref: torch.Tensor, scales=(64, 32, 16), shift
     if not isinstance(ref, torch.Tensor) or tuple(ref.shape) != (3, RES, RES):
         shape = tuple(ref.shape) if isinstance(ref, torch.Tensor) else type(ref).__name__
         raise ValueError(f"ref must be a tensor (3, {RES}, {RES}), got {shape}")
+    checks.tensor(ref, "ref", (3, RES, RES), low=0, high=1)
+    scales, shift = _check_scales(scales, shift)
+    chunk = checks.integer(chunk, "chunk")
     x = prepare(images)
     ref = ref.detach().float().cpu()
     return torch.cat([_ms_scores(x[s:s + chunk], ref, tuple(scales), int(shift))
@@ -174,6 +196,7 @@ class ReferenceJudge(_ThresholdJudge):
     def __init__(self, threshold: float = 0.5, scales=(64, 32, 16), shift: int = 2):
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
+        scales, shift = _check_scales(scales, shift)
         self.threshold, self.scales, self.shift = float(threshold), tuple(scales), int(shift)
         self.identity = (f"semantic-reference:ms-ssim-rgb|scales={list(self.scales)}|shift={self.shift}|"
                          f"threshold={self.threshold!r}")
@@ -195,7 +218,8 @@ class ImageReferenceJudge(_ThresholdJudge):
     def __init__(self, target, threshold: float = 0.625, scales=(64, 32, 16), shift: int = 2):
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
-        t = torch.as_tensor(target) if not isinstance(target, torch.Tensor) else target
+        scales, shift = _check_scales(scales, shift)
+        t = checks.tensor(target, "target", finite=False)
         if t.ndim != 3:
             raise ValueError(f"target must be one image (H, W, 3), got shape {tuple(t.shape)}")
         self.ref = prepare(t[None])[0]                                   # (3, 64, 64)
@@ -235,14 +259,20 @@ WEIGHTS_FORMAT = "compbook-concept-cnn/1"
 def weights_path(folder=None) -> Path:
     """``data/semantic/concept_cnn.safetensors`` (or under ``folder``)."""
     from ...paths import data_dir
+    _check_folder(folder)
     return Path(folder if folder is not None else data_dir() / FOLDER) / "concept_cnn.safetensors"
 
 
 def load_classifier(path=None) -> tuple[ConceptNet, str]:
     """The trained :class:`ConceptNet` (eval mode) and the first 12 hex digits of its weights file's sha256."""
     path = Path(path) if path is not None else weights_path()
+    if path.is_dir():
+        raise ValueError(f"path {path} is a directory, not the classifier's weights file")
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist (train it: python -m compbook.cppn semantic train)")
+    if not path.with_suffix(".json").is_file():
+        raise ValueError(f"{path}: its sidecar {path.with_suffix('.json').name} is missing (not a compbook "
+                         f"checkpoint, or half copied)")
     net = ConceptNet()
     net.load_state_dict(checkpoints.load(path, format=WEIGHTS_FORMAT, names=net.state_dict())[0])
     return net.eval(), hashlib.sha256(path.read_bytes()).hexdigest()[:12]
@@ -275,6 +305,13 @@ def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed:
                      progress: bool = True) -> tuple[ConceptNet, list[float]]:
     """Train :class:`ConceptNet` on :func:`compbook.cppn.judges.augment.batch` (positives: transformations of each
     reference render; negatives: the declared list there). Returns the net and the loss every 100 steps."""
+    steps = checks.integer(steps, "steps")
+    batch = checks.integer(batch, "batch")
+    lr = checks.real(lr, "lr", 0, low_open=True)
+    seed = checks.integer(seed, "seed", 0)
+    checks.boolean(progress, "progress")
+    # one batch of 64 px RGB images with the CNN's activations (about 30 values per input value, float32)
+    checks.check_budget(4.0 * 31 * batch * 3 * RES * RES, f"train_classifier: batches of {batch}")
     from tqdm.auto import tqdm
     from . import augment
     torch.manual_seed(seed)
@@ -300,8 +337,14 @@ def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed:
 
 
 # -- the default ---------------------------------------------------------------------------------------------------
+def _check_folder(folder):
+    if folder is not None and not isinstance(folder, (str, os.PathLike)):
+        raise ValueError(f"folder must be a path (str or os.PathLike), got {type(folder).__name__}")
+
+
 def choice_path(folder=None) -> Path:
     from ...paths import data_dir
+    _check_folder(folder)
     return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
 
 
@@ -317,16 +360,54 @@ def make_judge(kind: str, threshold: float):
 def candidates(thresholds: dict | None = None) -> dict:
     """The candidate judges with the thresholds stored in ``choice.json`` (or given), by kind."""
     if thresholds is None:
-        thresholds = json.loads(choice_path().read_text())["thresholds"]
+        thresholds = read_choice()["thresholds"]
+    checks.mapping(thresholds, "thresholds", 1)
+    for k in thresholds:
+        checks.choice(k, "thresholds (a kind)", KINDS)
     return {k: make_judge(k, t) for k, t in thresholds.items()}
 
 
-def default_judge():
-    """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold."""
-    path = choice_path()
-    if not path.is_file():
+#: the candidate kinds ``choice.json`` may name
+KINDS = ("reference", "classifier")
+#: each kind's threshold grid (the calibration half picks one value of it; ``agreement.THRESHOLD_GRID``)
+THRESHOLD_GRID = {"reference": [round(0.05 + 0.025 * i, 3) for i in range(37)],
+                  "classifier": [round(0.05 + 0.05 * i, 3) for i in range(19)]}
+
+
+def read_choice(path=None) -> dict:
+    """``choice.json`` (default :func:`choice_path`), checked: a JSON object whose ``thresholds`` name known kinds
+    with values from :data:`compbook.cppn.agreement.THRESHOLD_GRID`, whose ``chosen`` is one of them, and whose
+    ``chosen`` is what the stored held-out rows give by the rule (best balanced accuracy, kappa on ties). A file
+    truncated, edited by hand (a threshold or the choice changed) or of another config is refused."""
+    path = choice_path() if path is None else path
+    if not Path(path).exists():
         raise FileNotFoundError(f"{path} does not exist (make it: python -m compbook.cppn semantic choose)")
-    choice = json.loads(path.read_text())
+    data = checks.json_file(path, "semantic choice file")
+    th, chosen, tables = data.get("thresholds"), data.get("chosen"), data.get("tables")
+    if not isinstance(th, dict) or not th or not isinstance(tables, dict):
+        raise ValueError(f"{path}: needs 'thresholds' and 'tables' objects (is it data/semantic/choice.json?)")
+    for k, t in th.items():
+        if k not in KINDS:
+            raise ValueError(f"{path}: unknown kind {k!r} in thresholds (known: {KINDS}); another config?")
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or \
+                not any(abs(t - g) < 1e-9 for g in THRESHOLD_GRID[k]):
+            raise ValueError(f"{path}: threshold of {k!r} is {t!r}, not a value of its grid (edited by hand?)")
+    if chosen not in th:
+        raise ValueError(f"{path}: chosen={chosen!r} is not one of its thresholds {list(th)}")
+    try:
+        held = {k: tables[k][0] for k in th}
+        best = max(th, key=lambda k: (held[k]["balanced_accuracy"], held[k]["kappa"]))
+    except (KeyError, IndexError, TypeError) as e:
+        raise ValueError(f"{path}: tables lack the held-out rows of {list(th)} ({e!r})") from None
+    if any(held[k].get("split") != "held-out" for k in th) or best != chosen:
+        raise ValueError(f"{path}: chosen={chosen!r} is not what its held-out rows give ({best!r}); edited by hand?")
+    return data
+
+
+def default_judge(path=None):
+    """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold
+    (``path``: another choice file; checked by :func:`read_choice`)."""
+    choice = read_choice(path)
     return make_judge(choice["chosen"], choice["thresholds"][choice["chosen"]])
 
 
