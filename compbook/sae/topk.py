@@ -39,10 +39,8 @@ class TopKSAEConfig:
             checks.integer(getattr(self, name), name)
         if not 1 <= checks.integer(self.k, "k", None) <= int(self.d_sae):
             raise ValueError(f"k={self.k}: must satisfy 1 <= k <= d_sae={self.d_sae}")
-        mib = 2 * self.d_in * self.d_sae * 4 / 2 ** 20       # W_enc and W_dec in float32 (and as many again to init)
-        if mib > checks.render_budget_mb():
-            raise ValueError(f"d_in={self.d_in} x d_sae={self.d_sae}: the weights need {mib:,.0f} MiB, over the "
-                             f"budget of {checks.render_budget_mb():,.0f} MiB (${checks.RENDER_BUDGET_VARIABLE})")
+        # W_enc and W_dec in float32, refused before allocating (checks.memory_budget_mb)
+        checks.check_budget(2 * self.d_in * self.d_sae * 4, f"a TopK SAE of d_in={self.d_in} x d_sae={self.d_sae}")
 
 
 def check_activations(x: torch.Tensor, d_in: int, name: str = "x") -> torch.Tensor:
