@@ -1,26 +1,46 @@
-import json, re, sys, ast
+"""Visible code lines per result, per chapter (issue 20): ``python benchmarks/chapter_code_lines.py chapters``.
+
+A *visible code line* is a non-blank, non-comment line of a code cell the page shows (not tagged ``hide-input``,
+``remove-input`` or ``remove-cell``; the Colab setup cell excluded). A *result* is a code cell that shows
+something: it prints, plots, displays or draws a slider, or ends in an expression (a table). The book's rule
+(CONTRIBUTING.md): at most 10 visible lines per result on average in every chapter (``tests/test_book.py``).
+"""
+
+import ast
+import json
+import re
+import sys
 from pathlib import Path
+
 HIDDEN = {"hide-input", "remove-input", "remove-cell"}
 SHOWS = re.compile(r"\b(print|display|frame_slider|imshow|plt\.|plots\.|\.plot\(|show\(|HTML\()")
-def count(nb_path):
-    nb = json.loads(Path(nb_path).read_text())
+
+
+def shows_something(src: str) -> bool:
+    """Whether a code cell's source prints, plots or displays, or ends in an expression."""
+    if SHOWS.search(src):
+        return True
+    try:
+        body = ast.parse(src.replace("%", "#")).body
+    except SyntaxError:
+        return False
+    return bool(body) and isinstance(body[-1], ast.Expr) and not isinstance(body[-1].value, ast.Constant)
+
+
+def count(nb_path) -> tuple[int, int]:
+    """``(visible code lines, results)`` of one notebook."""
     lines = results = 0
-    for i, c in enumerate(nb["cells"]):
+    for i, c in enumerate(json.loads(Path(nb_path).read_text())["cells"]):
         if c["cell_type"] != "code" or i == 0:
             continue
         src = "".join(c["source"])
-        tags = set(c.get("metadata", {}).get("tags", []))
-        shows = bool(SHOWS.search(src))
-        try:
-            body = ast.parse(src.replace("%", "#")).body
-            shows = shows or (body and isinstance(body[-1], ast.Expr) and not isinstance(body[-1].value, ast.Constant))
-        except SyntaxError:
-            pass
-        results += bool(shows)
-        if tags & HIDDEN:
-            continue
-        lines += sum(1 for l in src.split("\n") if l.strip() and not l.strip().startswith("#"))
+        results += shows_something(src)
+        if not set(c.get("metadata", {}).get("tags", [])) & HIDDEN:
+            lines += sum(1 for l in src.split("\n") if l.strip() and not l.strip().startswith("#"))
     return lines, results
-for p in sorted(Path(sys.argv[1]).glob("*.ipynb")):
-    l, r = count(p)
-    print(f"{p.stem:28s} {l:4d} lines {r:3d} results {l / max(r, 1):5.1f} per result")
+
+
+if __name__ == "__main__":
+    for p in sorted(Path(sys.argv[1] if len(sys.argv) > 1 else "chapters").glob("*.ipynb")):
+        n, r = count(p)
+        print(f"{p.stem:28s} {n:4d} lines {r:3d} results {n / max(r, 1):5.1f} per result")

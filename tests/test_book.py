@@ -62,3 +62,21 @@ def test_code_fits_the_page_and_starts_no_live_widget(nb_path):
     assert not wide, "code lines over 80 characters:\n" + "\n".join(wide)
     calls = [f"cell {k}" for src, k in code if "interact(" in src or "import ipywidgets" in src]
     assert not calls, f"ipywidgets used directly in {calls}: use compbook.sliders.frame_slider"
+
+
+def _chapter_code_lines():
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "chapter_code_lines.py"
+    spec = importlib.util.spec_from_file_location("chapter_code_lines", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_shows_a_result_every_ten_visible_code_lines(nb_path):
+    """Plumbing lives in compbook (issue 20): at most 10 visible code lines per result, on average."""
+    lines, results = _chapter_code_lines().count(nb_path)
+    print(f"{nb_path.stem}: {lines} visible code lines, {results} results, {lines / max(results, 1):.1f} per result")
+    assert results and lines / results <= 10, (f"{lines} visible code lines for {results} results: move plumbing "
+                                               f"into compbook or fold formatting-only cells (hide-input)")
