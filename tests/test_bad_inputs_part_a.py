@@ -7,15 +7,13 @@ Stored files of another config, truncated or edited, are refused, never served; 
 (a key's ``source``, a key file's name) cannot leave their folder.
 """
 
-import hashlib
 import json
 import shutil
-import signal
-import time
 import types
 
 import numpy as np
 import pytest
+from refusal import assert_refused
 import torch
 
 from compbook.cppn import agreement, claims, labelling, network as cppn, reread
@@ -360,36 +358,9 @@ CASES = {
 }
 
 
-def _files(folder):
-    return sorted((str(p.relative_to(folder)), hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
-                  for p in folder.rglob("*"))
-
-
-class _Hung(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Hung(f"still running after {HANG} s")
-
-
 @pytest.mark.parametrize("call", list(CASES.values()), ids=list(CASES))
 def test_bad_input_raises_value_error_quickly(c, call):
-    before, data_before = _files(c.dir), _files(data_dir() / "judge_cache")
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(HANG)
-    t0 = time.perf_counter()
-    try:
-        with pytest.raises(ValueError) as e:
-            call(c)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    seconds = time.perf_counter() - t0
-    assert seconds < SECONDS, f"took {seconds:.2f} s to refuse"
-    assert len(str(e.value)) > 15, f"message too short to say what is wrong: {e.value!r}"
-    assert _files(c.dir) == before, "a refused call changed the files (half-written?)"
-    assert _files(data_dir() / "judge_cache") == data_before, "a refused call changed data/judge_cache"
+    assert_refused(lambda: call(c), [c.dir, data_dir() / "judge_cache"], SECONDS, HANG)
 
 
 def test_there_are_at_least_150_cases():

@@ -25,20 +25,17 @@ Command (stores the six models in ``data/sae/objvlm/``)::
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 import torch
-from safetensors.torch import load_file, save_file
 from torch.nn import functional as F
-from tqdm.auto import tqdm
 
+from .. import checkpoints
 from .metrics import region_purity
 from .regions import average_linkage, grid_distance, image_attention, patch_regions
-from .vlm import Recipe, TinyVLM, TinyVLMConfig, VLMTrainConfig, caption_accuracy, caption_loss, vlm_config
+from .vlm import Recipe, TinyVLM, TinyVLMConfig, VLMTrainConfig, caption_accuracy, train_vlm, vlm_config
 
 FORMAT = "compbook-object-vlm/1"
 STORE = "sae/objvlm"
@@ -112,22 +109,7 @@ def _block(blk, x: torch.Tensor, mask: torch.Tensor, need_weights: bool):
 def train_object_vlm(cfg: TinyVLMConfig, n_prefix: int, bidirectional: bool, scenes, tcfg: VLMTrainConfig,
                      progress: bool = False) -> tuple[ObjectVLM, dict]:
     """Train an :class:`ObjectVLM` exactly as :func:`compbook.sae.vlm.train_vlm` trains the book's model."""
-    model = ObjectVLM(cfg, n_prefix, bidirectional)
-    opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, tcfg.steps)
-    g = torch.Generator().manual_seed(tcfg.seed)
-    losses, t0 = [], time.perf_counter()
-    model.train()
-    for _ in tqdm(range(tcfg.steps), disable=not progress, desc="object VLM"):
-        idx = torch.randint(0, len(scenes), (tcfg.batch,), generator=g)
-        loss = caption_loss(model, scenes.patches[idx], scenes.tokens[idx], scenes.vocab.pad_id)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    model.eval()
-    return model, {"losses": losses, "seconds": time.perf_counter() - t0}
+    return train_vlm(cfg, scenes, tcfg, progress, model=ObjectVLM(cfg, n_prefix, bidirectional))
 
 
 def _name(variant: str, layout: str) -> str:
@@ -152,11 +134,12 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     want = {"recipe": asdict(recipe), "layout": layout, "n_prefix": n_prefix, "bidirectional": bidi}
     path = data_file(f"{_name(variant, layout)}.json", download=not retrain).with_suffix("")
     if not retrain and path.with_suffix(".json").is_file():
-        meta = json.loads(path.with_suffix(".json").read_text())
-        if meta.get("format") == FORMAT and {k: meta["metadata"].get(k) for k in want} == want:
+        meta = checkpoints.read_header(path, format=FORMAT)
+        if {k: meta["metadata"].get(k) for k in want} == want:       # a model of another recipe is retrained
             c = meta["config"]
             model = ObjectVLM(TinyVLMConfig(**{**c, "grid": tuple(c["grid"])}), n_prefix, bidi)
-            model.load_state_dict(load_file(str(data_file(f"{_name(variant, layout)}.safetensors"))))
+            data_file(f"{_name(variant, layout)}.safetensors")          # fetched where there is no checkout
+            model.load_state_dict(checkpoints.load(path, format=FORMAT, names=model.state_dict())[0])
             return model.eval(), meta["metadata"]
     train = make_scenes(recipe.n_train, seed=recipe.train_seed, layout=layout)
     test = make_scenes(recipe.n_test, seed=recipe.test_seed, layout=layout)
@@ -164,10 +147,7 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     model, info = train_object_vlm(vlm_config(train, recipe), n_prefix, bidi, train, tcfg, progress)
     meta = {**want, "accuracy": caption_accuracy(model, test), "seconds": info["seconds"],
             "final loss": info["losses"][-1]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path.with_suffix(".safetensors")))
-    path.with_suffix(".json").write_text(json.dumps({"format": FORMAT, "config": asdict(model.cfg),
-                                                     "metadata": meta}, indent=1))
+    checkpoints.save(path, model.state_dict(), {"config": asdict(model.cfg), "metadata": meta}, format=FORMAT)
     return model, meta
 
 

@@ -158,9 +158,11 @@ class VLMTrainConfig:
     seed: int = 0
 
 
-def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True) -> tuple[TinyVLM, dict]:
-    """Train a :class:`TinyVLM` on ``scenes``; AdamW with cosine decay; deterministic given the seeds."""
-    model = TinyVLM(cfg)
+def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True,
+              model: nn.Module | None = None) -> tuple[TinyVLM, dict]:
+    """Train a :class:`TinyVLM` on ``scenes`` (or ``model``, a variant built on ``cfg``: chapter 15's object
+    VLMs); AdamW with cosine decay; deterministic given the seeds."""
+    model = TinyVLM(cfg) if model is None else model
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, tcfg.steps)
     g = torch.Generator().manual_seed(tcfg.seed)

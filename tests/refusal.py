@@ -1,0 +1,47 @@
+"""The one check behind every bad-input test file (tests/test_bad_inputs*.py): a call must be refused.
+
+:func:`assert_refused` runs ``call()`` and asserts that it raises ``ValueError`` (or a subclass; never a
+``TypeError``, ``IndexError``, ``MemoryError``...), within ``seconds`` (an alarm stops a call still running after
+``hang`` seconds: the likely bug is a loop that never ends or a full-size run started by a bad size), with a
+message long enough to say what is wrong, and leaving every file under ``folders`` byte-identical (sha256).
+"""
+
+import hashlib
+import signal
+import time
+
+import pytest
+
+
+def files_digest(folder) -> list:
+    """``(relative path, sha256)`` of every file under ``folder`` (folders with an empty digest), sorted."""
+    return sorted((str(p.relative_to(folder)), hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
+                  for p in folder.rglob("*"))
+
+
+class Hung(Exception):
+    """A refused call should be quick; this one was still running when the alarm rang."""
+
+
+def assert_refused(call, folders=(), seconds: float = 1.0, hang: int = 5) -> ValueError:
+    """Assert ``call()`` is refused as this module's docstring says; returns the error."""
+    before = [files_digest(f) for f in folders]
+
+    def alarm(signum, frame):
+        raise Hung(f"still running after {hang} s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(hang)
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError) as e:
+            call()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    took = time.perf_counter() - t0
+    assert took < seconds, f"took {took:.2f} s to refuse"
+    assert len(str(e.value)) > 15, f"message too short to say what is wrong: {e.value!r}"
+    for folder, b in zip(folders, before):
+        assert files_digest(folder) == b, f"a refused call changed the files under {folder} (half-written?)"
+    return e.value
