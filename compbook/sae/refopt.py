@@ -22,14 +22,11 @@ the book keeps its own rate so that only the listed options differ (our choice).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
 
-from .regions import default_regions, patch_regions
-from .s2ae import SAEData, TrainConfig, TrainResult, s2ae_loss
+from .s2ae import SAEData, TrainConfig, TrainResult, fit_sae
 from .topk import TopKSAE
 
 SCHEDULES = ("linear", "constant")
@@ -88,31 +85,5 @@ def train_sae_reference(data: SAEData, cfg: TrainConfig, progress: bool = True) 
             sae.b_dec.copy_(data.tokens.mean(0))
         else:
             sae.b_dec.zero_()
-    n, p = data.acts.shape[0], len(data.patch_idx)
-    n_regions = default_regions(ref.n_regions, p)
-    regions = None
-    if ref.lam > 0 and not ref.regions_every_step:
-        regions = data.regions(n_regions, ref.exponent)
-    opt = torch.optim.Adam(sae.parameters(), lr=ref.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, (lambda t: linear_decay(t, ref.steps)) if ref.schedule == "linear" else (lambda t: 1.0))
-    g = torch.Generator().manual_seed(ref.seed)
-    res = TrainResult(sae)
-    t0 = time.perf_counter()
-    for _ in tqdm(range(ref.steps), disable=not progress, desc=f"SAE (reference optim) lam={ref.lam:g}"):
-        idx = torch.randint(0, n, (min(ref.batch_images, n),), generator=g)
-        reg = None
-        if ref.lam > 0:
-            reg = (patch_regions(data.attn[idx], data.grid, n_regions, ref.exponent)
-                   if ref.regions_every_step else regions[idx])
-        loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx, reg, ref)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if ref.clip is not None:
-            torch.nn.utils.clip_grad_norm_(sae.parameters(), ref.clip)
-        opt.step()
-        sched.step()
-        sae.normalize_decoder()
-        res.losses.append(loss.item())
-    res.seconds = time.perf_counter() - t0
-    return res
+    schedule = (lambda t: linear_decay(t, ref.steps)) if ref.schedule == "linear" else None
+    return fit_sae(sae, data, ref, progress, schedule=schedule, clip=ref.clip, desc="SAE (reference optim)")

@@ -209,20 +209,29 @@ def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: tor
 
 def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainResult:
     """Train a TopK SAE (``cfg.lam = 0``) or an S2AE (``cfg.lam > 0``) on ``data``; deterministic given ``cfg.seed``."""
-    d_in = data.acts.shape[-1]
-    sae = TopKSAE(d_in, cfg.d_sae, cfg.k, seed=cfg.seed)
-    n, p = data.acts.shape[0], len(data.patch_idx)
-    n_regions = default_regions(cfg.n_regions, p)
+    sae = TopKSAE(data.acts.shape[-1], cfg.d_sae, cfg.k, seed=cfg.seed)
     with torch.no_grad():
         sae.b_dec.copy_(data.tokens.mean(0))                 # our choice: start b_dec at the data mean
+    return fit_sae(sae, data, cfg, progress)
+
+
+def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True, schedule=None,
+            clip: float | None = None, desc: str = "SAE") -> TrainResult:
+    """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
+    ``cfg.batch_images`` images, S2AE's penalties when ``cfg.lam > 0``, the decoder renormalised after each step.
+    ``schedule(step) -> lr factor`` and gradient-norm ``clip`` are the reference trainer's options
+    (:mod:`compbook.sae.refopt`); None (ours): a constant lr, no clipping."""
+    n, p = data.acts.shape[0], len(data.patch_idx)
+    n_regions = default_regions(cfg.n_regions, p)
     regions = None
     if cfg.lam > 0 and not cfg.regions_every_step:
         regions = data.regions(n_regions, cfg.exponent)      # the VLM is frozen: same attention, same regions
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule) if schedule is not None else None
     g = torch.Generator().manual_seed(cfg.seed)
     res = TrainResult(sae)
     t0 = time.perf_counter()
-    for _ in tqdm(range(cfg.steps), disable=not progress, desc=f"SAE lam={cfg.lam:g}"):
+    for _ in tqdm(range(cfg.steps), disable=not progress, desc=f"{desc} lam={cfg.lam:g}"):
         idx = torch.randint(0, n, (min(cfg.batch_images, n),), generator=g)
         reg = None
         if cfg.lam > 0:
@@ -231,7 +240,11 @@ def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainRe
         loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx, reg, cfg)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(sae.parameters(), clip)
         opt.step()
+        if sched is not None:
+            sched.step()
         sae.normalize_decoder()
         res.losses.append(loss.item())
     res.seconds = time.perf_counter() - t0
