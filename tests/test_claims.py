@@ -150,3 +150,19 @@ def test_peak_set_and_predictor_verdict():
         claims.predictor_verdict(4, [], depths)
     with pytest.raises(ValueError, match="peaks"):
         claims.predictor_verdict(4, [5], depths)
+
+
+def test_counting_claims_one_row_per_rule_policy_judge_and_the_verdict_rule():
+    from compbook.cppn import counting
+    counted = counting.load()
+    rows = claims.counting_claims(counted)
+    kinds = counting.table(counted, "kind")
+    assert len(rows) == len(kinds[kinds.kind == "fer"])
+    for row in rows:
+        assert row["chapter"] == 5 and row["claim"].startswith("Picbreeder above FER's SGD networks")
+        assert row["verdict"] in (claims.REPRODUCED, claims.NOT_REPRODUCED, claims.INCONCLUSIVE)
+    # the verdict follows the intervals: a hand-made table where Picbreeder is far above must read "reproduced"
+    fake = dict(counted, rows=[dict(r, k=r["n"] if r["kind"] == "picbreeder" else 0) for r in counted["rows"]])
+    assert all(r["verdict"] == claims.REPRODUCED for r in claims.counting_claims(fake))
+    both = claims.table(*claims.load(), counted=counted)
+    assert len(both) == len(claims.table(*claims.load())) + len(rows)

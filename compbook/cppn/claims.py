@@ -347,10 +347,30 @@ def theory_claims(theory: dict) -> list[dict]:
     ]
 
 
+def counting_claims(counted: dict, rule: str = "separated") -> list[dict]:
+    """Picbreeder above FER's own SGD networks (the paper's SGD side), under every counting rule and delta policy
+    of ``counted`` (``data/emc2/counting.json``, :mod:`compbook.cppn.counting`) and each of its judges: pooled
+    scores over the networks of each kind with their 95% intervals (chapter 5, re-read in chapter 9b)."""
+    from . import counting
+    rule = checks.choice(rule, "rule", RULES)
+    checks.mapping(counted, "counted")
+    kinds = counting.table(counted, "kind")
+    out = []
+    for (r, policy, judge), g in kinds.groupby(["rule", "policy", "judge"], sort=False):
+        by = {row.kind: {"score": row.score, "ci95": [row.lo, row.hi]} for row in g.itertuples()}
+        if not {"picbreeder", "fer"} <= set(by):
+            continue
+        pb, fer = by["picbreeder"], by["fer"]
+        kind = "default" if judge.startswith("default") else judge
+        out.append(_claim(f"Picbreeder above FER's SGD networks (weights: {r}, delta: {policy})", 5, kind,
+                          f"{fmt(pb)} vs {fmt(fer)}", verdict(pb, fer, "greater", rule)))
+    return out
+
+
 def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float = 0.02,
-          require_drawn: bool = True) -> list[dict]:
+          require_drawn: bool = True, counted: dict | None = None) -> list[dict]:
     """Every claim row, chapters in order (see the chapter functions; ``require_drawn``:
-    :func:`chapter5_claims`)."""
+    :func:`chapter5_claims`); with ``counted`` (``data/emc2/counting.json``) also :func:`counting_claims`."""
     rule = checks.choice(rule, "rule", RULES)
     checks.real(tolerance, "tolerance", 0, 1)
     checks.boolean(require_drawn, "require_drawn")
@@ -358,7 +378,8 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
     for key in ("theory", "chapter6", "chapter7", "chapter8", "chapter9"):
         if key not in stored:
             raise ValueError(f"stored: no {key!r} (run python -m compbook.cppn experiments --write)")
-    return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule, require_drawn)
+    fer = counting_claims(counted, rule) if counted is not None else []
+    return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule, require_drawn) + fer
             + chapter6_claims(stored["chapter6"], rule, tolerance) + chapter7_claims(stored["chapter7"], rule)
             + chapter8_claims(stored["chapter8"], rule) + chapter9_claims(stored["chapter9"], rule))
 
