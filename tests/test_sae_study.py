@@ -115,3 +115,42 @@ def test_reference_runs_never_served_as_ours(tmp_path, monkeypatch):
     table = st.optimiser_table(ours, ref, 2, tiny_data(seed=1), torch.ones(6, 1, 4, dtype=torch.bool))
     assert list(table.optimiser) == ["ours", "reference"]
     assert dataclasses.is_dataclass(st.BASE) and st.BASE.steps >= 900
+
+
+def test_region_runs_store_per_count_resume_and_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
+    seen = []
+    real = ex.train_sae
+    monkeypatch.setattr(ex, "train_sae",
+                        lambda *a, **k: seen.append((a[1].lam, a[1].n_regions)) or real(*a, **k))
+    base = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2)
+    runs = st.region_runs(tiny_data(), counts=(1, 2), k=2, lam=0.01, seeds=(0, 1), base=base)
+    # vanilla and the paper's regions (min(20, 4 patches) = 4) once per seed, then each count per seed
+    assert sorted(seen, key=str) == sorted([(0.0, None), (0.01, None)] * 2 + [(0.01, 1), (0.01, 2)] * 2, key=str)
+    assert sorted({r["method"] for r in runs}) == ["S2AE, 1 regions", "S2AE, 2 regions", "S2AE, 4 regions",
+                                                   "vanilla"]
+    assert len(list((tmp_path / "sae" / "study" / "regions" / "n2").glob("*.safetensors"))) == 2
+    st.region_runs(tiny_data(), counts=(1, 2), k=2, lam=0.01, seeds=(0, 1), base=base)
+    assert len(seen) == 8, "a rerun must load the stored SAEs"
+    test = tiny_data(seed=1)
+    labels = torch.tensor([[0, 0, -1, -1], [0, 1, 1, -1]] * 3)
+    df = st.region_table(runs, test, torch.ones(6, 1, 4, dtype=torch.bool), labels)
+    assert df.loc[df.method == "vanilla", "purity (regions)"].isna().all()
+    one = df[df.regions == 1].iloc[0]
+    # one region per image: purity = the majority label's share, naive count per image
+    naive = np.mean([max(np.bincount(row + 1)) / 4 for row in labels.numpy()])
+    assert one["purity (regions)"] == pytest.approx(naive)
+    assert one["purity (proximity only)"] == pytest.approx(naive)
+    assert (df[df.regions == 4]["purity (regions)"] == 1).all(), "one patch a region is pure"
+    read = st.region_reading(df, 60.81 / 256, 0.0606)
+    assert list(read.index) == [1, 2, 4] and (read.seeds == 2).all()
+    van = df[df.method == "vanilla"].set_index("seed")
+    s2 = df[df.regions == 2].set_index("seed")
+    diff = (s2.mIoU - van.mIoU).to_numpy()
+    half = 12.706 * diff.std(ddof=1) / np.sqrt(2)          # t(0.975, 1 dof)
+    assert read.loc[2, "mIoU S2AE - vanilla"] == f"{diff.mean():+.3f} ± {half:.3f}"
+    assert read.loc[2, "mIoU reading"] == st.reread(diff.mean(), half, 1, 0.0606 * van.mIoU.mean())
+    with pytest.raises(ValueError, match="df"):
+        st.region_reading(df[df.method != "vanilla"], 0.2, 0.06)
+    with pytest.raises(ValueError, match="counts"):
+        st.region_runs(tiny_data(), counts=(), k=2, base=base)

@@ -2,6 +2,7 @@
 
 * ``vlm [--retrain]``: train and store the book's tiny VLM and its text-only baseline (:mod:`compbook.sae.vlm`);
 * ``study [--reference]``: the k / lambda study of chapter 15 (:mod:`compbook.sae.study`, ``data/sae/study/``);
+  ``study --regions 4 8``: S2AE with object-scale region counts at k = 32 (``data/sae/study/regions/``);
 * ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.objregions`).
 
 The library modules hold no argument parsing; ``python -m compbook.sae.vlm ...`` (the old spelling) still runs
@@ -35,16 +36,23 @@ def vlm(argv: Sequence[str]) -> int:
 
 
 def study(argv: Sequence[str]) -> int:
-    """``study [--seeds N] [--retrain] [--reference]``: the k / lambda study (chapter 15, ``data/sae/study/``)."""
+    """``study [--seeds N] [--retrain] [--reference] [--regions N ...]``: the k / lambda study (chapter 15,
+    ``data/sae/study/``), or with ``--regions`` the region-count S2AEs (``data/sae/study/regions/``)."""
     from . import study as st
     p = argparse.ArgumentParser(prog=f"{PROG} study", description=st.__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=len(st.SEEDS))
+    p.add_argument("--seeds", type=int, default=None,
+                   help=f"default {len(st.SEEDS)} ({len(st.REGION_SEEDS)} with --regions)")
     p.add_argument("--retrain", action="store_true")
     p.add_argument("--reference", action="store_true",
                    help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
+    p.add_argument("--regions", type=int, nargs="+", metavar="N",
+                   help="instead: S2AE with N regions per image at k = 32, lambda = 0.01 (data/sae/study/regions/)")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    st.run(a.seeds, a.retrain, a.reference)
+    if a.regions:
+        st.run_regions(a.regions, a.seeds or len(st.REGION_SEEDS), retrain=a.retrain)
+    else:
+        st.run(a.seeds or len(st.SEEDS), a.retrain, a.reference)
     return 0
 
 

@@ -218,6 +218,110 @@ def optimiser_table(ours: list, reference: list, k: int, test: SAEData, masks: t
                       study_table(reference, test, masks).assign(optimiser="reference")], ignore_index=True)
 
 
+#: Object-scale region counts (our choice): on the 8x8 patch grid, 4 and 8 regions give about 16 and 8 patches per
+#: region (objects here cover ~8-16 patches), against the paper's ``min(20, P)`` = 20 (about 3 patches a region).
+REGION_COUNTS = (4, 8)
+REGION_SEEDS = SEEDS
+PAPER_REGIONS = 20
+
+
+def region_store(n_regions: int, store: str = STORE) -> str:
+    """Folder (under ``data/``) of the S2AEs trained with ``n_regions`` regions per image."""
+    return f"{store}/regions/n{int(n_regions)}"
+
+
+def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 0.01, seeds=REGION_SEEDS,
+                base: TrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None) -> list:
+    """Vanilla and S2AE with the paper's regions at ``k`` (the study's stored SAEs, ``data/<store>/k{k}/``) and
+    S2AE with each region count of ``counts`` (``data/<store>/regions/n{n}/``), same data, seeds and budget:
+    [{"k", "lam", "regions", "method", "seed", "sae", "train s"}]; method "vanilla" or "S2AE, {n} regions"."""
+    if not counts:
+        raise ValueError("counts: expected at least one region count")
+    base = dataclasses.replace(base, k=int(k), n_regions=None)
+    runs = study_runs(train, base, (k,), (0.0, lam), seeds, store, retrain=retrain)
+    n_paper = min(PAPER_REGIONS, len(train.patch_idx))
+    for r in runs:
+        r["regions"] = 0 if r["lam"] == 0 else n_paper
+        if r["lam"]:
+            r["method"] = f"S2AE, {n_paper} regions"
+    for n in counts:
+        t0 = time.perf_counter()
+        got = ex.stored_runs(train, dataclasses.replace(base, n_regions=int(n)), seeds, (lam,),
+                             region_store(n, store), retrain=retrain)
+        for r in got:
+            r.update(k=int(k), lam=float(lam), regions=int(n), method=f"S2AE, {int(n)} regions")
+        runs += got
+        if log:
+            log(f"{n} regions: {len(got)} SAEs in {time.perf_counter() - t0:.1f} s")
+    return runs
+
+
+def region_purities(data: SAEData, labels: torch.Tensor, counts) -> dict:
+    """Per region count: purity (:func:`compbook.sae.metrics.region_purity`) of the paper's regions (attention +
+    proximity, :meth:`SAEData.regions`) and of proximity alone, on ``data``'s images (``labels`` (N, P))."""
+    from .metrics import region_purity
+    from .regions import average_linkage, grid_distance
+
+    spatial = grid_distance(*data.grid).expand(len(labels), -1, -1)
+    return {int(n): {"purity (regions)": region_purity(data.regions(int(n)), labels),
+                     "purity (proximity only)": region_purity(average_linkage(spatial, int(n)), labels)}
+            for n in counts}
+
+
+def region_table(runs: list, test: SAEData, masks: torch.Tensor, labels: torch.Tensor) -> pd.DataFrame:
+    """:func:`study_table` rows plus ``regions`` (0 for vanilla) and, for S2AE rows, the purity of that many
+    regions and of proximity alone on the held-out images (:func:`region_purities`)."""
+    df = study_table(runs, test, masks)
+    df.insert(3, "regions", [r["regions"] for r in runs])
+    pur = region_purities(test, labels, sorted({r["regions"] for r in runs if r["regions"]}))
+    for c in ("purity (regions)", "purity (proximity only)"):
+        df[c] = [pur[n][c] if n else np.nan for n in df.regions]
+    return df
+
+
+def region_reading(df: pd.DataFrame, l0_share: float, miou_rel: float) -> pd.DataFrame:
+    """One row per S2AE region count of :func:`region_table`'s ``df``: patches per region, region purity beside
+    proximity alone, S2AE - vanilla paired by seed (EV, L0 patches, mIoU: "mean ± 95% half-width") and
+    :func:`reread` of L0 (the paper's drop ``l0_share`` of k) and mIoU (the paper's gain ``miou_rel`` of
+    vanilla's mIoU)."""
+    van = df[df.method == "vanilla"]
+    if van.empty:
+        raise ValueError("df: no vanilla rows to pair with")
+    k = int(van.k.iloc[0])
+    rows = []
+    for n, g in df[df.regions > 0].groupby("regions", sort=True):
+        both = pd.concat([van, g])
+        method = g.method.iloc[0]
+        row = {"regions": int(n), "seeds": len(g)}
+        row |= {c: float(g[c].iloc[0]) for c in ("purity (regions)", "purity (proximity only)")}
+        d = {c: ex.paired_difference(both, c, "vanilla", method) for c in ("EV", "L0 patches", "mIoU")}
+        row |= {f"{c} S2AE - vanilla": f"{m:+.3f} ± {h:.3f}" for c, (m, h) in d.items()}
+        row["L0 reading"] = reread(*d["L0 patches"], -1, l0_share * k)
+        row["mIoU reading"] = reread(*d["mIoU"], +1, miou_rel * van.mIoU.mean())
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("regions")
+
+
+def run_regions(counts=REGION_COUNTS, n_seeds: int = len(REGION_SEEDS), k: int = 32, lam: float = 0.01,
+                retrain: bool = False) -> None:
+    """Train (or load) the region-count S2AEs at ``k`` and ``lam``, write ``data/sae/study/regions/table.json``
+    and print the reading (``python -m compbook.sae study --regions 4 8``)."""
+    t0 = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
+
+    s = ex.load_setting(N_TRAIN, N_TEST, LAYER)
+    log("setting loaded")
+    runs = region_runs(s.train, counts, k, lam, tuple(range(n_seeds)), retrain=retrain, log=log)
+    df = region_table(runs, s.test, s.test_scenes.masks, s.test_scenes.labels)
+    log(f"wrote {write_table(df, f'{STORE}/regions/table.json')}")
+    with pd.option_context("display.width", 250, "display.max_columns", 20):
+        print(ex.summarise(df, ("EV", "L0 patches", "mIoU")))
+        print(region_reading(df, 60.81 / 256, 0.0606))
+    log("done")
+
+
 if __name__ == "__main__":   # the old spelling python -m compbook.sae.study, for one release
     import sys
     from compbook.sae.__main__ import main
