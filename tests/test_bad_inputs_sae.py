@@ -4,6 +4,8 @@ Each case must raise ``ValueError`` quickly, naming the argument, and leave the 
 (``tests/refusal.py``). The ids name the input.
 """
 
+import json
+import shutil
 import types
 
 import numpy as np
@@ -13,7 +15,7 @@ import torch
 from refusal import assert_refused
 
 from compbook.sae import coherence, crossmodal, data as sdata, describe, experiment, interpret, metrics, \
-    objregions, refopt, regions, s2ae, study, topk
+    objregions, refopt, regions, s2ae, study, topk, vlm
 
 SECONDS = 1.0
 NAN = float("nan")
@@ -23,7 +25,20 @@ NAN = float("nan")
 def c(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad_sae")
     (d / "keep.txt").write_text("unchanged")
-    return types.SimpleNamespace(dir=d, sae=topk.TopKSAE(8, 16, 2))
+    sae = topk.TopKSAE(8, 16, 2)
+    topk.save_sae(sae, d / "sae")
+    model = vlm.TinyVLM(vlm.TinyVLMConfig(vocab_size=10, patch_dim=4, grid=(2, 2), max_text=4, d_model=8,
+                                          n_layers=1, n_heads=2, d_mlp=16))
+    vlm.save_vlm(model, d / "vlm")
+    for name in ("vlm_trunc", "vlm_other"):
+        for suffix in (".json", ".safetensors"):
+            shutil.copy(d / f"vlm{suffix}", d / f"{name}{suffix}")
+    st = (d / "vlm_trunc.safetensors").read_bytes()
+    (d / "vlm_trunc.safetensors").write_bytes(st[: len(st) // 2])
+    other = json.loads((d / "vlm_other.json").read_text())
+    other["config"]["d_model"] = 16                       # the sidecar of another config
+    (d / "vlm_other.json").write_text(json.dumps(other))
+    return types.SimpleNamespace(dir=d, sae=sae, vlm=model)
 
 
 CASES = {
@@ -127,6 +142,20 @@ CASES = {
     "proximity_purity n_regions 0": lambda c: objregions.proximity_purity(sdata.make_scenes(2), n_regions=0),
     "stored_object_vlm unknown variant": lambda c: objregions.stored_object_vlm("huge", "grid"),
     "region_table n_test 0": lambda c: objregions.region_table(n_test=0),
+    # -- vlm (batch 2)
+    "TinyVLMConfig vocab_size 0": lambda c: vlm.TinyVLMConfig(vocab_size=0),
+    "TinyVLMConfig heads do not divide d_model": lambda c: vlm.TinyVLMConfig(vocab_size=10, d_model=30, n_heads=4),
+    "TinyVLMConfig grid with 0 rows": lambda c: vlm.TinyVLMConfig(vocab_size=10, grid=(0, 8)),
+    "TinyVLMConfig d_model 10^6": lambda c: vlm.TinyVLMConfig(vocab_size=10, d_model=10 ** 6, n_heads=1),
+    "TinyVLMConfig pad_id outside the vocabulary": lambda c: vlm.TinyVLMConfig(vocab_size=10, pad_id=10),
+    "VLMTrainConfig steps 0": lambda c: vlm.VLMTrainConfig(steps=0),
+    "VLMTrainConfig negative lr": lambda c: vlm.VLMTrainConfig(lr=-1.0),
+    "Recipe n_train 0": lambda c: vlm.Recipe(n_train=0),
+    "Recipe heads do not divide d_model": lambda c: vlm.Recipe(d_model=30, n_heads=4),
+    "load_vlm truncated file": lambda c: vlm.load_vlm(c.dir / "vlm_trunc"),
+    "load_vlm sidecar of another config": lambda c: vlm.load_vlm(c.dir / "vlm_other"),
+    "load_vlm an SAE checkpoint": lambda c: vlm.load_vlm(c.dir / "sae"),
+    "caption_accuracy batch 0": lambda c: vlm.caption_accuracy(c.vlm, None, batch=0),
 }
 
 
