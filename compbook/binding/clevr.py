@@ -35,6 +35,13 @@ class Setup(config.ModeConfig):
     steps: int = 800
     batch: int = 64
 
+    def __post_init__(self):
+        from .. import checks
+        checks.real(self.coverage, "coverage", 0, 1, low_open=True)
+        checks.integer(self.seed, "seed", 0)
+        for name in ("res", "n_models", "steps", "batch"):
+            checks.integer(getattr(self, name), name)
+
 
 def default_setup() -> Setup:
     """CPU mode: 32 px, 800 steps, 2 models; full mode: 224 px, 5000 steps, 8 models."""

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
+from .. import checks
 from ..config import ModeConfig
 
 
@@ -40,6 +41,13 @@ class ComplexityConfig(ModeConfig):
     fit_scenes: int = 1000        # train-object scenes the MLP is fitted on
     eval_scenes: int = 400        # held-out-object scenes it is evaluated on
     seed: int = 0
+
+    def __post_init__(self):
+        check_widths(self.widths)
+        for name in ("table_dim", "steps", "batch", "fit_scenes", "eval_scenes"):
+            checks.integer(getattr(self, name), name)
+        checks.integer(self.seed, "seed", 0)
+        checks.real(self.lr, "lr", 0, low_open=True)
 
 
 def default_complexity() -> ComplexityConfig:
@@ -203,8 +211,11 @@ def load_complexity(n_values: int, directory=None) -> dict:
     """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``."""
     from ..paths import data_dir
 
+    n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     path = Path(directory or data_dir() / "binding") / f"complexity_V{n_values}.json"
-    return json.loads(path.read_text())
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found")
+    return checks.json_file(path, "complexity table")
 
 
 if __name__ == "__main__":   # the old spelling python -m compbook.binding.complexity, for one release

@@ -108,6 +108,7 @@ def _encoder_shapes(cfg: ControlledConfig, n_pos: int) -> dict:
 
 def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
     """Stacked parameters ``{"scene.*"|"query.*": (M, ...)}`` plus ``"log_scale" (M,)``; model m from seeds[m]."""
+    n_models = checks.integer(n_models, "n_models")
     seeds = list(seeds)
     if len(seeds) != n_models:
         raise ValueError(f"seeds: {len(seeds)} seeds for {n_models} models")
@@ -245,6 +246,8 @@ def swaps(cfg: ControlledConfig, scenes) -> np.ndarray:
     """Two-object scenes (..., 2) -> (..., 2^C) ids of every object taking each concept from either object
     (the two present objects and their ``2^C - 2`` swaps; duplicates where the objects share values)."""
     s = np.asarray(scenes)
+    if s.ndim < 1 or s.shape[-1] != 2:
+        raise ValueError(f"scenes must be two-object scenes (..., 2), got shape {s.shape}")
     space = cfg.tokens.space
     a, b = space.object_values(s[..., 0].reshape(-1)), space.object_values(s[..., 1].reshape(-1))
     bits = np.array(list(np.ndindex(*(2,) * cfg.n_concepts)), bool)    # (2^C, C)
@@ -306,6 +309,7 @@ def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scen
 
 def subsample(rows: np.ndarray, n: int, seed: int) -> np.ndarray:
     """A fixed, seeded subset of at most ``n`` scenes (the same at every evaluation)."""
+    n = checks.integer(n, "n", 1)
     if len(rows) <= n:
         return rows
     return rows[np.sort(np.random.default_rng(seed).choice(len(rows), n, replace=False))]

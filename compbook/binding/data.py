@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import scenes as S
+from .. import checks, scenes as S
 
 EMPTY = -1   # an empty slot in a scene row
 
@@ -50,6 +50,7 @@ def scene_caption(space, scene, keep=None) -> str:
 
 def swapped(space, a: int, b: int, concept: int) -> tuple:
     """The two objects after exchanging the values of ``concept`` (index) between them."""
+    concept = checks.integer(concept, "concept", 0, len(space.sizes) - 1)
     va, vb = list(space.object_values(a)), list(space.object_values(b))
     va[concept], vb[concept] = vb[concept], va[concept]
     return space.object_id(va), space.object_id(vb)
@@ -68,6 +69,8 @@ def build_pairs(space, pairs, singles=(), res: int = 64, max_len: int = 16, part
     which the two objects differ."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     singles = np.asarray(singles, dtype=np.int64)
+    res = checks.integer(res, "res")
+    checks.check_budget(4.0 * res * res * 3 * (len(pairs) + 2 * len(singles)), f"build_pairs' images at res={res}")
     rows = [tuple(p) for p in pairs] + [(o, EMPTY) for o in singles] + [(EMPTY, o) for o in singles]
     images = np.empty((len(rows), res, res, 3), np.float32)
     for i, r in enumerate(rows):
@@ -110,7 +113,7 @@ def concept_queries(space, max_len: int = 16) -> dict:
 
 def object_positives(space, scenes) -> np.ndarray:
     """(S, |O|) bool: which objects are present in each scene row (empty slots ignored)."""
-    scenes = np.asarray(scenes)
+    scenes = checks.integers(scenes, "scenes", EMPTY, space.n_objects - 1, ndim=2)
     pos = np.zeros((len(scenes), space.n_objects), bool)
     for i, r in enumerate(scenes):
         pos[i, r[r != EMPTY]] = True

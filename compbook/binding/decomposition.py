@@ -82,8 +82,9 @@ def level2(U, values) -> tuple:
     """Fit objects as sums of concept vectors: U (n, D) object vectors, values (n, C) value indices.
 
     Returns (reconstruction (n, D), concept vectors: list over concepts of (V_k, D) main effects)."""
-    U = np.asarray(U, float)
-    values = np.asarray(values)
+    U = _z(U)
+    values = checks.integers(values, "values", 0, ndim=2)
+    checks.same_length(U, values, "U", "values")
     mu = U.mean(0)
     W = []
     for c in range(values.shape[1]):
@@ -96,7 +97,10 @@ def level2(U, values) -> tuple:
 
 def r2(Z, Zhat) -> float:
     """Coefficient of determination 1 - sum ||z - zhat||^2 / sum ||z - mean z||^2 (over all rows and dims)."""
-    Z, Zhat = np.asarray(Z, float), np.asarray(Zhat, float)
+    Z, Zhat = _z(Z), as_embeddings("Zhat", Zhat, Z.shape[1]).numpy()
+    if Z.shape != Zhat.shape or not ((Z - Z.mean(0)) ** 2).sum() > 0:
+        raise ValueError(f"Z and Zhat: r2 needs two arrays of one shape and Z with some variance, got shapes "
+                         f"{Z.shape} and {Zhat.shape}")
     return float(1 - ((Z - Zhat) ** 2).sum() / ((Z - Z.mean(0)) ** 2).sum())
 
 
@@ -117,7 +121,8 @@ def probe_accuracy(Z_train, y_train, Z_test, y_test, C: float = 1.0) -> float:
 
 def labels(scenes, values) -> dict:
     """{"concepts": (N, k*C) value of each (slot, concept), "objects": (N, k) object id of each slot}."""
-    scenes, values = np.asarray(scenes), np.asarray(values)
+    values = checks.integers(values, "values", 0, ndim=2)
+    scenes = checks.integers(scenes, "scenes", 0, len(values) - 1, ndim=2)
     return {"concepts": values[scenes].reshape(len(scenes), -1), "objects": scenes}
 
 
@@ -212,7 +217,7 @@ def edit_retrieval(Z, scenes, values, vectors, concept_sizes) -> float:
 
 def mds3(vectors, seed: int = 0) -> np.ndarray:
     """(n, D) -> (n, 3) metric MDS of the cosine distances (scikit-learn, seeded)."""
-    d = cosine_distances(np.asarray(vectors, float))
+    d = cosine_distances(as_embeddings("vectors", vectors).numpy())
     d = (d + d.T) / 2
     np.fill_diagonal(d, 0)
     mds = MDS(n_components=3, metric="precomputed", random_state=seed, n_init=1, init="random")

@@ -153,6 +153,10 @@ def clip_loss(zi, zt, scale, zs=None, swap_valid=None):
     used only where ``swap_valid`` (B,) bool (a swap that changes the caption). Returns the mean of the
     image -> text and text -> image cross-entropies.
     """
+    if zi.ndim != 2 or zi.shape != zt.shape:
+        raise ValueError(f"zi and zt must be matched (B, D) batches, got {tuple(zi.shape)} and {tuple(zt.shape)}")
+    if zs is not None and (swap_valid is None or zs.shape != zi.shape):
+        raise ValueError("zs needs swap_valid (B,) and the shape of zi")
     logits = scale * zi @ zt.T
     target = torch.arange(len(zi), device=zi.device)
     i2t = logits

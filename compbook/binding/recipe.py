@@ -140,14 +140,14 @@ class RecipeConfig:
 
 def object_values(cfg: RecipeConfig, ids) -> np.ndarray:
     """(N, C) concept values of object ids (released convention: value k = (id // V**k) % V)."""
-    ids = np.asarray(ids, dtype=np.int64)
+    ids = checks.integers(ids, "ids", 0, cfg.n_objects - 1)
     base = cfg.n_values ** np.arange(cfg.n_concepts, dtype=np.int64)
     return (ids[..., None] // base) % cfg.n_values
 
 
 def object_ids(cfg: RecipeConfig, values) -> np.ndarray:
     """Inverse of :func:`object_values`."""
-    values = np.asarray(values, dtype=np.int64)
+    values = checks.integers(values, "values", 0, cfg.n_values - 1)
     return (values * cfg.n_values ** np.arange(cfg.n_concepts, dtype=np.int64)).sum(-1)
 
 
@@ -162,6 +162,8 @@ def split_objects(cfg: RecipeConfig) -> tuple[np.ndarray, np.ndarray]:
 def sample_scenes(cfg: RecipeConfig, allowed: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """(n, max_objects) object ids, -1 for an empty slot: 1..max_objects objects (uniform count), each drawn
     uniformly with replacement from ``allowed`` (vectorised)."""
+    n = checks.integer(n, "n")
+    checks.check_budget(8.0 * 3 * n * cfg.max_objects, f"sample_scenes of {n} scenes")
     allowed = np.asarray(allowed, dtype=np.int64)
     if allowed.size == 0:
         raise ValueError("allowed must hold at least one object")
@@ -223,6 +225,8 @@ def swap_negatives(cfg: RecipeConfig, scenes: np.ndarray, rng: np.random.Generat
 def presence(scenes: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """(N, Q) float labels: does scene n hold object query q."""
     scenes = np.asarray(scenes)
+    if scenes.ndim != 2:
+        raise ValueError(f"scenes must be (N, max_objects) object ids, got shape {scenes.shape}")
     return (scenes[:, :, None] == np.asarray(queries)[None, None, :]).any(1).astype(np.float32)
 
 
@@ -257,6 +261,7 @@ def batch_queries(cfg: RecipeConfig, scenes: np.ndarray, rng: np.random.Generato
 
 def sinusoid(n: int, d: int) -> torch.Tensor:
     """(n, d) sinusoidal positions (sin on even, cos on odd channels; base 10,000)."""
+    n, d = checks.integer(n, "n"), checks.integer(d, "d")
     pos = torch.arange(n, dtype=torch.float32)[:, None]
     div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
     pe = torch.zeros(n, d)
@@ -342,6 +347,7 @@ def batch_loss(model: DualEncoder, cfg: RecipeConfig, scenes: np.ndarray, q: dic
 
 def lr_factor(cfg: RecipeConfig, step: int) -> float:
     """Released schedule: linear warm-up over warmup_frac of the steps, then linear decay to 0."""
+    step = checks.integer(step, "step", 0)
     warm = int(cfg.warmup_frac * cfg.steps)
     if step < warm:
         return step / max(1, warm)
@@ -611,11 +617,13 @@ def lr_probe(cfg: RecipeConfig, lrs, steps: int) -> list[dict]:
 
 
 def stem_for(cfg: RecipeConfig, directory="data/binding", prefix: str = "recipe") -> Path:
+    checks.safe_name(prefix, "prefix")
     return Path(directory) / f"{prefix}_C{cfg.n_concepts}V{cfg.n_values}_cov{cfg.coverage:g}_s{cfg.seed}"
 
 
 def load_records(directory="data/binding", n_values: int = 50, seed: int = 0) -> list[dict]:
     """Every stored recipe model's JSON record for ``n_values`` and ``seed`` (C = 2), sorted by coverage."""
+    n_values, seed = checks.integer(n_values, "n_values", 2), checks.integer(seed, "seed", 0)
     recs = [json.loads(p.read_text()) for p in Path(directory).glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
     return sorted(recs, key=lambda r: r["config"]["coverage"])
 

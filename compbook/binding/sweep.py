@@ -91,6 +91,7 @@ def test_scenes(split, n_scenes: int, space=None) -> np.ndarray:
     object ``space`` (our choice, what the sweep reads): only scenes that :func:`needs_binding`; without it,
     every test scene (the sweep's first number). At coverage 0.9 of |O| = 125, 13 held-out objects, 49 of
     the 169 ordered pairs need no binding."""
+    n_scenes = checks.integer(n_scenes, "n_scenes")
     rows = np.asarray(split.test)
     if space is not None:
         rows = rows[needs_binding(space, rows)]
@@ -229,7 +230,7 @@ def coverage_curve(record: dict, key: str = "test_recognition") -> tuple[np.ndar
 def transition(coverages, accuracy, level: float = 0.5) -> float:
     """The coverage where a curve first reaches ``level`` (linear interpolation); NaN if it never does."""
     level = checks.real(level, "level", 0, 1, low_open=True)
-    c, a = np.asarray(coverages, float), np.asarray(accuracy, float)
+    c, a = np.asarray(coverages, float), checks.tensor(accuracy, "accuracy").double().numpy()
     if c.shape != a.shape or c.ndim != 1:
         raise ValueError(f"coverages and accuracy must be paired 1-D arrays, got {c.shape} and {a.shape}")
     above = np.flatnonzero(a >= level)
@@ -246,6 +247,7 @@ def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int 
     in which x or y is constant are skipped; all NaN when x or y is constant)."""
     from scipy.stats import spearmanr
 
+    n_boot = checks.integer(n_boot, "n_boot")
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"x, y: need two equal-length 1-D arrays of >= 3 values, got {x.shape} and {y.shape}")

@@ -20,6 +20,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 from .. import checkpoints
+from .. import checks
 from .encoders import DualEncoder, EncoderConfig
 
 FORMAT = "compbook-dual-stack/1"
@@ -50,6 +51,15 @@ class DualTrainConfig:
     p_full: float = 0.5          # probability of the full caption; else a partial one (one concept per object)
     eval_every: int = 100
     seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "batch", "eval_every"):
+            checks.integer(getattr(self, name), name)
+        checks.integer(self.warmup, "warmup", 0)
+        checks.integer(self.seed, "seed", 0)
+        checks.real(self.lr, "lr", 0, low_open=True)
+        checks.real(self.weight_decay, "weight_decay", 0)
+        checks.real(self.p_full, "p_full", 0, 1)
 
 
 class DualStack:

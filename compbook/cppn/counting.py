@@ -29,6 +29,7 @@ twins (:func:`compbook.cppn.twins.load_twins`), or any list of :class:`Network`.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -60,6 +61,7 @@ class Network:
 
 
 def picbreeder_network(target: str) -> Network:
+    checks.choice(target, "target", picbreeder.GENOMES)
     g = picbreeder.load_genome(target)
     m = picbreeder.layerize(g)
     links = picbreeder.genome_link_weights(g, m)       # checks the copy masks against the genome
@@ -70,6 +72,8 @@ def picbreeder_network(target: str) -> Network:
 def default_networks(kinds: Sequence[str] = KINDS, targets: Sequence[str] = picbreeder.GENOMES) -> list[Network]:
     """Picbreeder's layerized networks, FER's SGD networks and the stored twins, for ``targets``."""
     from . import twins
+    for k in checks.sequence(kinds, "kinds"):
+        checks.choice(k, "kinds", KINDS)
     out = []
     for t in targets:
         if "picbreeder" in kinds:
@@ -182,6 +186,7 @@ def score_network(net: Network, judges: dict, rules: Sequence[str] = RULES, poli
 def run(networks: Sequence[Network] | None = None, judges: Sequence[str] = JUDGES, res: int = 64,
         sample: int | None = 150, seed: int = 0, scale: float = SCALE, progress=None) -> dict:
     """Score every network under every rule x policy x judge; the dict :func:`save` stores."""
+    checks.check_render_size(res, 64, 4, "counting's renders")
     networks = default_networks() if networks is None else list(networks)
     js = make_judges(judges)
     t0, rows = time.perf_counter(), []
@@ -217,10 +222,10 @@ def save(result: dict, command: str, path=None):
 def load(path=None) -> dict:
     import json
     from ..paths import data_dir
-    path = data_dir() / FILE if path is None else path
-    if not path.is_file():
+    path = data_dir() / FILE if path is None else Path(path)
+    if not path.exists():
         raise FileNotFoundError(f"{path} not found (make it: python -m compbook.cppn counting)")
-    return json.loads(path.read_text())
+    return checks.json_file(path, "counting result")
 
 
 def merge(*results: dict) -> dict:

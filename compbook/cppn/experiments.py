@@ -116,6 +116,8 @@ class OptimizerConfig(ModeConfig):
 
 def finite_mean(x) -> float:
     """Mean that counts a diverged run (NaN) as infinitely bad."""
+    if not np.size(x):
+        raise ValueError("x: finite_mean needs at least one value, got none")
     return float(np.mean(np.nan_to_num(np.asarray(x, dtype=float), nan=np.inf)))
 
 
@@ -133,6 +135,7 @@ def optimizer_comparison(target, seeds, cfg: OptimizerConfig | None = None) -> O
     """SP masks from one dense Adam fit (seed ``cfg.mask_seed``), then fresh weights per seed with those masks,
     trained by each optimizer at each rate of its grid (all seeds at once)."""
     from .depth import mixed_layout
+    checks.sequence(seeds, "seeds")
     cfg = cfg or OptimizerConfig()
     layout = mixed_layout(cfg.width)
     dense = train.fit(uniform_cppn(cfg.depth, cfg.width, layout, seed=cfg.mask_seed), target, cfg.steps,
@@ -178,6 +181,10 @@ def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) ->
 def half_mse(model: CPPN, target, res: int) -> tuple[float, float]:
     """Chapter 9's composite: the MSE of ``model``'s ``res x res`` render to ``target`` ``(res, res, 3)`` on the
     left half (the butterfly) and on the right half (the apple)."""
+    res = checks.check_render_size(res, 64, 4, "half_mse's render")
+    if res < 2:
+        raise ValueError(f"res must be >= 2 (two halves), got {res}")
+    checks.tensor(target, "target", (res, res, 3))
     err = (model.render(res).detach().numpy() - np.asarray(target)) ** 2
     return float(err[:, : res // 2].mean()), float(err[:, res // 2:].mean())
 
@@ -186,6 +193,8 @@ def selective_fraction(model: CPPN, res: int, threshold: float = 0.8) -> tuple[f
     """Chapter 9: the share of alive hidden neurons whose feature map varies mostly on one half of the image
     (``|var_left - var_right| / (var_left + var_right) > threshold``, our choice), and how many neurons are alive
     (total variance > 1e-8). Returns ``(share, n_alive)``."""
+    res = checks.check_render_size(res, 64, 4, "selective_fraction's feature maps")
+    checks.real(threshold, "threshold", 0, 1)
     sel = []
     for layer in model.feature_maps(res):
         vl = layer[:, :, : res // 2].flatten(1).var(1)

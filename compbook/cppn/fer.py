@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import checks
 from . import picbreeder
 from .network import ACTIVATIONS, CPPN, INPUT_NAMES, layout_from_counts
 
@@ -67,6 +68,8 @@ def parse_arch(arch: str) -> tuple[int, dict[str, int]]:
         counts[name] = int(n)
     if depth < 1 or sum(counts.values()) < 1:
         raise ValueError(f"arch {arch!r}: depth and width must be >= 1 (got {depth}, {sum(counts.values())})")
+    width = sum(counts.values())
+    checks.check_budget(8.0 * (depth * width * width + 7 * width), f"arch {arch!r}'s weights")
     return depth, counts
 
 
@@ -78,6 +81,10 @@ def arch_layout(arch: str) -> list[list[str]]:
 
 def arch_string(depth: int, counts: dict[str, int]) -> str:
     """The inverse of :func:`parse_arch`."""
+    checks.integer(depth, "depth")
+    for k, v in checks.mapping(counts, "counts", 1).items():
+        checks.choice(k, "counts (activation)", ACTIVATIONS)
+        checks.integer(v, f"counts[{k!r}]")
     return f"{int(depth)};" + ",".join(f"{k}:{int(v)}" for k, v in counts.items())
 
 
@@ -149,6 +156,8 @@ def find_fer(name: str) -> Path:
 
 def _read(source) -> dict:
     path = find_fer(source) if isinstance(source, str) and source in NAMES else Path(source)
+    if path.is_dir():
+        raise ValueError(f"source: {path} is a folder, not a FER network file (.npz)")
     if not path.is_file():
         raise FileNotFoundError(f"FER network file {path} not found")
     with np.load(path, allow_pickle=False) as z:

@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..stats import fmt, mean_ci
 from . import panel, theory
 
@@ -50,6 +51,8 @@ def score_table(rows: Sequence[dict], index: str = "name", digits: int = 2, unpe
                 ) -> pd.DataFrame:
     """Chapters 6, 8 and 9: one row per ``row[index]``, one column per judge holding ``"score [lo, hi]"``; with
     ``unperturbed``, also the share of networks whose own render the default judge accepts."""
+    checks.sequence(rows, "rows")
+    checks.integer(digits, "digits", 0)
     out: dict = {}
     for r in rows:
         line = out.setdefault(r[index], {})
@@ -169,6 +172,9 @@ def rho_checks(targets: dict, p: float = 0.5, n_mc: int = 200_000, max_edges: in
     """Chapter 3: rho three ways (every mask enumerated, the closed form, Monte Carlo with its standard error) for
     each target and network W x L (W, L in ``sizes``) that fits it with at most ``max_edges`` possible edges.
     Monte Carlo seed = the row's number."""
+    checks.real(p, "p", 0, 1, low_open=True)
+    checks.integer(n_mc, "n_mc")
+    checks.check_budget(8.0 * n_mc * max_edges, "rho_checks' Monte Carlo masks")
     rows = []
     for name, target in targets.items():
         for W in sizes:
@@ -253,4 +259,7 @@ def pooled_row(results: dict, name: str, kind: str, seeds: Sequence[int], delta:
 
 def ci_cell(row: dict) -> str:
     """``0.83 [0.77, 0.88] n=150``: a score row with its count (chapter 5's tables)."""
+    for key in ("score", "ci95", "n"):
+        if key not in checks.mapping(row, "row"):
+            raise ValueError(f"row must hold 'score', 'ci95' and 'n', got keys {sorted(row)}")
     return f"{fmt(row)} n={row['n']}"

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from . import store, picbreeder, train
-from .. import images, paths
+from .. import checks, images, paths
 from .network import CPPN
 
 TARGETS = ("skull", "butterfly", "apple")
@@ -67,6 +67,12 @@ class TwinRecipe:
     def __post_init__(self):
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        self.res = checks.check_render_size(self.res, 64, 4, "a twin's training render")
+        self.steps = checks.integer(self.steps, "steps")
+        if self.lr is not None:
+            checks.real(self.lr, "lr", 0, low_open=True)
+        self.seeds = [int(s) for s in checks.integers(checks.sequence(self.seeds, "seeds"), "seeds", 0, ndim=1)]
+        checks.choice(self.optimizer, "optimizer", train.OPTIMIZERS)
         if self.lr is None:
             self.lr = FER_LR[self.target]
 
@@ -74,7 +80,9 @@ class TwinRecipe:
 def plateaued(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL) -> np.ndarray:
     """Which seeds have plateaued: ``losses (steps, B)`` -> ``(B,)`` bools, True where the best loss of the last
     ``window`` steps is less than ``tol`` below the best loss before them (False with ``window`` steps or fewer)."""
-    losses = np.asarray(losses, dtype=float).reshape(len(losses), -1)
+    window = checks.integer(window, "window")
+    checks.real(tol, "tol", 0, 1)
+    losses = checks.tensor(losses, "losses").double().numpy().reshape(len(losses), -1)
     if len(losses) <= window:
         return np.zeros(losses.shape[1], dtype=bool)
     return losses[-window:].min(0) > (1 - tol) * losses[:-window].min(0)
@@ -110,6 +118,8 @@ def stop_rule(recipe: TwinRecipe):
 
 def stem(target: str, res: int, steps: int, seed: int) -> str:
     """The checkpoint name under ``data/``: ``emc2/twin_<target>_<res>px_<steps>steps_seed<seed>``."""
+    checks.choice(target, "target", TARGETS)
+    res, steps, seed = checks.integer(res, "res"), checks.integer(steps, "steps"), checks.integer(seed, "seed", 0)
     return f"{FOLDER}/twin_{target}_{res}px_{steps}steps_seed{seed}"
 
 
@@ -276,6 +286,13 @@ class FerTwinRecipe:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
         self.arch = fer.FER_ARCH[self.target] if self.arch is None else self.arch
         fer.parse_arch(self.arch)
+        self.seed = checks.integer(self.seed, "seed", 0)
+        self.res = checks.check_render_size(self.res, 64, 4, "a FER twin's target")
+        self.batch_pixels = checks.integer(self.batch_pixels, "batch_pixels", 1, self.res * self.res)
+        self.minibatch_steps = checks.integer(self.minibatch_steps, "minibatch_steps", 0)
+        self.full_steps = checks.integer(self.full_steps, "full_steps", 0)
+        if self.lr is not None:
+            checks.real(self.lr, "lr", 0, low_open=True)
         self.lr = FER_LR[self.target] if self.lr is None else float(self.lr)
 
     @property
@@ -396,6 +413,7 @@ def save_fer_twin(recipe: FerTwinRecipe, model: CPPN, info: dict, folder=None) -
 
 def load_fer_twins(target: str, folder=None) -> list[CPPN]:
     """The stored twins of FER's architecture of ``target`` (one per seed; may be empty)."""
+    checks.choice(target, "target", TARGETS)
     return [store.load_cppn(p) for p in stored_fer_twins(target, folder)]
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from .. import checks
 from . import crossmodal as cm
 
 LABELLINGS = ("word", "phrase", "next token")
@@ -35,6 +36,8 @@ DEFINITIONS = (("word", "live"), ("word", "bimodal"), ("phrase", "bimodal"), ("n
 
 
 def definition_name(labelling: str, denominator: str) -> str:
+    checks.choice(labelling, "labelling", LABELLINGS)
+    checks.choice(denominator, "denominator", ("live", "bimodal"))
     return f"{labelling} / {denominator}"
 
 
@@ -81,6 +84,9 @@ def coherence(scores: pd.DataFrame, denominator: str) -> float:
     :func:`~compbook.sae.crossmodal.crossmodal_scores` table (NaN when there is none)."""
     if denominator not in ("live", "bimodal"):
         raise ValueError(f"denominator={denominator!r}: expected 'live' or 'bimodal'")
+    if not isinstance(scores, pd.DataFrame) or {denominator, "coherent"} - set(scores.columns):
+        raise ValueError(f"scores must be a crossmodal_scores table with columns {denominator!r} and 'coherent', "
+                         f"got {sorted(getattr(scores, 'columns', []))}")
     base = scores[scores[denominator]]
     return float(base.coherent.mean()) if len(base) else float("nan")
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import checks
 from .s2ae import SAEData
 
 #: The paper's figures (abstract and seed summary; Qwen2.5-VL-7B, LLaVA-NeXT): the paper's, not ours.
@@ -90,7 +91,7 @@ def modality_codes(sae, data: SAEData) -> tuple[torch.Tensor, torch.Tensor]:
 
 def check_latents(latents, d_sae: int) -> torch.Tensor:
     """Latent indices (D,) long (None: all); ValueError on an empty set or an index outside ``0..d_sae-1``."""
-    idx = torch.arange(d_sae) if latents is None else torch.as_tensor(latents, dtype=torch.long).reshape(-1)
+    idx = torch.arange(d_sae) if latents is None else torch.as_tensor(checks.integers(latents, "latents")).reshape(-1)
     if idx.numel() == 0:
         raise ValueError("latents: the latent set is empty; give at least one latent index")
     if idx.min() < 0 or idx.max() >= d_sae:
@@ -144,6 +145,10 @@ def crossmodal_scores(z_img: torch.Tensor, z_txt: torch.Tensor, labels: ConceptL
 
 def crossmodal_summary(scores: pd.DataFrame) -> dict:
     """Coherence (over live latents), monosemanticity per modality (over latents live there), counts."""
+    need = {"live", "coherent", "bimodal", "purity image", "purity text"}
+    if not isinstance(scores, pd.DataFrame) or need - set(scores.columns):
+        raise ValueError(f"scores must be a crossmodal_scores table with columns {sorted(need)}, got "
+                         f"{sorted(getattr(scores, 'columns', []))}")
     live = scores[scores.live]
     if live.empty:
         raise ValueError("scores: no live latent; lower min_fires or use more scenes")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import scenes as sc
+from .. import checks, scenes as sc
 
 MAX_OBJECTS = 4
 
@@ -70,6 +70,7 @@ def candidate_masks(labels: np.ndarray, values: np.ndarray, space) -> tuple[np.n
 def make_scenes(n: int, seed: int = 0, res: int = 32, patch: int = 4, n_objects=(1, MAX_OBJECTS),
                 space=None, layout: str = "grid2") -> SceneSet:
     """``n`` random scenes, deterministic in ``seed`` (see the module docstring for our choices)."""
+    checks.choice(layout, "layout", sc.LAYOUTS)
     space = space or sc.clevr2d()
     vocab = sc.vocabulary(space)
     n_slots = len(sc.LAYOUTS[layout][0])

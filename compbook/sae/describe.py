@@ -23,7 +23,7 @@ import numpy as np
 from scipy import ndimage
 from skimage.transform import resize
 
-from .. import scenes as sc
+from .. import checks, scenes as sc
 from .interpret import UNCLEAR, Synthesis
 
 SILHOUETTE = 12
@@ -39,6 +39,8 @@ TRAIN_DRAWINGS = ((40, "pair"), (24, "grid2"), (40, "grid2"), (48, "grid2"), (64
 
 def foreground(image: np.ndarray, tol: float = 0.08) -> np.ndarray:
     """Bool (H, W): pixels whose colour differs from the canvas by more than ``tol`` in some channel."""
+    checks.tensor(image, "image", (None, None, 3))
+    checks.real(tol, "tol", 0)
     return np.abs(image - np.asarray(sc.CANVAS) / 255).max(-1) > tol
 
 
@@ -49,6 +51,9 @@ def components(image: np.ndarray) -> tuple[np.ndarray, int]:
 
 def silhouette(component: np.ndarray, size: int = SILHOUETTE) -> np.ndarray:
     """A component's bounding-box crop resized to ``size x size`` (flattened, float in [0, 1])."""
+    size = checks.integer(size, "size")
+    if not np.any(component):
+        raise ValueError("component: empty (no True pixel), nothing to crop")
     rows, cols = np.nonzero(component)
     crop = component[rows.min():rows.max() + 1, cols.min():cols.max() + 1].astype(float)
     return resize(crop, (size, size), order=1, anti_aliasing=True).reshape(-1)
@@ -75,6 +80,7 @@ def shape_classifier(shapes: tuple = sc.SHAPES[:3], drawings: tuple = TRAIN_DRAW
 
 def nearest_colour(rgb: np.ndarray, palette: dict = sc.CLEVR_COLOURS) -> str:
     """Name of the palette colour (RGB 0-255) nearest ``rgb`` (3,) in [0, 1]."""
+    rgb = checks.tensor(rgb, "rgb", (3,)).double().numpy()
     names = list(palette)
     ref = np.array([palette[n] for n in names]) / 255
     return names[int(np.argmin(((ref - rgb) ** 2).sum(1)))]
@@ -126,6 +132,8 @@ class PixelDescriber:
 
 def parse_description(text: str, colours, shapes) -> list:
     """Objects named in a description: [(colour or None, shape or None)], or ["background"]."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a description string, got {type(text).__name__} {text!r:.60}")
     words = text.lower().replace(",", " ").replace(".", " ").split()
     if "background" in words and not any(w in colours or w in shapes for w in words):
         return ["background"]
@@ -157,6 +165,9 @@ def supports(descriptions, colours, shapes) -> dict:
 
 def agree(image: str, text: str) -> bool:
     """Our rule: two concepts agree when neither is unclear and one contains the other ("red" in "red square")."""
+    for name, v in (("image", image), ("text", text)):
+        if not isinstance(v, str):
+            raise ValueError(f"{name} must be a concept string, got {type(v).__name__} {v!r:.60}")
     if UNCLEAR in (image, text):
         return False
     a, b = set(image.split()), set(text.split())

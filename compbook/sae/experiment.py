@@ -14,6 +14,7 @@ import json
 
 import pandas as pd
 import torch
+from .. import checks
 from ..stats import fmt_pm, t_interval
 
 from .metrics import latent_iou, sae_report
@@ -59,6 +60,7 @@ def score(sae, data: SAEData, masks: torch.Tensor) -> dict:
 
 def method_name(lam: float) -> str:
     """"vanilla" for ``lam = 0``, else "S2AE (lambda=...)": the label of a run in tables."""
+    lam = checks.real(lam, "lam", 0)
     return "vanilla" if lam == 0 else f"S2AE (lambda={lam:g})"
 
 
@@ -124,6 +126,9 @@ def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: TrainC
 
 def summarise(df: pd.DataFrame, columns=("EV", "L0", "L0 patches", "dead", "mIoU")) -> pd.DataFrame:
     """Mean and 95% t-interval half-width over seeds, one row per method: "0.512 ± 0.010"."""
+    missing = set(columns) - set(df.columns)
+    if missing:
+        raise ValueError(f"columns: {sorted(missing)} not in df ({sorted(df.columns)})")
     out = {}
     for method, g in df.groupby("method", sort=False):
         row = {}
@@ -136,6 +141,11 @@ def summarise(df: pd.DataFrame, columns=("EV", "L0", "L0 patches", "dead", "mIoU
 
 def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[float, float]:
     """Mean and 95% t-interval half-width of ``b - a`` in ``column``, paired by seed."""
+    if column not in df.columns:
+        raise ValueError(f"column={column!r}: not a column of df ({sorted(df.columns)})")
+    for name, m in (("a", a), ("b", b)):
+        if m not in set(df.method):
+            raise ValueError(f"{name}={m!r}: no such method in df ({sorted(set(df.method))})")
     x = df[df.method == a].set_index("seed")[column]
     y = df[df.method == b].set_index("seed")[column]
     return t_interval((y - x).dropna().to_numpy(float))
@@ -143,6 +153,9 @@ def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[fl
 
 def verdict(mean: float, half: float) -> str:
     """What a paired difference and its 95% half-width say: higher, lower, or not distinguishable from 0."""
+    checks.real(mean, "mean")
+    if not float(half) >= 0 and half == half:   # NaN or inf (one seed) allowed; a negative one is not
+        raise ValueError(f"half must be a half-width >= 0, got {half!r}")
     if mean - half > 0:
         return "higher with S2AE (the interval excludes 0)"
     if mean + half < 0:

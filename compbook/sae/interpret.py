@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import checks
 from ..stats import wilson
 from .crossmodal import check_latents
 from .metrics import mask_iou
@@ -137,6 +138,8 @@ def describe_checked(describer, images: np.ndarray, masks: np.ndarray) -> list:
 
 def top_words(z_txt: torch.Tensor, tokens: torch.Tensor, vocab, latent: int, top_n: int = 10) -> list:
     """The caption words at the latent's ``top_n`` largest nonzero activations (``z_txt`` (N, L, d_sae))."""
+    latent = checks.integer(latent, "latent", 0, z_txt.shape[-1] - 1)
+    top_n = checks.integer(top_n, "top_n")
     z = z_txt[..., latent].reshape(-1)
     if not 1 <= top_n <= len(z):
         raise ValueError(f"top_n={top_n}: must be in 1..{len(z)} (the number of samples)")
@@ -211,6 +214,7 @@ def interpret_runs(runs: list, data, scenes, describer, synthesiser, min_images:
 def identification_table(tables: dict) -> pd.DataFrame:
     """One row per (method, seed, pipeline) of :func:`interpret_runs`: the identification rate over all latents
     and over the latents whose ground truth is an object concept (not the background), and the counts."""
+    checks.mapping(tables, "tables", 1)
     rows = []
     for (method, seed, pipeline), t in tables.items():
         obj = t[t.truth != "background"]

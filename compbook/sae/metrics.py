@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from .. import checks
+
 from .topk import dead_latents, fvu, l0
 
 
@@ -67,7 +69,8 @@ def sae_report(sae, x: torch.Tensor, z_img: torch.Tensor | None = None, masks: t
 def region_purity(regions: torch.Tensor, labels: torch.Tensor) -> float:
     """Fraction of patches whose ground-truth label (object or background, ``labels`` (N, P)) is the majority
     label of their region (``regions`` (N, P)): 1 when every region lies inside one object or the background."""
-    regions, labels = torch.as_tensor(regions).long(), torch.as_tensor(labels).long() + 1
+    regions = torch.as_tensor(checks.integers(regions, "regions", 0, ndim=2, min_size=1))
+    labels = torch.as_tensor(checks.integers(labels, "labels", -1, ndim=2, min_size=1)) + 1
     if regions.shape != labels.shape:
         raise ValueError(f"regions: shape {tuple(regions.shape)} differs from labels {tuple(labels.shape)}")
     n, p = regions.shape

@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from .. import checkpoints
+from .. import checkpoints, checks
 from .metrics import region_purity
 from .regions import average_linkage, grid_distance, image_attention, patch_regions
 from .vlm import Recipe, TinyVLM, TinyVLMConfig, VLMTrainConfig, caption_accuracy, train_vlm, vlm_config
@@ -164,7 +164,11 @@ def patch_attention(model: ObjectVLM, scenes, batch: int = 100) -> torch.Tensor:
 def attention_correlations(attn: torch.Tensor, labels: torch.Tensor) -> dict:
     """Mean over images of the Pearson correlation, over patch pairs i != j, of the symmetrised attention with
     "same object" (both patches on one object, background excluded) and with raster order 1 / (max(i, j) + 1)."""
+    attn = checks.tensor(attn, "attn", (None, None, None))
     n, p, _ = attn.shape
+    if attn.shape[2] != p or tuple(torch.as_tensor(labels).shape) != (n, p):
+        raise ValueError(f"attn (N, P, P) and labels (N, P) do not fit: got {tuple(attn.shape)} and "
+                         f"{tuple(torch.as_tensor(labels).shape)}")
     a = (attn + attn.transpose(1, 2)) / 2
     off = ~torch.eye(p, dtype=torch.bool)
     i = torch.arange(p)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import checks
+
 from .s2ae import SAEData, TrainConfig, TrainResult, fit_sae
 from .topk import TopKSAE
 
@@ -69,6 +71,7 @@ def linear_init(sae: TopKSAE, seed: int) -> TopKSAE:
 
 def linear_decay(step: int, steps: int) -> float:
     """The learning-rate factor of ``transformers``' linear schedule without warm-up at ``step`` (0-based)."""
+    step, steps = checks.integer(step, "step", 0), checks.integer(steps, "steps")
     return max(0.0, (steps - step) / max(1, steps))
 
 

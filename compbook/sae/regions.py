@@ -19,12 +19,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import checks
+
 N_REGIONS = 20
 SPATIAL_EXPONENT = 0.02
 
 
 def grid_distance(rows: int, cols: int) -> torch.Tensor:
     """Manhattan distance between the patches of a ``rows x cols`` grid (row-major), divided by its max: (P, P)."""
+    rows, cols = checks.integer(rows, "rows"), checks.integer(cols, "cols")
+    checks.check_budget(8.0 * 3 * (rows * cols) ** 2, f"grid_distance of a {rows} x {cols} grid")
     r, c = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
     rc = torch.stack([r.reshape(-1), c.reshape(-1)], 1).double()
     d = torch.cdist(rc, rc, p=1)
@@ -43,7 +47,9 @@ def image_attention(attentions: torch.Tensor, patch_idx: torch.Tensor) -> torch.
         a = a[None]
     if a.ndim != 5 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"attentions: shape {tuple(a.shape)}, expected (B, layers, heads, T, T)")
-    idx = torch.as_tensor(patch_idx, dtype=torch.long)
+    if a.is_floating_point() and not torch.isfinite(a).all():
+        raise ValueError("attentions: contains NaN or infinite values")
+    idx = torch.as_tensor(checks.integers(patch_idx, "patch_idx", 0, a.shape[-1] - 1, ndim=1, min_size=1))
     m = a.mean(dim=(1, 2))[:, idx][:, :, idx]
     return m[0] if single else m
 
@@ -54,7 +60,7 @@ def region_distance(attn: torch.Tensor, grid: tuple[int, int], exponent: float =
     single = a.ndim == 2
     if single:
         a = a[None]
-    rows, cols = grid
+    rows, cols = (checks.integer(g, "grid") for g in checks.sequence(grid, "grid", 2, 2))
     if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[1] != rows * cols:
         raise ValueError(f"attn: shape {tuple(a.shape)}, expected (B, P, P) with P = {rows}*{cols}")
     if not torch.isfinite(a).all():
@@ -69,7 +75,7 @@ def region_distance(attn: torch.Tensor, grid: tuple[int, int], exponent: float =
 
 def check_n_regions(n_regions: int, n_patches: int) -> int:
     """``n_regions`` as an int; ValueError when it is < 1 or more than the ``n_patches`` patches."""
-    if not 1 <= int(n_regions) <= n_patches:
+    if not 1 <= checks.integer(n_regions, "n_regions", None) <= n_patches:
         raise ValueError(f"n_regions={n_regions}: must be between 1 and the number of patches ({n_patches})")
     return int(n_regions)
 
@@ -88,6 +94,9 @@ def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
         d = d[None]
     if d.ndim != 3 or d.shape[1] != d.shape[2]:
         raise ValueError(f"dist: shape {d.shape}, expected (B, P, P)")
+    if not np.isfinite(d).all():
+        raise ValueError("dist: contains NaN or infinite values")
+    n_clusters = check_n_regions(n_clusters, d.shape[1])
     b, p, _ = d.shape
     n_clusters = check_n_regions(n_clusters, p)
     d = np.triu(d, 1) + np.triu(d, 1).transpose(0, 2, 1)     # the upper triangle, as scikit-learn reads it
@@ -152,6 +161,8 @@ def patch_regions(attn: torch.Tensor, grid: tuple[int, int], n_regions: int | No
 
 def sklearn_regions(dist: np.ndarray, n_clusters: int) -> np.ndarray:
     """The reference the paper's trainer uses: one scikit-learn fit per image. (B, P, P) -> (B, P) labels."""
+    d = np.asarray(dist)
+    check_n_regions(n_clusters, d.shape[-1] if d.ndim else 0)
     from sklearn.cluster import AgglomerativeClustering
 
     out = []

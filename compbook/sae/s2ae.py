@@ -51,6 +51,7 @@ class _BinarizeSTE(torch.autograd.Function):
 
 def binarize_ste(z: torch.Tensor) -> torch.Tensor:
     """``bin(z) + z - sg(z)``: forward value 1 where ``z > 0`` (kept by TopK, positive), else 0; gradient of ``z``."""
+    checks.tensor(z, "z")
     return _BinarizeSTE.apply(z)
 
 
@@ -139,6 +140,8 @@ class SAETrainConfig:
         checks.integer(self.steps, "steps")
         checks.integer(self.batch_images, "batch_images")
         checks.real(self.lr, "lr", 0, low_open=True)
+        # a lower bound of one step's buffers (dense pre-activation codes, one token per image, float64)
+        checks.check_budget(8.0 * d_sae * checks.integer(self.batch_images, "batch_images"), f"d_sae={d_sae}")
 
 
 @dataclass

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import checks
 from . import experiment as ex
 from .s2ae import SAEData, TrainConfig
 
@@ -45,6 +46,9 @@ STORE = "sae/study"
 
 def store_of(k: int, store: str = STORE, optimiser: str = "ours") -> str:
     """Folder (under ``data/``) of the stored SAEs of one k (and optimiser)."""
+    k = checks.integer(k, "k")
+    checks.safe_path("data", store, "store")
+    checks.safe_name(optimiser, "optimiser")
     return f"{store}/k{k}" if optimiser == "ours" else f"{store}/{optimiser}_k{k}"
 
 
@@ -112,6 +116,7 @@ def choose_k(df: pd.DataFrame, ev_target: float = EV_TARGET) -> int:
     """The smallest k whose **vanilla** mean EV over seeds is >= ``ev_target`` (the largest-EV k if none).
 
     Our choice (a parameter): only vanilla rows are read, so the choice cannot depend on how S2AE does."""
+    checks.real(ev_target, "ev_target", None, 1)
     v = df[df["lambda"] == 0].groupby("k")["EV"].mean().sort_index()
     if v.empty:
         raise ValueError("df: no vanilla (lambda = 0) rows to choose k from")
@@ -139,6 +144,8 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     """
     if paper_sign not in (-1, 1):
         raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
+    checks.real(mean, "mean")
+    checks.real(paper_size, "paper_size")
     lo, hi = paper_sign * mean - half, paper_sign * mean + half       # on the paper's side: positive is its way
     if not np.isfinite(half):
         return "inconclusive (one seed)"
@@ -183,7 +190,7 @@ def write_table(df: pd.DataFrame, relative: str):
     """Write a study table (no SAE objects) to ``data/<relative>`` as JSON records; returns the path."""
     from ..paths import data_dir
 
-    path = data_dir() / relative
+    path = checks.safe_path(data_dir(), relative, "relative")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(df.to_json(orient="records", indent=1) + "\n")
     return path
@@ -193,6 +200,9 @@ def read_table(relative: str = f"{STORE}/table.json") -> pd.DataFrame:
     """A table written by :func:`write_table` (e.g. chapter 15's study, read by chapter 16)."""
     from ..paths import data_file
 
+    from ..paths import data_dir
+
+    checks.safe_path(data_dir(), relative, "relative")
     return pd.read_json(data_file(relative), orient="records")
 
 

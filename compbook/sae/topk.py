@@ -46,6 +46,8 @@ class TopKSAEConfig:
 def check_activations(x: torch.Tensor, d_in: int, name: str = "x") -> torch.Tensor:
     """``x`` as a float tensor (..., d_in); ValueError naming ``name`` on a wrong width or NaN/inf values."""
     x = torch.as_tensor(x)
+    if x.is_complex():
+        raise ValueError(f"{name}: complex activations are not supported, got dtype {x.dtype}")
     if x.ndim < 1 or x.shape[-1] != d_in:
         raise ValueError(f"{name}: last dimension is {tuple(x.shape)[-1:] or 'missing'}, expected width d_in={d_in}")
     if not torch.is_floating_point(x):
@@ -139,17 +141,24 @@ def fvu(x: torch.Tensor, x_hat: torch.Tensor) -> float:
 
 def l0(z: torch.Tensor) -> float:
     """Mean number of active (nonzero) latents per row of a code (N, d_sae)."""
+    z = checks.tensor(z, "z", finite=True, floating=False)
+    if z.ndim < 1 or z.numel() == 0:
+        raise ValueError(f"z must be a non-empty code (N, d_sae), got shape {tuple(z.shape)}")
     return float((z != 0).float().sum(-1).mean())
 
 
 def dead_latents(z: torch.Tensor) -> torch.Tensor:
     """Bool (d_sae,): latents never active on any row of ``z`` (N, d_sae) (our choice: over the data given)."""
+    z = checks.tensor(z, "z", floating=False)
+    if z.ndim < 1:
+        raise ValueError(f"z must be a code (N, d_sae), got shape {tuple(z.shape)}")
     return ~(z != 0).reshape(-1, z.shape[-1]).any(0)
 
 
 # -- checkpoints -----------------------------------------------------------------------------------------------------
 def save_sae(sae: TopKSAE, path, metadata: dict | None = None) -> Path:
     """Write ``path.safetensors`` (W_enc, W_dec, b_enc, b_dec) and ``path.json`` (config); returns the JSON path."""
+    checks.instance(sae, "sae", TopKSAE)
     return checkpoints.save(path, dict(sae.named_parameters()), {"config": asdict(sae.cfg),
                                                                   "metadata": metadata or {}}, format=FORMAT)
 

@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from .. import checkpoints
+from .. import checkpoints, checks
 
 FORMAT = "compbook-tiny-vlm/1"
 IMAGE, TEXT, PAD = 0, 1, -1
@@ -43,6 +43,20 @@ class TinyVLMConfig:
     text_only: bool = False
     pad_id: int = 0
     seed: int = 0
+
+    def __post_init__(self):
+        for name in ("vocab_size", "patch_dim", "max_text", "d_model", "n_layers", "n_heads", "d_mlp"):
+            checks.integer(getattr(self, name), name)
+        for g in checks.sequence(self.grid, "grid", 2, 2):
+            checks.integer(g, "grid")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        checks.integer(self.pad_id, "pad_id", 0, self.vocab_size - 1)
+        checks.integer(self.seed, "seed", 0)
+        d = self.d_model
+        n = (self.n_layers * (4 * d * d + 2 * d * self.d_mlp) + 2 * self.vocab_size * d
+             + (self.patch_dim + self.grid[0] * self.grid[1] + self.max_text) * d)
+        checks.check_budget(4.0 * 4 * n, f"a TinyVLM of d_model={d} (weights, gradients and Adam's moments)")
 
     @property
     def n_patches(self) -> int:
@@ -133,6 +147,7 @@ def caption_loss(model: TinyVLM, patches, tokens, pad_id: int) -> torch.Tensor:
 def caption_accuracy(model: TinyVLM, scenes, batch: int = 256) -> dict:
     """Teacher-forced next-token accuracy on ``scenes`` (a :class:`compbook.sae.data.SceneSet`): over all caption
     targets (``all``) and over the words that name a colour or shape (``concept words``)."""
+    batch = checks.integer(batch, "batch")
     model.eval()
     hits, total, chits, ctotal = 0, 0, 0, 0
     for i in range(0, len(scenes), batch):
@@ -156,6 +171,13 @@ class VLMTrainConfig:
     lr: float = 3e-3
     weight_decay: float = 0.01
     seed: int = 0
+
+    def __post_init__(self):
+        checks.integer(self.steps, "steps")
+        checks.integer(self.batch, "batch")
+        checks.real(self.lr, "lr", 0, low_open=True)
+        checks.real(self.weight_decay, "weight_decay", 0)
+        checks.integer(self.seed, "seed", 0)
 
 
 def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True,
@@ -191,6 +213,11 @@ def load_vlm(path) -> tuple[TinyVLM, dict]:
     tensors, meta = checkpoints.load(path, format=FORMAT)
     c = meta["config"]
     model = TinyVLM(TinyVLMConfig(**{**c, "grid": tuple(c["grid"])}))
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in tensors.items()}
+    if want != got:
+        bad = sorted(k for k in want.keys() | got.keys() if want.get(k) != got.get(k))
+        raise ValueError(f"path: {path} holds weights of another config than its sidecar says (e.g. {bad[:3]})")
     model.load_state_dict(tensors)
     return model.eval(), meta["metadata"]
 
@@ -303,6 +330,15 @@ class Recipe:
     batch: int = 32
     lr: float = 3e-3
     seed: int = 0
+
+    def __post_init__(self):
+        for name in ("n_train", "n_test", "d_model", "n_layers", "n_heads", "d_mlp", "steps", "batch"):
+            checks.integer(getattr(self, name), name)
+        for name in ("train_seed", "test_seed", "seed"):
+            checks.integer(getattr(self, name), name, 0)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        checks.real(self.lr, "lr", 0, low_open=True)
 
 
 STORE = "sae/tiny_vlm"
