@@ -30,7 +30,6 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 import torch
-from torch.nn import functional as F
 
 from .. import checkpoints, checks
 from .metrics import region_purity
@@ -85,25 +84,10 @@ class ObjectVLM(TinyVLM):
         mask = self.mask(x.shape[1])
         hidden, attns = [x], []
         for blk in self.blocks:
-            x, a = _block(blk, x, mask, need_weights)
+            x, a = blk(x, need_weights, mask=mask)
             hidden.append(x)
             attns.append(a)
         return self.head(self.ln_f(x[:, self.n_image_tokens():])), hidden, attns
-
-
-def _block(blk, x: torch.Tensor, mask: torch.Tensor, need_weights: bool):
-    """:class:`compbook.sae.vlm.Block`'s forward pass with an arbitrary attention mask (True: allowed)."""
-    b, t, d = x.shape
-    q, k, v = blk.qkv(blk.ln1(x)).reshape(b, t, 3, blk.n_heads, d // blk.n_heads).permute(2, 0, 3, 1, 4)
-    probs = None
-    if need_weights:
-        scores = q @ k.transpose(-1, -2) / (d // blk.n_heads) ** 0.5
-        probs = scores.masked_fill(~mask, float("-inf")).softmax(-1)
-        y = probs @ v
-    else:
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    x = x + blk.proj(y.transpose(1, 2).reshape(b, t, d))
-    return x + blk.mlp(blk.ln2(x)), probs
 
 
 def train_object_vlm(cfg: TinyVLMConfig, n_prefix: int, bidirectional: bool, scenes, tcfg: VLMTrainConfig,

@@ -74,19 +74,23 @@ class Block(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_mlp), nn.GELU(), nn.Linear(cfg.d_mlp, cfg.d_model))
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, need_weights: bool = False,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(B, T, d) -> (B, T, d) and attention probabilities (B, H, T, T) (None unless ``need_weights``:
-        training uses the fused kernel, which computes the same attention without returning it)."""
+        training uses the fused kernel, which computes the same attention without returning it). ``mask``
+        (T, T) bool, True where attention is allowed; None: causal (chapter 15's object VLMs pass others)."""
         b, t, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).reshape(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         probs = None
         if need_weights:
             scores = q @ k.transpose(-1, -2) / (d // self.n_heads) ** 0.5
-            causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-            probs = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+            allowed = torch.ones(t, t, dtype=torch.bool, device=x.device).tril() if mask is None else mask
+            probs = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
             y = probs @ v
-        else:
+        elif mask is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
         return x + self.mlp(self.ln2(x)), probs
 
