@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import checks
+from .tables import pick
 from ..stats import fmt, mean_ci, pooled_draws  # noqa: F401 (fmt, mean_ci re-exported)
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -108,13 +109,6 @@ def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
 
 
 # -- reading the stored files -------------------------------------------------------------------------------------
-def _find(rows, **match) -> dict:
-    hits = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
-    if len(hits) != 1:
-        raise ValueError(f"rows: expected one row with {match}, found {len(hits)}")
-    return hits[0]
-
-
 def judge_kind(name: str, chosen: str) -> str | None:
     """``"default"``, ``"ssim"`` or ``"human"`` for a judge name of ``reread.json`` (None: another judge)."""
     checks.non_empty_str(name, "name")
@@ -185,12 +179,12 @@ def chapter6_claims(ch6: dict, rule: str = "separated", tolerance: float = 0.02)
     _need(ch6, "ch6", "rows")
     out = []
     for j in ("default", "ssim"):
-        sp = _find(ch6["rows"], name="SP", judge=j)
+        sp = pick(ch6["rows"], name="SP", judge=j)
         for m in ("magnitude", "wanda", "structured (Taylor)", "lottery ticket", "random"):
-            row = _find(ch6["rows"], name=m, judge=j)
+            row = pick(ch6["rows"], name=m, judge=j)
             out.append(_claim(f"SP above {m} (matched sparsity)", 6, j, f"{fmt(sp)} vs {fmt(row)}",
                               verdict(sp, row, "greater", rule)))
-        base = [_find(ch6["rows"], name=m, judge=j) for m in ("magnitude", "wanda", "structured (Taylor)",
+        base = [pick(ch6["rows"], name=m, judge=j) for m in ("magnitude", "wanda", "structured (Taylor)",
                                                               "lottery ticket")]
         top = max(base, key=lambda r: r["ci95"][0])
         out.append(_claim("the paper's baselines score 0", 6, j, f"highest: {top['name']} {fmt(top)}",
@@ -301,7 +295,7 @@ def chapter8_claims(ch8: dict, rule: str = "separated") -> list[dict]:
     out = [_claim("Muon reaches a lower loss than Adam", 8, "(MSE)", f"{four(mu)} vs {four(ad)}",
                   verdict(mu, ad, "less", rule))]
     for j in ("default", "ssim"):
-        m, a = _find(ch8["rows"], name="muon", judge=j), _find(ch8["rows"], name="adam", judge=j)
+        m, a = pick(ch8["rows"], name="muon", judge=j), pick(ch8["rows"], name="adam", judge=j)
         out.append(_claim("Muon scores higher than Adam", 8, j, f"{fmt(m)} vs {fmt(a)}",
                           verdict(m, a, "greater", rule)))
     return out
@@ -316,10 +310,10 @@ def chapter9_claims(ch9: dict, rule: str = "separated") -> list[dict]:
     single = [n for n in t if n not in ("butterfly + apple", "butterfly", "apple")]
     for j in ("default", "ssim"):
         for n in single + ["butterfly + apple"]:
-            sp, de = _find(t[n]["rows"], name="SP", judge=j), _find(t[n]["rows"], name="dense", judge=j)
+            sp, de = pick(t[n]["rows"], name="SP", judge=j), pick(t[n]["rows"], name="dense", judge=j)
             out.append(_claim(f"{n}: SP above dense", 9, j, f"{fmt(sp)} vs {fmt(de)}",
                               verdict(sp, de, "greater", rule)))
-        gains = {n: difference(_find(t[n]["rows"], name="SP", judge=j), _find(t[n]["rows"], name="dense", judge=j))
+        gains = {n: difference(pick(t[n]["rows"], name="SP", judge=j), pick(t[n]["rows"], name="dense", judge=j))
                  for n in single + ["butterfly + apple"]}
         best = max(single, key=lambda n: gains[n]["ci95"][0])
         out.append(_claim("SP's gain smaller for the two-object scene", 9, j,
