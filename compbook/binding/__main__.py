@@ -40,7 +40,7 @@ def clevr(argv: Sequence[str]) -> int:
     torch.set_num_threads(1)   # small models on a shared CPU: one thread is fastest (measured: 2 threads 30x slower)
     for sw in {"both": (False, True), "on": (True,), "off": (False,)}[a.swap]:
         stack, setup, info = load_or_train(sw, retrain=a.retrain)
-        print(checkpoint_name(sw), "seconds", info["seconds"], "best steps", info["best_step"])
+        print(checkpoint_name(sw, setup), "seconds", info["seconds"], "best steps", info["best_step"])
     return 0
 
 

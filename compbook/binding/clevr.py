@@ -7,12 +7,14 @@ or always with ``retrain=True``. From the shell: ``python -m compbook.binding cl
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from .. import config, paths
+from .. import checks, config, paths
 from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig
@@ -36,7 +38,6 @@ class Setup(config.ModeConfig):
     batch: int = 64
 
     def __post_init__(self):
-        from .. import checks
         checks.real(self.coverage, "coverage", 0, 1, low_open=True)
         checks.integer(self.seed, "seed", 0)
         for name in ("res", "n_models", "steps", "batch"):
@@ -93,8 +94,13 @@ def evaluate(stack: DualStack, pairs, res: int) -> dict:
     return {k: np.array(v) for k, v in out.items()}
 
 
-def checkpoint_name(swap_negatives: bool) -> str:
-    return f"binding/clevr2d_{'swap' if swap_negatives else 'noswap'}"
+def checkpoint_name(swap_negatives: bool, setup: Setup | None = None) -> str:
+    """Where the stack of ``setup`` is stored under ``data/``: ``binding/clevr2d_{swap|noswap}`` for the CPU
+    setup (``Setup()``), with ``_<8 hex of the setup>`` appended for any other (full mode gets its own files)."""
+    name = f"binding/clevr2d_{'swap' if checks.boolean(swap_negatives, 'swap_negatives') else 'noswap'}"
+    if setup is None or checks.instance(setup, "setup", Setup) == Setup():
+        return name
+    return f"{name}_{hashlib.sha256(json.dumps(asdict(setup), sort_keys=True).encode()).hexdigest()[:8]}"
 
 
 def train(setup: Setup, swap_negatives: bool, progress: bool = True):
@@ -116,15 +122,20 @@ def load_or_train(swap_negatives: bool, retrain: bool = False, setup: Setup | No
     """(stack, setup, info): the stored models of ``data/binding/`` unless ``retrain`` or none stored.
 
     ``info`` holds how the models were made (train config, seconds, selected steps, validation scores).
-    A stored stack made with a different setup is not used: it is retrained (caches never answer another
-    question).
+    Each setup has its own files (:func:`checkpoint_name`); a stored stack whose recorded setup is not this one
+    (an edited or misplaced file) is refused with ``ValueError``, never served nor trained over (pass
+    ``retrain=True`` to replace it).
     """
-    setup = setup or default_setup()
-    path = paths.data_file(checkpoint_name(swap_negatives) + ".json").with_suffix("")
+    checks.boolean(retrain, "retrain")
+    checks.boolean(save, "save")
+    setup = default_setup() if setup is None else checks.instance(setup, "setup", Setup)
+    path = paths.data_file(checkpoint_name(swap_negatives, setup) + ".json").with_suffix("")
     if not retrain and path.with_suffix(".json").exists():
         stack = DualStack.load(path)
-        if stack.metadata.get("setup") == asdict(setup):
-            return stack, setup, stack.metadata
+        if stack.metadata.get("setup") != asdict(setup):
+            raise ValueError(f"setup: {path}.json holds models of setup {stack.metadata.get('setup')}, not "
+                             f"{asdict(setup)} (edited or misplaced?); pass retrain=True to train and replace it")
+        return stack, setup, stack.metadata
     t0 = time.perf_counter()
     result, cfg = train(setup, swap_negatives)
     info = {"setup": asdict(setup), "train": asdict(cfg), "seconds": round(time.perf_counter() - t0, 1),

@@ -340,6 +340,28 @@ def _split_parts(split: CoverageSplit):
     return np.asarray(split.train), np.asarray(split.val), np.asarray(split.train_objects)
 
 
+def check_training_size(cfg: ControlledConfig, n_models: int) -> None:
+    """Refuse (``checks.check_budget``) a stack whose weights (with gradients and AdamW's moments) and one step's
+    activations would not fit in memory, before anything is allocated."""
+    n_scene = 2 * (cfg.n_concepts + 2) + 1
+    n_weights = sum(math.prod(s) for s in _encoder_shapes(cfg, n_scene).values()) * (1 if cfg.shared else 2)
+    acts = cfg.batch * (n_scene + (2 + cfg.n_swaps) * (cfg.n_concepts + 2)) * 8 * cfg.d_model * cfg.n_layers
+    checks.check_budget(4.0 * n_models * (4 * n_weights + acts), f"training {n_models} controlled model(s)")
+
+
+def _check_split(split, cfg: ControlledConfig, m: int):
+    """The parts of ``splits[m]`` training reads (:func:`_split_parts`), checked: a :class:`CoverageSplit` with
+    train and validation scenes (S, 2) and train objects, every id an object of ``cfg``'s space."""
+    checks.instance(split, f"splits[{m}]", CoverageSplit)
+    n_obj = cfg.n_values ** cfg.n_concepts
+    parts = _split_parts(split)
+    for name, part, ndim in zip(("train", "val", "train_objects"), parts, (2, 2, 1)):
+        checks.integers(part, f"splits[{m}].{name}", 0, n_obj - 1, ndim=ndim, min_size=1)
+        if ndim == 2 and part.shape[1] != 2:
+            raise ValueError(f"splits[{m}].{name} must be two-object scenes (S, 2), got shape {part.shape}")
+    return parts
+
+
 def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True) -> ControlledResult:
     """Train one model per (split, seed) pair at once: ``splits`` and ``seeds`` are equal-length lists.
 
@@ -347,10 +369,14 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
     (and at the end) its validation object recognition (``splits[m].val`` scenes, candidates: its train
     objects) selects its weights. The test split is never read here.
     """
-    if len(splits) != len(seeds) or not splits:
+    checks.instance(cfg, "cfg", ControlledConfig)
+    splits = checks.sequence(splits, "splits")
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1).tolist()
+    if len(splits) != len(seeds):
         raise ValueError(f"splits, seeds: need equal, non-zero lengths, got {len(splits)} and {len(seeds)}")
-    parts = [_split_parts(s) for s in splits]
     M = len(splits)
+    check_training_size(cfg, M)
+    parts = [_check_split(s, cfg, m) for m, s in enumerate(splits)]
     train = _padded([p[0] for p in parts])
     n_train = torch.as_tensor([len(p[0]) for p in parts])
     val_rows = [subsample(p[1], cfg.eval_scenes, s) for p, s in zip(parts, seeds)]

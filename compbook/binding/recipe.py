@@ -539,6 +539,23 @@ def _load_state(path, cfg, model, opt, rng, device) -> tuple[int, list, float]:
     return header["step"], header["log"], header["seconds"]
 
 
+#: the eval sets :func:`train` reads (:func:`eval_sets` makes them)
+SET_NAMES = frozenset({"seen_binding", "unseen_binding", "seen_batches", "unseen_batches"})
+
+
+def check_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` this machine has (``ValueError`` for an unknown name or a missing GPU)."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must be a torch device name such as 'cpu' or 'cuda', got {device!r} ({e})") \
+            from None
+    if dev.type == "cuda" and not torch.cuda.is_available() or dev.type == "mps" and not (
+            hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise ValueError(f"device={device!r}: this machine has no such device")
+    return dev
+
+
 def train(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None, sets: dict | None = None,
           stop_after: int | None = None, progress: bool = True,
           device: str | torch.device = "cpu") -> tuple[DualEncoder, dict]:
@@ -546,6 +563,23 @@ def train(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None, sets: 
     evaluation. ``stop_after``: stop after that many steps in this call (tests of resume). Returns the model
     (final weights) and a record with the log (every ``eval_every`` steps and at the end) and seconds.
     ``device``: where the model runs (the data are generated on the CPU either way)."""
+    checks.instance(cfg, "cfg", RecipeConfig)
+    stop_after = checks.optional_integer(stop_after, "stop_after")
+    device = check_device(device)
+    if checkpoint is not None and (not isinstance(checkpoint, (str, os.PathLike)) or str(checkpoint) == ""):
+        raise ValueError(f"checkpoint must be a path (str or os.PathLike) or None, got {checkpoint!r}")
+    if sets is not None:
+        missing = sorted(SET_NAMES - set(checks.mapping(sets, "sets")))
+        if missing:
+            raise ValueError(f"sets must be eval_sets(cfg)'s dict, missing {missing}")
+    with torch.device("meta"):
+        n_weights = sum(p.numel() for p in DualEncoder(cfg).parameters())
+    n_tokens = cfg.max_objects * (cfg.n_concepts + 2) + 1
+    # one step's activations: the batch's scenes and the query set, each token (4 d_model + d_ff) per layer
+    tokens = cfg.batch * n_tokens + (cfg.n_object_queries + cfg.n_concept_queries) * (cfg.n_concepts + 2)
+    acts = tokens * (4 * cfg.d_model + cfg.d_ff) * cfg.n_layers
+    checks.check_budget(4.0 * (4 * n_weights + acts), f"training a recipe model of d_model={cfg.d_model}, "
+                                                      f"batch={cfg.batch}")
     torch.manual_seed(cfg.seed)
     model = DualEncoder(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -11,6 +11,7 @@ validation history, test recognition, probe fits, timings). :func:`load_sweep` r
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -21,8 +22,8 @@ from .. import checkpoints, checks
 from ..config import ModeConfig
 from ..paths import data_dir
 from ..scenes import coverage_split
-from .controlled import (ControlledConfig, encode, object_recognition, scene_tokens, subsample,
-                         swap_recognition, train_controlled)
+from .controlled import (ControlledConfig, check_training_size, encode, object_recognition, scene_tokens,
+                         subsample, swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 
 FORMAT = "compbook-controlled-sweep/1"
@@ -147,6 +148,15 @@ def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dic
 
 def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: bool = True) -> dict:
     """Train, select, test and probe one object-space size; save when ``out_dir``; returns the record."""
+    checks.instance(sweep, "sweep", SweepConfig)
+    checks.instance(cfg, "cfg", ControlledConfig)
+    if out_dir is not None:
+        if not isinstance(out_dir, (str, os.PathLike)) or str(out_dir) == "" or Path(out_dir).exists() \
+                and not Path(out_dir).is_dir():
+            raise ValueError(f"out_dir must be a folder (or None: do not save), got {out_dir!r}")
+    n_models = len(sweep.coverages) * len(sweep.seeds)
+    check_training_size(cfg, n_models)
+    checks.check_budget(16.0 * n_models * sweep.max_scenes, f"the scenes of {n_models} splits")
     splits, seeds, covs = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
     res = train_controlled(cfg, splits, seeds, progress=progress)
     fits = probe_fits(res.params, cfg, splits, sweep)

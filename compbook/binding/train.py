@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from .. import checkpoints
 from .. import checks
+from .data import PairData
 from .encoders import DualEncoder, EncoderConfig
 
 FORMAT = "compbook-dual-stack/1"
@@ -170,6 +171,34 @@ def _batch(data, idx, gen, cfg):
     return data.images[idx], ids, data.swap[idx], data.swap_valid[idx] & full
 
 
+def n_parameters(enc: EncoderConfig) -> int:
+    """Number of weights of one dual encoder of ``enc``, counted without allocating them (meta device)."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in DualEncoder(enc).parameters())
+
+
+def check_pair_data(data, enc: EncoderConfig) -> None:
+    """``ValueError`` naming the field unless ``data`` is a non-empty :class:`~compbook.binding.data.PairData`
+    that ``enc`` can read: images (N, res, res, 3) finite floats in [0, 1], captions (N, V, L <= max_len), swap
+    (N, L) token ids in ``0..vocab_size-1``, swap_valid (N,) bools."""
+    checks.instance(data, "data", PairData)
+    images = checks.tensor(data.images, "data.images", (None, enc.res, enc.res, 3), low=0.0, high=1.0)
+    n = len(images)
+    if n == 0:
+        raise ValueError("data.images: no training scenes (N = 0)")
+    for name, shape in (("captions", (n, None, None)), ("swap", (n, None))):
+        ids = checks.tensor(getattr(data, name), f"data.{name}", shape, low=0, high=enc.vocab_size - 1,
+                            floating=False)
+        if ids.is_floating_point() or ids.dtype == torch.bool:
+            raise ValueError(f"data.{name} must hold integer token ids, got dtype {ids.dtype}")
+        if ids.shape[-1] > enc.max_len:
+            raise ValueError(f"data.{name}: captions of {ids.shape[-1]} tokens, the encoder reads at most "
+                             f"max_len={enc.max_len}")
+    valid = torch.as_tensor(data.swap_valid)
+    if valid.dtype != torch.bool or tuple(valid.shape) != (n,):
+        raise ValueError(f"data.swap_valid must be ({n},) bools, got {valid.dtype} {tuple(valid.shape)}")
+
+
 def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, val_score=None,
                 progress: bool = True) -> TrainResult:
     """Train ``n_models`` dual encoders on ``data`` (a :class:`~compbook.binding.data.PairData`) at once.
@@ -177,6 +206,15 @@ def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, v
     Model m starts from seed ``cfg.seed * 1000 + m`` and draws its own batches. ``val_score(stack) -> (M,)``
     (higher is better), called every ``eval_every`` steps and at the end, selects each model's weights.
     """
+    checks.instance(enc, "enc", EncoderConfig)
+    checks.instance(cfg, "cfg", DualTrainConfig)
+    n_models = checks.integer(n_models, "n_models")
+    check_pair_data(data, enc)
+    if val_score is not None and not callable(val_score):
+        raise ValueError(f"val_score must be a function stack -> (M,) scores or None, got {val_score!r:.60}")
+    # weights, gradients and AdamW's two moments per model, and one step's image batch
+    checks.check_budget(16.0 * n_models * n_parameters(enc) + 4.0 * n_models * cfg.batch * enc.res ** 2 * 3,
+                        f"training {n_models} dual encoder(s) of res={enc.res}")
     stack = DualStack(enc, n_models, cfg.seed)
     opt = torch.optim.AdamW(list(stack.params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))

@@ -99,8 +99,25 @@ def counted_weights(net: Network, rule: str) -> list[tuple[int, int, int]]:
     return weights
 
 
+def check_weights(net: Network, weights) -> list[tuple[int, int, int]]:
+    """``weights`` as a non-empty list of ``(layer, out, in)`` int triples that exist in ``net``'s model
+    (``ValueError`` naming the first one that does not)."""
+    checks.instance(net, "net", Network)
+    checks.sequence(weights, "weights")
+    idx = checks.integers(weights, "weights", 0, ndim=2, min_size=1)
+    if idx.shape[1] != 3:
+        raise ValueError(f"weights must be (layer, out, in) triples, got shape {idx.shape}")
+    shapes = [tuple(w.shape) for w in net.model.weights]
+    for l, o, i in idx.tolist():
+        if l >= len(shapes) or o >= shapes[l][0] or i >= shapes[l][1]:
+            raise ValueError(f"weights: ({l}, {o}, {i}) is not a weight of {net.name!r} (layers of shapes "
+                             f"{shapes})")
+    return [tuple(w) for w in idx.tolist()]
+
+
 def layer_scales(net: Network, weights) -> dict[int, float]:
     """Per layer, the root mean square of the counted weights ``weights`` in it (the "layer" scale)."""
+    weights = check_weights(net, weights)
     ws = [w.detach() for w in net.model.effective_weights()]
     vals: dict[int, list[float]] = {}
     for l, o, i in weights:
@@ -112,8 +129,16 @@ def deltas_for(net: Network, weights, policy: str, scale: float = SCALE, seed: i
                scales: dict[int, float] | None = None) -> torch.Tensor:
     """The change of each weight under ``policy`` (float64). ``scales``: the layer scales (default: computed
     from ``weights``; pass the full counted set's when ``weights`` is a sample)."""
+    weights = check_weights(net, weights)
     policy = checks.choice(policy, "policy", POLICIES)
     scale = checks.real(scale, "scale", 0, low_open=True)
+    seed = checks.integer(seed, "seed", 0)
+    if scales is not None:
+        checks.mapping(scales, "scales")
+        for l in sorted({l for l, _, _ in weights}):
+            if l not in scales:
+                raise ValueError(f"scales has no scale for layer {l} (has {sorted(scales)})")
+            checks.real(scales[l], f"scales[{l}]", 0)
     ws = [w.detach() for w in net.model.effective_weights()]
     w = torch.tensor([float(ws[l][o, i]) for l, o, i in weights], dtype=torch.float64)
     if policy == "fixed":

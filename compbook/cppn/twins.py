@@ -24,6 +24,7 @@ uniform activation mix per layer, the true clip gradient, our minibatch-then-cos
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -198,10 +199,37 @@ def load_twins(target: str, folder=None) -> list[CPPN]:
     return [store.load_cppn(p) for p in _loaded_paths(target, folder)]
 
 
+_STEM = re.compile(r"twin_(?P<target>[a-z]+)_(?P<res>\d+)px_(?P<steps>\d+)steps_seed(?P<seed>\d+)")
+
+
+def stored_metadata(path) -> dict:
+    """The metadata of the stored twin ``path``, checked against its file name (target, seed, resolution and
+    steps) and for the fields the book reads (a recipe, a finite loss curve): ``ValueError`` naming the file
+    when its JSON was edited or belongs to another twin (the weights' own content hash is checked on load)."""
+    m = store.load_metadata(path)
+    name = _STEM.fullmatch(Path(path).with_suffix("").name)
+    recipe = m.get("recipe")
+    if name is None or not isinstance(recipe, dict):
+        raise ValueError(f"{path}: not a stored twin (expected twin_<target>_<res>px_<steps>steps_seed<s> with a "
+                         f"'recipe' in its metadata)")
+    said = {"target": m.get("target"), "seed": m.get("seed"), "res": recipe.get("res"), "steps": recipe.get("steps")}
+    named = {"target": name["target"], "seed": int(name["seed"]), "res": int(name["res"]),
+             "steps": int(name["steps"])}
+    if said != named:
+        raise ValueError(f"{path}: its JSON says {said}, its name {named} (edited or renamed); restore it (git) or "
+                         f"train it again")
+    curve = m.get("loss_curve")
+    if not isinstance(curve, list) or not curve or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in curve):
+        raise ValueError(f"{path}: 'loss_curve' must be a non-empty list of finite numbers (edited?)")
+    checks.integer(m.get("loss_every"), f"{path}: 'loss_every'")
+    return m
+
+
 def _loaded_paths(target: str, folder=None) -> list[Path]:
     """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``)."""
     found = stored(target, folder)
-    meta = [store.load_metadata(p) for p in found]
+    meta = [stored_metadata(p) for p in found]
     best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
     return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
 
@@ -224,7 +252,7 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
     rows = []
     for t in TARGETS:
         for p in (_loaded_paths(t, folder) if loaded_only else stored(t, folder)):
-            m = store.load_metadata(p)
+            m = stored_metadata(p)
             run = m.get("run", {})
             rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
                          "stopped_by": run.get("stopped_by", "steps"), "plateau_step": run.get("plateau_step"),
@@ -255,7 +283,7 @@ def quality_table(sgd: dict, judge, res: int = 64):
 def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
     """The stored loss curves of the twins :func:`load_twins` loads: ``(steps (P,), losses (P, seeds))``, one
     point every ``loss_every`` steps (chapter 5)."""
-    metas = [store.load_metadata(p) for p in _loaded_paths(target, folder)]
+    metas = [stored_metadata(p) for p in _loaded_paths(target, folder)]
     losses = np.array([m["loss_curve"] for m in metas]).T
     return np.arange(len(losses)) * metas[0]["loss_every"], losses
 

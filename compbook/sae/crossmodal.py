@@ -127,6 +127,16 @@ def crossmodal_scores(z_img: torch.Tensor, z_txt: torch.Tensor, labels: ConceptL
 
     ``z_img`` (N, P, d_sae), ``z_txt`` (N, L, d_sae) from :func:`modality_codes`; see the module docstring.
     """
+    checks.instance(labels, "labels", ConceptLabels)
+    z_img = checks.tensor(z_img, "z_img", (None, None, None))
+    checks.tensor(z_txt, "z_txt", (len(z_img), None, z_img.shape[-1]))
+    n_names = len(checks.sequence(labels.names, "labels.names"))
+    checks.integer(labels.n_shared, "labels.n_shared", 0, n_names)
+    for name, z in (("patches", z_img), ("tokens", z_txt)):
+        checks.tensor(getattr(labels, name), f"labels.{name}", tuple(z.shape[:2]) + (n_names,), floating=False)
+    top_n = checks.integer(top_n, "top_n")
+    checks.integer(min_fires, "min_fires", 0)
+    checks.real(threshold, "threshold", 0, 1)
     idx = check_latents(latents, z_img.shape[-1])
     si, fi = top_shares(z_img, labels.patches, top_n, idx)
     st, ft = top_shares(z_txt, labels.tokens, top_n, idx)

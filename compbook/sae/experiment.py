@@ -19,7 +19,7 @@ from ..stats import fmt_pm, t_interval
 
 from .metrics import latent_iou, sae_report
 from .regions import image_attention
-from .s2ae import LAMBDA, SAEData, TrainConfig, train_sae
+from .s2ae import LAMBDA, SAEData, TrainConfig, check_data, train_sae
 from .vlm import PAD, extract
 
 #: The paper's numbers (abstract and seed summary; Qwen2.5-VL-7B, LLaVA-NeXT data): the paper's, not ours.
@@ -96,24 +96,42 @@ def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LA
     from ..paths import data_file
     from .topk import load_sae, save_sae
 
-    digest, runs = data_digest(train), []
-    for seed in seeds:
+    checks.instance(cfg, "cfg", TrainConfig)
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()
+    lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
+    check_data(train, None, any(lam > 0 for lam in lams), "train")
+    checks.safe_path("data", store, "store")
+    checks.boolean(retrain, "retrain")
+    if trainer is not None and not callable(trainer):
+        raise ValueError(f"trainer must be a function (data, cfg, progress) -> TrainResult or None, got "
+                         f"{trainer!r:.60}")
+    digest, plan = data_digest(train), []
+    for seed in seeds:                     # every stored run is checked before anything is trained
         for lam in lams:
             c = dataclasses.replace(cfg, lam=lam, seed=seed)
             want = {"data": digest, "train": dataclasses.asdict(c)}
             tag = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:8]
             name = f"{store}/lam{lam:g}_seed{seed}_{tag}".replace(".", "p")   # no dot: suffixes stay .json
             path = data_file(f"{name}.json", download=not retrain).with_suffix("")
-            meta = json.loads(path.with_suffix(".json").read_text())["metadata"] \
-                if path.with_suffix(".json").is_file() and not retrain else {}
-            if {k: meta.get(k) for k in want} == json.loads(json.dumps(want)):
-                data_file(f"{name}.safetensors")                                 # fetched in Colab
-                runs.append({"method": method_name(lam), "seed": seed, "sae": load_sae(path),
-                             "train s": meta["seconds"]})
-                continue
-            res = (trainer or train_sae)(train, c, progress=progress)
-            save_sae(res.sae, path, {**want, "seconds": res.seconds})
-            runs.append({"method": method_name(lam), "seed": seed, "sae": res.sae, "train s": res.seconds})
+            stored = path.with_suffix(".json").is_file() and not retrain
+            if stored:
+                meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
+                if not isinstance(meta, dict) or {k: meta.get(k) for k in want} != json.loads(json.dumps(want)):
+                    raise ValueError(f"store: {path}.json is named for this question but records another data "
+                                     f"digest or training config (edited, or a hash collision); it is neither "
+                                     f"served nor trained over: remove it or pass retrain=True")
+            plan.append((lam, seed, c, want, name, path, stored))
+    runs = []
+    for lam, seed, c, want, name, path, stored in plan:
+        if stored:
+            data_file(f"{name}.safetensors")                                 # fetched in Colab
+            meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
+            runs.append({"method": method_name(lam), "seed": seed, "sae": load_sae(path),
+                         "train s": meta["seconds"]})
+            continue
+        res = (trainer or train_sae)(train, c, progress=progress)
+        save_sae(res.sae, path, {**want, "seconds": res.seconds})
+        runs.append({"method": method_name(lam), "seed": seed, "sae": res.sae, "train s": res.seconds})
     return runs
 
 

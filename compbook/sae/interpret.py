@@ -25,6 +25,7 @@ import torch
 from .. import checks
 from ..stats import wilson
 from .crossmodal import check_latents
+from .data import SceneSet
 from .metrics import mask_iou
 
 WEIGHT = 0.5
@@ -153,6 +154,15 @@ def interpret(z_img, z_txt, scenes, regions, latents, describer, synthesiser, hi
     """Run the pipeline on ``latents``: one row per latent with its references, descriptions, synthesised
     concepts and the ground truth. ``hierarchical=False`` is the direct baseline: the same references, described
     unmasked (whole image), all at once."""
+    for name, f in (("describer", describer), ("synthesiser", synthesiser)):
+        if not callable(f):
+            raise ValueError(f"{name} must be a function (see compbook.sae.describe), got {f!r:.60}")
+    checks.boolean(hierarchical, "hierarchical")
+    checks.instance(scenes, "scenes", SceneSet)
+    n, length = scenes.tokens.shape
+    z_img = checks.tensor(z_img, "z_img", (n, None, None))
+    checks.tensor(z_txt, "z_txt", (n, length, z_img.shape[-1]))
+    top_n = checks.integer(top_n, "top_n", 1, n * length)
     idx = check_latents(latents, z_img.shape[-1])
     refs = collect_references(z_img, regions, idx, top_k, weight)
     res = scenes.images.shape[1]

@@ -218,12 +218,38 @@ def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainRe
     return fit_sae(sae, data, cfg, progress)
 
 
+def check_data(data, d_in: int | None = None, needs_attention: bool = False, name: str = "data") -> SAEData:
+    """``data`` if it is a non-empty :class:`SAEData` whose tokens have width ``d_in`` (when given), whose patch
+    positions lie inside its tokens, with attention maps (N, P, P) when ``needs_attention`` (S2AE's regions)."""
+    checks.instance(data, name, SAEData)
+    n, t, d = data.acts.shape
+    if n == 0:
+        raise ValueError(f"{name}.acts: no images (N = 0)")
+    if d_in is not None and d != d_in:
+        raise ValueError(f"{name}.acts: tokens of width {d}, the SAE reads d_in={d_in}")
+    idx = checks.integers(data.patch_idx, f"{name}.patch_idx", 0, t - 1, ndim=1)
+    if needs_attention:
+        if data.attn is None:
+            raise ValueError(f"{name}.attn: S2AE (lam > 0) needs the attention maps for its regions; got None")
+        checks.tensor(data.attn, f"{name}.attn", (n, len(idx), len(idx)))
+    return data
+
+
 def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True, schedule=None,
             clip: float | None = None, desc: str = "SAE") -> TrainResult:
     """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
     ``cfg.batch_images`` images, S2AE's penalties when ``cfg.lam > 0``, the decoder renormalised after each step.
     ``schedule(step) -> lr factor`` and gradient-norm ``clip`` are the reference trainer's options
     (:mod:`compbook.sae.refopt`); None (ours): a constant lr, no clipping."""
+    checks.instance(sae, "sae", TopKSAE)
+    checks.instance(cfg, "cfg", SAETrainConfig)
+    check_data(data, sae.cfg.d_in, cfg.lam > 0)
+    if (sae.cfg.d_sae, sae.cfg.k) != (cfg.d_sae, cfg.k):
+        raise ValueError(f"sae: d_sae={sae.cfg.d_sae}, k={sae.cfg.k} differ from cfg's d_sae={cfg.d_sae}, k={cfg.k}")
+    if schedule is not None and not callable(schedule):
+        raise ValueError(f"schedule must be a function step -> lr factor or None, got {schedule!r:.60}")
+    if clip is not None:
+        checks.real(clip, "clip", 0, low_open=True)
     n, p = data.acts.shape[0], len(data.patch_idx)
     n_regions = default_regions(cfg.n_regions, p)
     regions = None

@@ -31,7 +31,7 @@ import torch
 
 from .. import checks
 from . import experiment as ex
-from .s2ae import SAEData, TrainConfig
+from .s2ae import SAEData, TrainConfig, check_data
 
 KS = (8, 32, 64)
 LAMS = (0.0, 0.003, 0.01)
@@ -56,6 +56,16 @@ def study_runs(train: SAEData, base: TrainConfig = BASE, ks=KS, lams=LAMS, seeds
                retrain: bool = False, progress: bool = False, log=None) -> list:
     """One SAE per (k, lambda, seed), loaded from ``data/<store>/k{k}/`` when stored for this config and data,
     else trained and stored: [{"k", "lam", "method", "seed", "sae", "train s"}]."""
+    checks.instance(base, "base", TrainConfig)
+    ks = checks.integers(ks, "ks", 1, ndim=1, min_size=1).tolist()
+    lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
+    checks.integers(seeds, "seeds", 0, ndim=1, min_size=1)
+    check_data(train, None, any(lam > 0 for lam in lams), "train")
+    for k in ks:                           # every config is checked before anything is trained
+        dataclasses.replace(base, k=k)
+        store_of(k, store)
+    if log is not None and not callable(log):
+        raise ValueError(f"log must be a function (str) -> None or None, got {log!r:.60}")
     runs = []
     for k in ks:
         t0 = time.perf_counter()

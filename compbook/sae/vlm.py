@@ -24,6 +24,7 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from .. import checkpoints, checks
+from .data import SceneSet
 
 FORMAT = "compbook-tiny-vlm/1"
 IMAGE, TEXT, PAD = 0, 1, -1
@@ -184,10 +185,43 @@ class VLMTrainConfig:
         checks.integer(self.seed, "seed", 0)
 
 
+def check_inputs(cfg: TinyVLMConfig, patches, tokens, patches_name: str = "patches",
+                 tokens_name: str = "tokens") -> None:
+    """``ValueError`` naming the argument unless ``tokens`` (B, L <= max_text) are integer ids in
+    ``0..vocab_size-1`` and ``patches`` (B, n_patches, patch_dim) finite floats (any when ``text_only``)."""
+    tokens = checks.tensor(tokens, tokens_name, (None, None), low=0, high=cfg.vocab_size - 1, floating=False)
+    if tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise ValueError(f"{tokens_name} must hold integer token ids, got dtype {tokens.dtype}")
+    if tokens.shape[1] > cfg.max_text:
+        raise ValueError(f"{tokens_name}: {tokens.shape[1]} caption tokens, the model reads at most "
+                         f"max_text={cfg.max_text}")
+    if not cfg.text_only:
+        patches = checks.tensor(patches, patches_name, (len(tokens), cfg.n_patches, cfg.patch_dim))
+        if patches.dtype != torch.float32:
+            raise ValueError(f"{patches_name} must be float32 (the model's weights), got {patches.dtype}")
+
+
+def check_batch_size(cfg: TinyVLMConfig, batch: int, n_text: int, what: str) -> None:
+    """Refuse (``checks.check_budget``) a forward pass of ``batch`` sequences whose activations and attention
+    probabilities of every layer would not fit in memory, before anything is allocated."""
+    t = (0 if cfg.text_only else cfg.n_patches) + n_text
+    per_seq = cfg.n_layers * (cfg.n_heads * t * t + t * (4 * cfg.d_model + cfg.d_mlp)) + t * cfg.vocab_size
+    checks.check_budget(4.0 * 2 * batch * per_seq, f"{what} on {batch} sequences of {t} tokens")
+
+
 def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True,
               model: nn.Module | None = None) -> tuple[TinyVLM, dict]:
     """Train a :class:`TinyVLM` on ``scenes`` (or ``model``, a variant built on ``cfg``: chapter 15's object
     VLMs); AdamW with cosine decay; deterministic given the seeds."""
+    checks.instance(cfg, "cfg", TinyVLMConfig)
+    checks.instance(tcfg, "tcfg", VLMTrainConfig)
+    checks.instance(scenes, "scenes", SceneSet)
+    if len(scenes) == 0:
+        raise ValueError("scenes: no scenes to train on")
+    check_inputs(cfg, scenes.patches, scenes.tokens[:, :-1], "scenes.patches", "scenes.tokens")
+    if model is not None:
+        checks.instance(model, "model", nn.Module)
+    check_batch_size(cfg, tcfg.batch, scenes.tokens.shape[1], "training")
     model = TinyVLM(cfg) if model is None else model
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, tcfg.steps)
@@ -243,9 +277,12 @@ class Extraction:
 
 
 def _check_layer(layer: int, n_layers: int) -> int:
-    if not 0 <= int(layer) <= n_layers:
-        raise ValueError(f"layer={layer}: must be in 0..{n_layers} (0 = embeddings, l = after block l)")
-    return int(layer)
+    """``layer`` as an int in ``0..n_layers`` (0 = embeddings, l = after block l)."""
+    try:
+        return checks.integer(layer, "layer", 0, n_layers)
+    except ValueError:
+        raise ValueError(f"layer={layer!r}: must be an integer in 0..{n_layers} (0 = embeddings, l = after "
+                         f"block l)") from None
 
 
 def _patch_coords(b: int, t: int, patch_idx: torch.Tensor, grid: tuple) -> torch.Tensor:
@@ -271,9 +308,14 @@ def extract(model, inputs, layer: int) -> Extraction:
     Qwen2.5-VL with ``inputs`` the processor's output (see :func:`extract_hf`).
     """
     if not isinstance(model, TinyVLM):
+        if not hasattr(model, "config"):
+            raise ValueError(f"model must be a TinyVLM or a transformers Qwen2.5-VL, got {type(model).__name__}")
         return extract_hf(model, inputs, layer)
-    patches, tokens = inputs
+    patches, tokens = checks.sequence(inputs, "inputs (patches, tokens)", 2, 2)
     layer = _check_layer(layer, model.cfg.n_layers)
+    tokens = checks.tensor(tokens, "tokens", (None, None), floating=False, finite=False)
+    check_batch_size(model.cfg, len(tokens), tokens.shape[1], "extract")   # before reading every value
+    check_inputs(model.cfg, patches, tokens)
     _, hidden, attns = model.run(patches, tokens)
     check_attentions(attns, "TinyVLM")
     b, t = hidden[layer].shape[:2]
