@@ -158,17 +158,39 @@ def _fill(args) -> int:
     return 0
 
 
+def _is_cache_file(path: Path) -> bool:
+    """Whether ``path`` holds a judge cache (a JSON object with a judge-cache ``format``); the folder also holds
+    other JSON files (the human keys, self-agreement records), which are not caches."""
+    from .judges.cache import CACHE_FORMAT
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True                   # unreadable: read_cache says what is wrong with it
+    return isinstance(data, dict) and str(data.get("format", "")).startswith(CACHE_FORMAT.split("/")[0])
+
+
 def _show(args) -> int:
-    """``show``: identity, entry count and fraction preserved per concept of each cache file."""
+    """``show``: identity, entry count and fraction preserved per concept of each cache file. In a folder, JSON
+    files that are not caches are listed as skipped; a file named on the command line must be a cache (exit
+    status 2 otherwise). A damaged cache (edited, truncated) stops the command with its ``ValueError``."""
     from .judges.cache import cache_folder, read_cache
     paths = [Path(p) for p in args.paths] or [cache_folder()]
-    files = [f for p in paths for f in (sorted(p.glob("*.json")) if p.is_dir() else [p])]
-    for f in files:
+    files, skipped = [], []
+    for p in paths:
+        for f in (sorted(p.glob("*.json")) if p.is_dir() else [p]):
+            (files if _is_cache_file(f) else skipped).append((f, p.is_dir()))
+    named = [str(f) for f, in_folder in skipped if not in_folder]
+    if named:
+        print(f"judges show: not a judge cache: {', '.join(named)}", file=sys.stderr)
+        return 2
+    for f, _ in files:
         identity, entries = read_cache(f)
         print(f"{f}\n  judge: {identity}\n  {len(entries)} verdicts")
         for c in sorted({e["concept"] for e in entries.values()}):
             v = [e["verdict"] for e in entries.values() if e["concept"] == c]
             print(f"  {c}: {len(v)} verdicts, {sum(v) / len(v):.1%} preserved")
+    for f, _ in skipped:
+        print(f"{f}\n  skipped: not a judge cache")
     if not files:
         print("no cache files")
     return 0
