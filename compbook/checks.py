@@ -244,6 +244,25 @@ def integers(value, name: str, minimum: int | None = None, maximum: int | None =
     return a
 
 
+def reals(value, name: str, ndim: int | None = None, finite: bool = True) -> np.ndarray:
+    """``value`` (a number, nested list, array or tensor) as a float64 array of real numbers of ``ndim`` dims
+    (None: any), finite unless ``finite=False``. Bools, strings, objects (e.g. a ragged list) and complex
+    numbers are refused: the values would be coerced, not read."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be real numbers, got {type(value).__name__} ({e})") from None
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers (ints or floats), got dtype {a.dtype} {value!r:.60}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array of numbers, got shape {a.shape}")
+    if finite and a.size and not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return a.astype(np.float64)
+
+
 def bools(value, name: str, n: int | None = None) -> np.ndarray:
     """``value`` as a 1-D bool array (bools, or the integers 0 and 1) of length ``n`` when given."""
     a = np.asarray(value)

@@ -443,7 +443,7 @@ def patchify(image: np.ndarray, masks: np.ndarray, p: int) -> PatchGrid:
     masks = np.asarray(masks)
     if masks.ndim != 3 or masks.shape[1:] != image.shape[:2]:
         raise ValueError(f"masks must have shape (n, {image.shape[0]}, {image.shape[1]}), got {masks.shape}")
-    if masks.dtype != bool and not np.isin(masks, (0, 1)).all():
+    if masks.dtype != bool and (masks.dtype.kind not in "iuf" or not np.isin(masks, (0, 1)).all()):
         raise ValueError(f"masks must be bool (or 0/1), got {masks.dtype} with other values")
     p = checks.integer(p, "p")
     h, w, _ = image.shape

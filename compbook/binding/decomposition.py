@@ -82,7 +82,7 @@ def level2(U, values) -> tuple:
     """Fit objects as sums of concept vectors: U (n, D) object vectors, values (n, C) value indices.
 
     Returns (reconstruction (n, D), concept vectors: list over concepts of (V_k, D) main effects)."""
-    U = _z(U)
+    U = as_embeddings("U", U).numpy()
     values = checks.integers(values, "values", 0, ndim=2)
     checks.same_length(U, values, "U", "values")
     mu = U.mean(0)
@@ -106,7 +106,7 @@ def r2(Z, Zhat) -> float:
 
 def retrieval(Zhat, Z, target=None) -> float:
     """Fraction of rows of Zhat whose nearest row of Z (cosine) is ``target`` (default: the same row index)."""
-    sim = -cosine_distances(np.asarray(Zhat, float), _z(Z))
+    sim = -cosine_distances(as_embeddings("Zhat", Zhat).numpy(), _z(Z))
     target = np.arange(len(Zhat)) if target is None else np.asarray(target)
     return float((sim.argmax(1) == target).mean())
 

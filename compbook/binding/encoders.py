@@ -153,6 +153,10 @@ def clip_loss(zi, zt, scale, zs=None, swap_valid=None):
     used only where ``swap_valid`` (B,) bool (a swap that changes the caption). Returns the mean of the
     image -> text and text -> image cross-entropies.
     """
+    # dtypes only: clip_loss runs under vmap (training), where a data-dependent check (NaN) cannot run
+    zi, zt = checks.tensor(zi, "zi", finite=False), checks.tensor(zt, "zt", finite=False)
+    if zs is not None:
+        zs = checks.tensor(zs, "zs", finite=False)
     if zi.ndim != 2 or zi.shape != zt.shape:
         raise ValueError(f"zi and zt must be matched (B, D) batches, got {tuple(zi.shape)} and {tuple(zt.shape)}")
     if zs is not None and (swap_valid is None or zs.shape != zi.shape):

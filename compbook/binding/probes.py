@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import checks
+
 PROBE_KINDS = ("additive", "object_product", "global_product")
 
 
@@ -52,7 +54,7 @@ def _check_values(values, n_values=None, name="slot_concept_values") -> tuple[np
 
 
 def _check_embeddings(embeddings, n_scenes: int, name="embeddings") -> np.ndarray:
-    emb = np.asarray(embeddings, dtype=np.float64)
+    emb = checks.reals(embeddings, name, finite=False)
     if emb.ndim != 2:
         raise ValueError(f"{name}: expected (S, D), got shape {emb.shape}")
     if emb.shape[0] != n_scenes:

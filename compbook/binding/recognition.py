@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import checks
+
 #: Scores closer than this count as a tie, and a tie is a failure (float64 rounding must not decide a pass).
 TIE = 1e-9
 
 
 def as_embeddings(name: str, x, dim: int | None = None) -> torch.Tensor:
     """Check an embedding matrix (N, D): 2-D, finite, width ``dim`` when given; returns float64 tensor."""
-    t = torch.as_tensor(np.asarray(x.detach().cpu() if torch.is_tensor(x) else x), dtype=torch.float64)
+    t = torch.as_tensor(checks.reals(x, name, finite=False))
     if t.ndim != 2 or t.shape[0] == 0 or t.shape[1] == 0:
         raise ValueError(f"{name}: need a non-empty (N, D) matrix, got shape {tuple(t.shape)}")
     if dim is not None and t.shape[1] != dim:

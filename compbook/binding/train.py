@@ -183,14 +183,16 @@ def check_pair_data(data, enc: EncoderConfig) -> None:
     (N, L) token ids in ``0..vocab_size-1``, swap_valid (N,) bools."""
     checks.instance(data, "data", PairData)
     images = checks.tensor(data.images, "data.images", (None, enc.res, enc.res, 3), low=0.0, high=1.0)
+    if images.dtype != torch.float32:
+        raise ValueError(f"data.images must be float32 (the encoders' weights), got {images.dtype}")
     n = len(images)
     if n == 0:
         raise ValueError("data.images: no training scenes (N = 0)")
     for name, shape in (("captions", (n, None, None)), ("swap", (n, None))):
-        ids = checks.tensor(getattr(data, name), f"data.{name}", shape, low=0, high=enc.vocab_size - 1,
-                            floating=False)
+        ids = checks.tensor(getattr(data, name), f"data.{name}", shape, floating=False)
         if ids.is_floating_point() or ids.dtype == torch.bool:
             raise ValueError(f"data.{name} must hold integer token ids, got dtype {ids.dtype}")
+        checks.tensor(ids, f"data.{name}", low=0, high=enc.vocab_size - 1, floating=False)
         if ids.shape[-1] > enc.max_len:
             raise ValueError(f"data.{name}: captions of {ids.shape[-1]} tokens, the encoder reads at most "
                              f"max_len={enc.max_len}")

@@ -119,7 +119,7 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
 
 def best_threshold(scores: np.ndarray, human: np.ndarray, grid: Sequence[float]) -> float:
     """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``human`` (first on ties)."""
-    scores = checks.tensor(np.asarray(scores, dtype=float), "scores", (None,)).numpy()
+    scores = checks.reals(scores, "scores", ndim=1)
     human = checks.bools(human, "human", len(scores))
     grid = [checks.real(t, f"grid[{i}]") for i, t in enumerate(checks.sequence(grid, "grid"))]
     ba = [metrics(human, scores >= t)["balanced_accuracy"] for t in grid]

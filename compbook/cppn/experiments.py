@@ -118,6 +118,8 @@ def finite_mean(x) -> float:
     """Mean that counts a diverged run (NaN) as infinitely bad."""
     if not np.size(x):
         raise ValueError("x: finite_mean needs at least one value, got none")
+    if np.asarray(x).dtype.kind not in "fiuO":    # (object: a list with None for a run without a loss)
+        raise ValueError(f"x must be numbers, got dtype {np.asarray(x).dtype} {x!r:.60}")
     return float(np.mean(np.nan_to_num(np.asarray(x, dtype=float), nan=np.inf)))
 
 

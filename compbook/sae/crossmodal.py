@@ -108,6 +108,7 @@ def top_shares(codes: torch.Tensor, labels: torch.Tensor, top_n: int = TOP_N,
     *nonzero* activations whose token carries each label (0 where it never fires), and ``fires`` (D,) the number
     of tokens where it is nonzero.
     """
+    codes = checks.tensor(codes, "codes")
     z = codes.reshape(-1, codes.shape[-1])
     lab = labels.reshape(-1, labels.shape[-1])
     if len(lab) != len(z):

@@ -79,6 +79,8 @@ def reference_scores(z_img: torch.Tensor, regions: torch.Tensor, latents, weight
     """
     if not 0 <= weight <= 1:
         raise ValueError(f"weight={weight}: must lie in [0, 1]")
+    z_img = checks.tensor(z_img, "z_img", (None, None, None))
+    regions = torch.as_tensor(checks.integers(regions, "regions", 0, ndim=2))
     idx = check_latents(latents, z_img.shape[-1])
     z = z_img[..., idx]
     regions = torch.as_tensor(regions).long()

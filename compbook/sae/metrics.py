@@ -25,6 +25,7 @@ def mask_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     ``z_img`` (N, P, d_sae) codes (a latent is active where nonzero); ``masks`` (N, C, P) bool. An empty union
     (latent silent, mask empty) gives 0. Chapters 14 (mIoU) and 16 (ground truth, references).
     """
+    z_img = checks.tensor(z_img, "z_img")
     if torch.as_tensor(masks).dtype != torch.bool:
         raise ValueError(f"masks: expected a bool tensor (N, C, P), got {torch.as_tensor(masks).dtype}")
     if z_img.ndim != 3 or masks.ndim != 3 or masks.shape[0] != z_img.shape[0] or masks.shape[2] != z_img.shape[1]:
@@ -43,6 +44,7 @@ def latent_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     ``z_img`` (N, P, d_sae) codes of the image patches; ``masks`` (N, C, P) bool candidate masks per image
     (pad with all-False masks where images have fewer candidates).
     """
+    z_img = checks.tensor(z_img, "z_img")
     iou = mask_iou(z_img, masks).amax(1)                              # (N, d): best candidate per image
     fires = (z_img != 0).any(1)                                       # (N, d)
     n_fire = fires.sum(0)

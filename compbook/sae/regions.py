@@ -41,7 +41,8 @@ def image_attention(attentions: torch.Tensor, patch_idx: torch.Tensor) -> torch.
     ``attentions`` (B, L, H, T, T) or (L, H, T, T); ``patch_idx`` (P,) token positions of the patches (row-major).
     Returns (B, P, P) (or (P, P)).
     """
-    a = torch.as_tensor(attentions)
+    a = checks.tensor(attentions, "attentions", finite=False)
+    patch_idx = torch.as_tensor(checks.integers(patch_idx, "patch_idx", 0, ndim=1))
     single = a.ndim == 4
     if single:
         a = a[None]
@@ -88,7 +89,7 @@ def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
     the two clusters with the smallest average distance, and updates distances by Lance-Williams:
     ``d(i+j, m) = (n_i d(i, m) + n_j d(j, m)) / (n_i + n_j)``.
     """
-    d = torch.as_tensor(dist).detach().cpu().double().numpy().copy()   # numpy: small arrays, low overhead
+    d = checks.tensor(dist, "dist", finite=False).detach().cpu().double().numpy().copy()   # numpy: small arrays
     single = d.ndim == 2
     if single:
         d = d[None]

@@ -158,7 +158,11 @@ class SAEData:
     attn: torch.Tensor | None = None
 
     def __post_init__(self):
-        self.acts = check_activations(self.acts, self.acts.shape[-1], "acts")
+        self.acts = check_activations(self.acts, checks.tensor(self.acts, "acts", (None, None, None),
+                                                               finite=False).shape[-1], "acts", torch.float32)
+        if not isinstance(self.valid, torch.Tensor) or self.valid.dtype != torch.bool:
+            raise ValueError(f"valid must be a bool tensor (N, T) (False on padding), got "
+                             f"{getattr(self.valid, 'dtype', type(self.valid).__name__)}")
         if self.valid.shape != self.acts.shape[:2]:
             raise ValueError(f"valid: shape {tuple(self.valid.shape)}, expected {tuple(self.acts.shape[:2])}")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -43,15 +44,25 @@ class TopKSAEConfig:
         checks.check_budget(2 * self.d_in * self.d_sae * 4, f"a TopK SAE of d_in={self.d_in} x d_sae={self.d_sae}")
 
 
-def check_activations(x: torch.Tensor, d_in: int, name: str = "x") -> torch.Tensor:
-    """``x`` as a float tensor (..., d_in); ValueError naming ``name`` on a wrong width or NaN/inf values."""
-    x = torch.as_tensor(x)
+def check_activations(x: torch.Tensor, d_in: int, name: str = "x", dtype: torch.dtype | None = None
+                      ) -> torch.Tensor:
+    """``x`` as a float tensor (..., d_in) (of ``dtype`` when given); ValueError naming ``name`` on a wrong width,
+    integer, bool, complex or non-numeric values (activations are floats: ints are likely token ids) or NaN/inf.
+    """
+    if not isinstance(x, torch.Tensor):
+        try:
+            x = torch.as_tensor(np.asarray(x))
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise ValueError(f"{name} must be a float tensor of activations, got {type(x).__name__} ({e})") \
+                from None
     if x.is_complex():
         raise ValueError(f"{name}: complex activations are not supported, got dtype {x.dtype}")
+    if not torch.is_floating_point(x):
+        raise ValueError(f"{name} must hold floating-point activations, got dtype {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise ValueError(f"{name} must be {dtype} (the SAE's weights), got {x.dtype}; convert it first")
     if x.ndim < 1 or x.shape[-1] != d_in:
         raise ValueError(f"{name}: last dimension is {tuple(x.shape)[-1:] or 'missing'}, expected width d_in={d_in}")
-    if not torch.is_floating_point(x):
-        x = x.float()
     if not torch.isfinite(x).all():
         raise ValueError(f"{name}: contains NaN or infinite activations")
     return x
@@ -132,7 +143,8 @@ def fvu_loss(x: torch.Tensor, x_hat: torch.Tensor) -> torch.Tensor:
 def fvu(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     """Fraction of variance unexplained (a float); explained variance EV = 1 - FVU. ``ValueError`` when ``x``
     has no variance (FVU is undefined there)."""
-    x = torch.as_tensor(x)
+    x = checks.tensor(x, "x", finite=False)
+    checks.tensor(x_hat, "x_hat", finite=False)
     if x.numel() == 0 or not torch.isfinite(x).all() or float(x.reshape(-1, x.shape[-1]).var(0).sum()) == 0:
         raise ValueError(f"x: FVU needs finite data with some variance, got shape {tuple(x.shape)}")
     with torch.no_grad():

@@ -144,6 +144,9 @@ class TinyVLM(nn.Module):
 
 def caption_loss(model: TinyVLM, patches, tokens, pad_id: int) -> torch.Tensor:
     """Next-token cross-entropy over the caption (targets tokens[1:], padding ignored)."""
+    tokens = checks.tensor(tokens, "tokens", (None, None), floating=False)
+    if tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise ValueError(f"tokens must hold integer token ids, got dtype {tokens.dtype}")
     logits = model(patches, tokens[:, :-1])
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1), ignore_index=pad_id)
 
@@ -189,9 +192,10 @@ def check_inputs(cfg: TinyVLMConfig, patches, tokens, patches_name: str = "patch
                  tokens_name: str = "tokens") -> None:
     """``ValueError`` naming the argument unless ``tokens`` (B, L <= max_text) are integer ids in
     ``0..vocab_size-1`` and ``patches`` (B, n_patches, patch_dim) finite floats (any when ``text_only``)."""
-    tokens = checks.tensor(tokens, tokens_name, (None, None), low=0, high=cfg.vocab_size - 1, floating=False)
+    tokens = checks.tensor(tokens, tokens_name, (None, None), floating=False)
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise ValueError(f"{tokens_name} must hold integer token ids, got dtype {tokens.dtype}")
+    checks.tensor(tokens, tokens_name, low=0, high=cfg.vocab_size - 1, floating=False)
     if tokens.shape[1] > cfg.max_text:
         raise ValueError(f"{tokens_name}: {tokens.shape[1]} caption tokens, the model reads at most "
                          f"max_text={cfg.max_text}")
