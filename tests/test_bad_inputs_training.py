@@ -288,3 +288,26 @@ def test_bad_input_raises_value_error_quickly(c, name):
     call = CASES[name]
     run = _data_env(c, lambda: call(c)) if name.startswith(DATA_ENV) else (lambda: call(c))
     assert_refused(run, [c.dir], SECONDS)
+
+
+def test_good_calls_still_work(c, tmp_path, monkeypatch):
+    """The other side: the stores still serve what they hold for the same question, and the checks accept what
+    the chapters pass."""
+    assert clevr.checkpoint_name(True) == clevr.checkpoint_name(True, clevr.Setup()) == "binding/clevr2d_swap"
+    other = clevr.checkpoint_name(False, c.setup)
+    assert other.startswith("binding/clevr2d_noswap_") and other != clevr.checkpoint_name(False, clevr.Setup.full())
+    rows = twins.report()                                  # the book's stored twins pass the metadata checks
+    assert rows and {r["target"] for r in rows} == set(twins.TARGETS)
+    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
+    stack = DualStack(clevr.encoder_config(c.setup), 1, 0)
+    stack.save(tmp_path / other, {"setup": dataclasses.asdict(c.setup)})
+    loaded, setup, info = clevr.load_or_train(False, setup=c.setup)
+    assert setup == c.setup and all(torch.equal(loaded.params[k], v) for k, v in stack.params.items())
+    runs = experiment.stored_runs(c.data, c.scfg, seeds=(3,), lams=(0.0,))      # trains once, then serves
+    again = experiment.stored_runs(c.data, c.scfg, seeds=(3,), lams=(0.0,), trainer=_never)
+    assert torch.equal(runs[0]["sae"].W_enc, again[0]["sae"].W_enc)
+    w = counting.counted_weights(c.net, "nonzero")
+    d = counting.deltas_for(c.net, w, "relative", scale=0.5)
+    ws = [w.detach() for w in c.net.model.effective_weights()]
+    assert torch.allclose(d, torch.tensor([0.5 * abs(float(ws[l][o, i])) for l, o, i in w], dtype=torch.float64))
+    assert counting.layer_scales(c.net, np.array(w)) == counting.layer_scales(c.net, w)
