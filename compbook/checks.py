@@ -198,6 +198,21 @@ def check_budget(n_bytes: float, what: str, budget_mb: float | None = None) -> f
     return n_bytes
 
 
+def torch_device(value, name: str = "device") -> torch.device:
+    """``value`` (``"cpu"``, ``"cuda:0"``, a ``torch.device``) as a ``torch.device`` this machine has: an unknown
+    name or a missing GPU is refused before anything is moved there."""
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"{name} must be a torch device name such as 'cpu' or 'cuda', got {value!r} "
+                         f"({str(e).splitlines()[0]})") from None
+    mps = getattr(torch.backends, "mps", None)
+    if dev.type == "cuda" and not torch.cuda.is_available() or dev.type == "mps" and not (
+            mps is not None and mps.is_available()):
+        raise ValueError(f"{name}={value!r}: this machine has no such device")
+    return dev
+
+
 def sequence(value, name: str, min_len: int = 1, max_len: int | None = None) -> list:
     """``value`` (a list, tuple, range or array; not a string, bytes, dict or set) as a list of
     ``min_len .. max_len`` items."""

@@ -543,19 +543,6 @@ def _load_state(path, cfg, model, opt, rng, device) -> tuple[int, list, float]:
 SET_NAMES = frozenset({"seen_binding", "unseen_binding", "seen_batches", "unseen_batches"})
 
 
-def check_device(device) -> torch.device:
-    """``device`` as a ``torch.device`` this machine has (``ValueError`` for an unknown name or a missing GPU)."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"device must be a torch device name such as 'cpu' or 'cuda', got {device!r} ({e})") \
-            from None
-    if dev.type == "cuda" and not torch.cuda.is_available() or dev.type == "mps" and not (
-            hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise ValueError(f"device={device!r}: this machine has no such device")
-    return dev
-
-
 def train(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None, sets: dict | None = None,
           stop_after: int | None = None, progress: bool = True,
           device: str | torch.device = "cpu") -> tuple[DualEncoder, dict]:
@@ -565,7 +552,7 @@ def train(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None, sets: 
     ``device``: where the model runs (the data are generated on the CPU either way)."""
     checks.instance(cfg, "cfg", RecipeConfig)
     stop_after = checks.optional_integer(stop_after, "stop_after")
-    device = check_device(device)
+    device = checks.torch_device(device, "device")
     if checkpoint is not None and (not isinstance(checkpoint, (str, os.PathLike)) or str(checkpoint) == ""):
         raise ValueError(f"checkpoint must be a path (str or os.PathLike) or None, got {checkpoint!r}")
     if sets is not None:
