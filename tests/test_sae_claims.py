@@ -90,5 +90,9 @@ def test_table_reads_every_claim_from_the_frames():
     four = t[t.setting.str.contains("4 regions")].set_index("claim")
     assert four.loc["L0 lower", "verdict"] == "reproduced" and four.loc["EV above 99%", "verdict"] == "not reproduced"
     assert len(claims.table(study)) == 3, "frames left out leave their rows out"
+    page = claims.short(t)
+    assert page.index.names == ["claim", "setting"] and "paper" not in page.columns
+    assert set(page.reading) <= {"reproduced", "inconclusive", "direction only (< half)", "not reproduced (< half)",
+                                 "not reproduced (opposite)", "not reproduced"}
     with pytest.raises(ValueError, match="study"):
         claims.table(study, k=64)

@@ -37,6 +37,13 @@ CLAIMS = {
     "hierarchical identifies more than direct": ("98.8% vs 66.4%", +1, ("absolute", 0.988 - 0.664)),
 }
 COLUMNS = ("claim", "paper", "setting", "measure", "measured", "verdict", "reading")
+#: Short names of the object-VLM variants (:data:`compbook.sae.objregions.VARIANTS`) in the settings.
+VARIANT_NAMES = {"causal (the book's)": "causal, retrained", "4 prefix tokens": "4 prefix tokens",
+                 "bidirectional patches": "bidirectional"}
+#: The readings of :func:`compbook.sae.study.reread`, shortened for the page.
+SHORT_READINGS = {"direction only (under half the paper's effect)": "direction only (< half)",
+                  "not reproduced (half the paper's effect excluded)": "not reproduced (< half)",
+                  "not reproduced (opposite direction)": "not reproduced (opposite)"}
 
 
 def claim_row(claim: str, setting: str, measure: str, mean: float, half: float, vanilla: float = float("nan"),
@@ -101,24 +108,25 @@ def table(study: pd.DataFrame | None = None, regions: pd.DataFrame | None = None
         g = study[(study.k == k) & study["lambda"].isin((0.0, lam))]
         if g.empty:
             raise ValueError(f"study: no rows at k = {k} and lambda in (0, {lam})")
-        rows += image_rows(g, f"book's VLM, k={k}, 20 regions", s2ae, k)
+        rows += image_rows(g, f"k={k}, book's VLM, 20 regions", s2ae, k)
     if regions is not None:
         for n, g in regions[regions.regions > 0].groupby("regions", sort=False):
             if int(n) == 20:
                 continue
             both = pd.concat([regions[regions.method == "vanilla"], g])
-            rows += image_rows(both, f"book's VLM, k={k}, {int(n)} regions", g.method.iloc[0], k)
+            rows += image_rows(both, f"k={k}, book's VLM, {int(n)} regions", g.method.iloc[0], k)
     if objsae is not None:
         for (layout, variant), g in objsae.groupby(["layout", "variant"], sort=False):
             s = g[g.regions == 20]
             if s.empty:
                 continue
             both = pd.concat([g[g.method == "vanilla"], s])
-            rows += image_rows(both, f"{variant} ({layout}), k={k}, 20 regions", s.method.iloc[0], k)
+            name = VARIANT_NAMES.get(variant, variant)
+            rows += image_rows(both, f"k={k}, {name} ({layout}), 20 regions", s.method.iloc[0], k)
     if coherence is not None:
-        rows += coherence_rows(coherence, f"book's VLM, k={k}", s2ae)
+        rows += coherence_rows(coherence, f"k={k}, book's VLM", s2ae)
     if identification is not None:
-        rows += identification_rows(identification, f"book's VLM, k={k}", s2ae)
+        rows += identification_rows(identification, f"k={k}, book's VLM", s2ae)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -148,3 +156,13 @@ def identification_rows(df: pd.DataFrame, setting: str, s2ae: str) -> list:
         rows.append(claim_row("hierarchical identifies more than direct", setting,
                               f"identified, hier. - direct, {label}", m, h))
     return rows
+
+
+def short(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`table`'s ``df`` for the page: indexed by claim and setting, without the paper's figure (shown
+    apart), the readings shortened (:data:`SHORT_READINGS`)."""
+    missing = set(COLUMNS) - set(df.columns)
+    if missing:
+        raise ValueError(f"df: missing columns {sorted(missing)}")
+    out = df.drop(columns="paper").assign(reading=df.reading.replace(SHORT_READINGS))
+    return out.set_index(["claim", "setting"])
