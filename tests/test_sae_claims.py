@@ -91,7 +91,8 @@ def test_table_reads_every_claim_from_the_frames():
     assert four.loc["L0 lower", "verdict"] == "reproduced" and four.loc["EV above 99%", "verdict"] == "not reproduced"
     assert len(claims.table(study)) == 3, "frames left out leave their rows out"
     page = claims.short(t)
-    assert page.index.names == ["claim", "setting"] and "paper" not in page.columns
+    assert page.index.name == "claim" and "paper" not in page.columns and len(page) == len(t)
+    assert "book: next token / bimodal" in set(page.setting) and "book, 4 reg." in set(page.setting)
     assert set(page.reading) <= {"reproduced", "inconclusive", "direction only (< half)", "not reproduced (< half)",
                                  "not reproduced (opposite)", "not reproduced"}
     with pytest.raises(ValueError, match="study"):

@@ -108,3 +108,16 @@ def test_full_run_at_tiny_size_writes_every_table(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="lams"):
         full.PartCRun(lams=(0.0, 0.003))
     assert full.PartCRun.full().d_sae > full.PartCRun().d_sae and full.PartCRun.full().store == "sae/full"
+
+
+def test_merge_table_keeps_the_other_layouts(tmp_path, monkeypatch):
+    from compbook.sae import study as st
+    monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
+    df = _table()
+    assert objsae.merge_table(df) is df, "nothing stored: the table itself"
+    st.write_table(df, "sae/objsae/table.json")
+    grid3 = df.assign(layout="grid3", EV=1.0)
+    both = objsae.merge_table(grid3)
+    assert sorted(set(both.layout)) == ["grid2", "grid3"] and len(both) == 2 * len(df)
+    again = objsae.merge_table(df.assign(EV=2.0))
+    assert len(again) == len(df) and (again.EV == 2.0).all(), "a layout's rows are replaced, not duplicated"

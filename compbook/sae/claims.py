@@ -158,11 +158,28 @@ def identification_rows(df: pd.DataFrame, setting: str, s2ae: str) -> list:
     return rows
 
 
+#: Short names of the claims and settings for the page (:func:`short`).
+SHORT_CLAIMS = {"EV above 99%": "EV > 0.99", "L0 lower": "L0 lower", "mIoU higher": "mIoU higher",
+                "cross-modal coherence higher": "coherence up", "cross-modal consistency higher": "consistency up",
+                "image monosemanticity higher": "mono image up", "language monosemanticity higher": "mono text up",
+                "hierarchical identifies more than direct": "hier. > direct"}
+SHORT_SETTINGS = {"book's VLM": "book", "causal, retrained": "causal*", "4 prefix tokens": "prefix",
+                  "bidirectional": "bidi", " regions": " reg."}
+
+
 def short(df: pd.DataFrame) -> pd.DataFrame:
-    """:func:`table`'s ``df`` for the page: indexed by claim and setting, without the paper's figure (shown
-    apart), the readings shortened (:data:`SHORT_READINGS`)."""
+    """:func:`table`'s ``df`` for an 80-character page: indexed by the claim's short name, the setting without
+    its k (one k a table) and with the measure where it is not the claim's own ("book: next token / bimodal"),
+    the paper's figure left out (shown apart), the readings shortened (:data:`SHORT_READINGS`)."""
     missing = set(COLUMNS) - set(df.columns)
     if missing:
         raise ValueError(f"df: missing columns {sorted(missing)}")
-    out = df.drop(columns="paper").assign(reading=df.reading.replace(SHORT_READINGS))
-    return out.set_index(["claim", "setting"])
+    setting = df.setting.str.replace(r"^k=\d+, ", "", regex=True)
+    for old, new in SHORT_SETTINGS.items():
+        setting = setting.str.replace(old, new, regex=False)
+    own = df.measure.isin(("S2AE EV", "L0 patches", "mIoU", "mono image", "mono text"))
+    measure = df.measure.str.replace("coherence, ", "").str.replace("identified, hier. - direct, ", "")
+    setting = setting.where(own, setting + ": " + measure)
+    out = pd.DataFrame({"claim": df.claim.replace(SHORT_CLAIMS), "setting": setting, "measured": df.measured,
+                        "verdict": df.verdict, "reading": df.reading.replace(SHORT_READINGS)})
+    return out.set_index("claim")

@@ -141,6 +141,16 @@ def paired_rows(df: pd.DataFrame, column: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def merge_table(df: pd.DataFrame, relative: str = f"{STORE}/table.json") -> pd.DataFrame:
+    """``df`` with the stored table's rows of the layouts ``df`` does not hold (a run per layout adds to it)."""
+    from ..paths import data_dir
+
+    if not (data_dir() / relative).is_file():
+        return df
+    old = st.read_table(relative)
+    return pd.concat([old[~old.layout.isin(set(df.layout))], df], ignore_index=True)
+
+
 def run(layouts=("grid2",), counts=st.REGION_COUNTS, n_seeds: int = len(st.SEEDS), retrain: bool = False,
         variants=tuple(VARIANTS)) -> pd.DataFrame:
     """Train (or load) and score every variant's SAEs, write ``data/sae/objsae/table.json``, print the reading
@@ -150,7 +160,7 @@ def run(layouts=("grid2",), counts=st.REGION_COUNTS, n_seeds: int = len(st.SEEDS
     def log(msg):
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
-    df = table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log)
+    df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log))
     log(f"wrote {st.write_table(df, f'{STORE}/table.json')}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(reading(df).T)
