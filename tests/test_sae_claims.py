@@ -97,3 +97,8 @@ def test_table_reads_every_claim_from_the_frames():
                                  "not reproduced (opposite)", "not reproduced"}
     with pytest.raises(ValueError, match="study"):
         claims.table(study, k=64)
+    counts = claims.tally(t)
+    assert list(counts.columns) == ["settings", "reproduced", "not reproduced", "inconclusive"]
+    assert counts.loc["mIoU higher", "settings"] == 2 and counts.settings.sum() == len(t)
+    assert (counts.iloc[:, 1:].sum(axis=1) == counts.settings).all()
+    assert counts.loc["EV > 0.99", "not reproduced"] == 2

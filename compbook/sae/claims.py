@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .. import checks
-from ..stats import difference_row, fmt, t_interval, verdict
+from ..stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, difference_row, fmt, t_interval, verdict
 from . import experiment as ex
 from .study import reread
 
@@ -96,7 +96,7 @@ def table(study: pd.DataFrame | None = None, regions: pd.DataFrame | None = None
     * ``study``: :func:`compbook.sae.study.study_table` rows (k, lambda, method, seed, EV, L0 patches, mIoU): the
       book's model at ``k``, S2AE at ``lam`` with the paper's 20 regions;
     * ``regions``: :func:`compbook.sae.study.region_table` rows: the object-scale region counts;
-    * ``objsae``: :func:`compbook.sae.objsae.table` rows: the object-VLM variants (the paper's region count);
+    * ``objsae``: :func:`compbook.sae.objsae.table` rows: the object-VLM variants, every region count;
     * ``coherence``: one row per (method, seed) with chapter 16's coherence definitions, ``mono image``,
       ``mono text`` (:func:`compbook.sae.coherence.coherence_table` merged with the monosemanticity);
     * ``identification``: :func:`compbook.sae.interpret.identification_table` rows.
@@ -117,12 +117,10 @@ def table(study: pd.DataFrame | None = None, regions: pd.DataFrame | None = None
             rows += image_rows(both, f"k={k}, book's VLM, {int(n)} regions", g.method.iloc[0], k)
     if objsae is not None:
         for (layout, variant), g in objsae.groupby(["layout", "variant"], sort=False):
-            s = g[g.regions == 20]
-            if s.empty:
-                continue
-            both = pd.concat([g[g.method == "vanilla"], s])
             name = VARIANT_NAMES.get(variant, variant)
-            rows += image_rows(both, f"k={k}, {name} ({layout}), 20 regions", s.method.iloc[0], k)
+            for n, s in sorted(g[g.regions > 0].groupby("regions"), key=lambda x: -x[0]):
+                both = pd.concat([g[g.method == "vanilla"], s])
+                rows += image_rows(both, f"k={k}, {name} ({layout}), {int(n)} regions", s.method.iloc[0], k)
     if coherence is not None:
         rows += coherence_rows(coherence, f"k={k}, book's VLM", s2ae)
     if identification is not None:
@@ -183,3 +181,18 @@ def short(df: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"claim": df.claim.replace(SHORT_CLAIMS), "setting": setting, "measured": df.measured,
                         "verdict": df.verdict, "reading": df.reading.replace(SHORT_READINGS)})
     return out.set_index("claim")
+
+
+def tally(df: pd.DataFrame) -> pd.DataFrame:
+    """Per claim of :func:`table`'s ``df``: the number of settings read and how many gave each verdict."""
+    missing = {"claim", "verdict"} - set(df.columns)
+    if missing:
+        raise ValueError(f"df: missing columns {sorted(missing)}")
+    out = pd.crosstab(df.claim, df.verdict).reindex(columns=[REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE],
+                                                    fill_value=0)
+    out.insert(0, "settings", out.sum(axis=1))
+    order = [c for c in CLAIMS if c in out.index]
+    out = out.loc[order]
+    out.index = [SHORT_CLAIMS[c] for c in order]
+    out.index.name, out.columns.name = "claim", None
+    return out
