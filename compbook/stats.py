@@ -6,7 +6,9 @@
 * :func:`mean_ci`: a percentile bootstrap of a mean (e.g. one final loss per seed);
 * :func:`t_interval`: mean and Student-t half-width over seeds (Part C's runs), :func:`paired_t` of a
   difference paired by seed;
-* :func:`fmt` / :func:`fmt_pm`: ``0.83 [0.77, 0.88]`` and ``0.512 ± 0.010``, the two ways the book prints them.
+* :func:`fmt` / :func:`fmt_pm`: ``0.83 [0.77, 0.88]`` and ``0.512 ± 0.010``, the two ways the book prints them;
+* :func:`verdict`: the book's rule for a claim (reproduced / not reproduced / inconclusive) from two intervals,
+  or from one interval of a difference against 0 (:func:`difference_row`); Parts A and C's claims tables.
 """
 
 from __future__ import annotations
@@ -89,3 +91,54 @@ def fmt(row, digits: int = 2) -> str:
 def fmt_pm(mean: float, half: float, digits: int = 3) -> str:
     """``0.512 ± 0.010``."""
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+RULES = ("separated", "point")
+DIRECTIONS = ("greater", "less")
+
+
+def interval_of(x, name: str) -> tuple[float, float, float]:
+    """``(score, lo, hi)`` of a row ``{"score", "ci95"}`` or of a plain number (an exact value)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        if not math.isfinite(x):
+            raise ValueError(f"{name} must be finite, got {x!r}")
+        return float(x), float(x), float(x)
+    if not isinstance(x, dict) or "score" not in x or "ci95" not in x:
+        raise ValueError(f"{name} must be a number or a row with 'score' and 'ci95', got {x!r:.100}")
+    s, (lo, hi) = float(x["score"]), (float(v) for v in x["ci95"])
+    if not all(math.isfinite(v) for v in (s, lo, hi)) or not lo - 1e-9 <= s <= hi + 1e-9:   # rounding
+        raise ValueError(f"{name}: need finite lo <= score <= hi, got score {s} and ci95 [{lo}, {hi}]")
+    return s, lo, hi
+
+
+def verdict(a, b, paper: str = "greater", rule: str = "separated") -> str:
+    """Does ``a`` relate to ``b`` as the paper says (``paper="greater"``: a > b; ``"less"``: a < b)?
+
+    ``a`` and ``b`` are rows ``{"score", "ci95": [lo, hi]}`` or numbers. ``rule="separated"`` (the book's):
+    reproduced when the paper's direction holds and the two 95% intervals do not overlap, not reproduced when the
+    opposite holds with non-overlapping intervals, inconclusive when they overlap. ``"point"``: the point
+    estimates only. Equal point estimates are inconclusive under either rule. A paired difference is read
+    against 0: ``verdict(difference_row(mean, half), 0, paper)``.
+    """
+    paper = checks.choice(paper, "paper", DIRECTIONS)
+    rule = checks.choice(rule, "rule", RULES)
+    (sa, la, ha), (sb, lb, hb) = interval_of(a, "a"), interval_of(b, "b")
+    if paper == "less":
+        (sa, la, ha), (sb, lb, hb) = (-sa, -ha, -la), (-sb, -hb, -lb)
+    if rule == "point":
+        return REPRODUCED if sa > sb else NOT_REPRODUCED if sa < sb else INCONCLUSIVE
+    if la > hb:
+        return REPRODUCED
+    if lb > ha:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+def difference_row(mean: float, half: float) -> dict:
+    """``{"score": mean, "ci95": [mean - half, mean + half]}`` of a difference and its 95% half-width
+    (e.g. :func:`paired_t`), for :func:`verdict` against 0; ValueError for a NaN or negative half-width."""
+    mean = checks.real(mean, "mean")
+    if not (isinstance(half, (int, float, np.floating)) and math.isfinite(half) and half >= 0):
+        raise ValueError(f"half must be a finite half-width >= 0, got {half!r}")
+    return {"score": float(mean), "ci95": [float(mean - half), float(mean + half)]}

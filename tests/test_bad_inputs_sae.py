@@ -14,8 +14,8 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.sae import coherence, crossmodal, data as sdata, describe, experiment, interpret, metrics, \
-    objregions, refopt, regions, s2ae, study, topk, vlm
+from compbook.sae import claims, coherence, crossmodal, data as sdata, describe, experiment, full, interpret, \
+    metrics, objregions, objsae, refopt, regions, s2ae, study, topk, vlm
 
 SECONDS = 1.0
 NAN = float("nan")
@@ -156,6 +156,24 @@ CASES = {
     "load_vlm sidecar of another config": lambda c: vlm.load_vlm(c.dir / "vlm_other"),
     "load_vlm an SAE checkpoint": lambda c: vlm.load_vlm(c.dir / "sae"),
     "caption_accuracy batch 0": lambda c: vlm.caption_accuracy(c.vlm, None, batch=0),
+    # -- claims, objsae, full (issue 22)
+    "claim_row unknown claim": lambda c: claims.claim_row("S2AE wins", "s", "m", 0.1, 0.1),
+    "claim_row mean NaN": lambda c: claims.claim_row("mIoU higher", "s", "m", NAN, 0.1, vanilla=0.2),
+    "claim_row relative size without vanilla": lambda c: claims.claim_row("mIoU higher", "s", "m", 0.1, 0.1),
+    "claim_row L0 without k": lambda c: claims.claim_row("L0 lower", "s", "m", -1.0, 0.1),
+    "claim_row negative half-width": lambda c: claims.claim_row("mIoU higher", "s", "m", 0.1, -0.1, vanilla=0.2),
+    "claims table study without rows at k": lambda c: claims.table(pd.DataFrame(
+        {"k": [8], "lambda": [0.0], "method": ["vanilla"], "seed": [0]}), k=32),
+    "claims short without columns": lambda c: claims.short(pd.DataFrame({"claim": ["x"]})),
+    "claims tally without verdicts": lambda c: claims.tally(pd.DataFrame({"claim": ["x"]})),
+    "objsae store_of unknown variant": lambda c: objsae.store_of("huge", "grid2"),
+    "objsae store_of unknown layout": lambda c: objsae.store_of("4 prefix tokens", "grid9"),
+    "objsae store outside data": lambda c: objsae.store_of("4 prefix tokens", "grid2", store="../x"),
+    "objsae setting unknown variant": lambda c: objsae.setting("huge"),
+    "objsae reading without columns": lambda c: objsae.reading(pd.DataFrame({"layout": ["grid2"]})),
+    "PartCRun n_train 0": lambda c: full.PartCRun(n_train=0),
+    "PartCRun without the paper's lambda": lambda c: full.PartCRun(lams=(0.0, 0.003)),
+    "PartCRun store outside data": lambda c: full.PartCRun(store="../../etc"),
 }
 
 

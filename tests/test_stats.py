@@ -67,3 +67,32 @@ def test_mean_ci_and_formatting():
 def test_bad_input_names_the_argument(call, what):
     with pytest.raises(ValueError, match=what):
         call()
+
+
+def _naive_verdict(lo_a, hi_a, lo_b, hi_b, greater):
+    """The separated rule written out: the paper's side wins when the intervals are disjoint."""
+    if not greater:
+        lo_a, hi_a, lo_b, hi_b = -hi_a, -lo_a, -hi_b, -lo_b
+    return "reproduced" if lo_a > hi_b else "not reproduced" if lo_b > hi_a else "inconclusive"
+
+
+def test_verdict_of_a_difference_against_zero_matches_a_naive_reading():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        mean, half = rng.normal(), abs(rng.normal()) * rng.integers(0, 2)
+        greater = bool(rng.integers(0, 2))
+        got = stats.verdict(stats.difference_row(mean, half), 0, "greater" if greater else "less")
+        assert got == _naive_verdict(mean - half, mean + half, 0, 0, greater)
+
+
+def test_parts_share_one_verdict_rule():
+    from compbook.cppn import claims
+    from compbook.sae import claims as sae_claims
+    assert claims.verdict is stats.verdict and claims.REPRODUCED == stats.REPRODUCED
+    assert sae_claims.verdict is stats.verdict
+
+
+@pytest.mark.parametrize("half", [float("nan"), -0.1, float("inf"), "0.1"])
+def test_difference_row_refuses_a_bad_half_width(half):
+    with pytest.raises(ValueError, match="half"):
+        stats.difference_row(0.2, half)

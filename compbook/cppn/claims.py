@@ -6,7 +6,8 @@ Numbers come from files a command in this repository wrote, never typed by hand:
 - ``data/emc2/partA_reread.json`` (``python -m compbook.cppn experiments --write``): chapters 3-4 (theory checks)
   and 6-9 (pruning, depth, optimizer, unknown targets), in CPU mode with more seeds than a chapter runs live.
 
-The verdict rule is our choice and a parameter (:data:`RULES`): with ``"separated"`` (the default) a claim that
+The verdict rule (:func:`compbook.stats.verdict`, shared with Part C's claims table) is our choice and a
+parameter (:data:`RULES`): with ``"separated"`` (the default) a claim that
 one score exceeds another is *reproduced* when the paper's direction holds and the two 95% intervals do not
 overlap, *not reproduced* when the opposite direction holds with non-overlapping intervals, and *inconclusive*
 when they overlap. ``"point"`` reads only the point estimates (no noise allowance: a weaker rule, for
@@ -23,46 +24,9 @@ import numpy as np
 
 from .. import checks
 from .tables import pick
-from ..stats import fmt, mean_ci, pooled_draws  # noqa: F401 (fmt, mean_ci re-exported)
-
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-RULES = ("separated", "point")
-DIRECTIONS = ("greater", "less")
-
-
-# -- the verdict rule ---------------------------------------------------------------------------------------------
-def _interval(x, name: str) -> tuple[float, float, float]:
-    """``(score, lo, hi)`` of a row ``{"score", "ci95"}`` or of a plain number (an exact value)."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        if not math.isfinite(x):
-            raise ValueError(f"{name} must be finite, got {x!r}")
-        return float(x), float(x), float(x)
-    if not isinstance(x, dict) or "score" not in x or "ci95" not in x:
-        raise ValueError(f"{name} must be a number or a row with 'score' and 'ci95', got {x!r:.100}")
-    s, (lo, hi) = float(x["score"]), (float(v) for v in x["ci95"])
-    if not all(math.isfinite(v) for v in (s, lo, hi)) or not lo - 1e-9 <= s <= hi + 1e-9:   # rounding
-        raise ValueError(f"{name}: need finite lo <= score <= hi, got score {s} and ci95 [{lo}, {hi}]")
-    return s, lo, hi
-
-
-def verdict(a, b, paper: str = "greater", rule: str = "separated") -> str:
-    """Does ``a`` relate to ``b`` as the paper says (``paper="greater"``: a > b; ``"less"``: a < b)?
-
-    ``a`` and ``b`` are rows ``{"score", "ci95": [lo, hi]}`` or numbers. See the module docstring for the
-    rules; equal point estimates are inconclusive under either rule.
-    """
-    paper = checks.choice(paper, "paper", DIRECTIONS)
-    rule = checks.choice(rule, "rule", RULES)
-    (sa, la, ha), (sb, lb, hb) = _interval(a, "a"), _interval(b, "b")
-    if paper == "less":
-        (sa, la, ha), (sb, lb, hb) = (-sa, -ha, -la), (-sb, -hb, -lb)
-    if rule == "point":
-        return REPRODUCED if sa > sb else NOT_REPRODUCED if sa < sb else INCONCLUSIVE
-    if la > hb:
-        return REPRODUCED
-    if lb > ha:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
+# the verdict rule is the book's (compbook.stats.verdict, shared with Part C); re-exported here
+from ..stats import (DIRECTIONS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, RULES,  # noqa: F401 (re-exported)
+                     fmt, interval_of as _interval, mean_ci, pooled_draws, verdict)
 
 
 def verdict_zero(row, tolerance: float = 0.02, rule: str = "separated") -> str:

@@ -12,6 +12,10 @@
 * :mod:`compbook.sae.refopt`: the reference trainer's optimisation as an option (chapter 15).
 * :mod:`compbook.sae.objregions`: tiny-VLM variants (prefix tokens, bidirectional patches) for regions that can
   follow objects, on the quadrant and a layout-neutral layout (chapter 15).
+* :mod:`compbook.sae.objsae`: vanilla and S2AE on those variants' activations (chapter 15).
+* :mod:`compbook.sae.claims`: Part C's claims table (chapters 15-16), on :func:`compbook.stats.verdict`.
+* :mod:`compbook.sae.full`: every SAE of chapters 15-16 at the mode's size, one command (``python -m compbook.sae
+  full``).
 * :mod:`compbook.sae.crossmodal`: cross-modal coherence and monosemanticity per modality (chapter 16).
 * :mod:`compbook.sae.coherence`: coherence under word / phrase / next-token labels, over live or bimodal latents.
 * :mod:`compbook.sae.interpret`: the hierarchical interpretation pipeline and the identification rate, with the

@@ -3,7 +3,10 @@
 * ``vlm [--retrain]``: train and store the book's tiny VLM and its text-only baseline (:mod:`compbook.sae.vlm`);
 * ``study [--reference]``: the k / lambda study of chapter 15 (:mod:`compbook.sae.study`, ``data/sae/study/``);
   ``study --regions 4 8``: S2AE with object-scale region counts at k = 32 (``data/sae/study/regions/``);
-* ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.objregions`).
+* ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.objregions`);
+* ``objsae``: vanilla and S2AE on those variants' activations (:mod:`compbook.sae.objsae`, ``data/sae/objsae/``);
+* ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
+  (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.full`).
 
 The library modules hold no argument parsing; ``python -m compbook.sae.vlm ...`` (the old spelling) still runs
 ``vlm`` for one release.
@@ -76,7 +79,43 @@ def objregions(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"vlm": vlm, "study": study, "objregions": objregions}
+def objsae(argv: Sequence[str]) -> int:
+    """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain]``: SAEs on the
+    object-VLM variants (``data/sae/objsae/``) and their table."""
+    from . import objsae as os_
+    from .objregions import LAYOUTS, VARIANTS
+    p = argparse.ArgumentParser(prog=f"{PROG} objsae", description=os_.__doc__.split("\n")[0])
+    p.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=["grid2"])
+    p.add_argument("--variants", nargs="+", type=int, metavar="I", default=None,
+                   help=f"indices into {list(VARIANTS)} (default: all)")
+    p.add_argument("--regions", type=int, nargs="*", metavar="N", default=[4, 8],
+                   help="object-scale region counts besides the paper's 20 (none: only 20)")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--retrain", action="store_true")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    names = list(VARIANTS)
+    variants = tuple(names[i] for i in a.variants) if a.variants is not None else tuple(names)
+    os_.run(tuple(a.layouts), tuple(a.regions), a.seeds, a.retrain, variants)
+    return 0
+
+
+def full(argv: Sequence[str]) -> int:
+    """``full [--tiny] [--retrain]``: :func:`compbook.sae.full.run` at the mode's size (``COMPBOOK_MODE=full``:
+    the paper-scale miniature, on a GPU where there is one) or at :data:`compbook.sae.full.TINY`."""
+    from . import full as fu
+    p = argparse.ArgumentParser(prog=f"{PROG} full", description=fu.__doc__.split("\n")[0])
+    p.add_argument("--tiny", action="store_true", help="the toy size (seconds on a CPU; data/sae/tiny/)")
+    p.add_argument("--retrain", action="store_true")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    cfg = fu.TINY if a.tiny else fu.PartCRun.for_mode()
+    print(cfg)
+    fu.show(fu.run(cfg, retrain=a.retrain))
+    return 0
+
+
+COMMANDS = {"vlm": vlm, "study": study, "objregions": objregions, "objsae": objsae, "full": full}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,6 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import checks
+from ..config import device
 from .regions import SPATIAL_EXPONENT, default_regions, patch_regions
 from .topk import TopKSAE, check_activations, fvu_loss
 
@@ -196,7 +197,7 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
     g = int(regions.max()) + 1
     slot = (regions.long()[:, :, None] * d_sae + idx).reshape(b, -1)                          # (B, P k)
     sums = vals_hat.new_zeros(b, g * d_sae).scatter_add(1, slot, vals_hat.pow(2).reshape(b, -1))
-    count = torch.zeros(b, g, dtype=vals_hat.dtype).scatter_add_(1, regions.long(), torch.ones(b, p))
+    count = vals_hat.new_zeros(b, g).scatter_add_(1, regions.long(), vals_hat.new_ones(b, p))
     present = (count > 0).to(vals_hat.dtype)[:, :, None]                                     # (B, G, 1)
     return _gs_es(sums.reshape(b, g, d_sae) / count.clamp_min(1)[:, :, None], present)
 
@@ -244,7 +245,8 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True
     """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
     ``cfg.batch_images`` images, S2AE's penalties when ``cfg.lam > 0``, the decoder renormalised after each step.
     ``schedule(step) -> lr factor`` and gradient-norm ``clip`` are the reference trainer's options
-    (:mod:`compbook.sae.refopt`); None (ours): a constant lr, no clipping."""
+    (:mod:`compbook.sae.refopt`); None (ours): a constant lr, no clipping. Trains on :func:`compbook.config.device`
+    (a GPU in full mode where there is one) and returns the SAE on the CPU."""
     checks.instance(sae, "sae", TopKSAE)
     checks.instance(cfg, "cfg", SAETrainConfig)
     check_data(data, sae.cfg.d_in, cfg.lam > 0)
@@ -259,6 +261,9 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True
     regions = None
     if cfg.lam > 0 and not cfg.regions_every_step:
         regions = data.regions(n_regions, cfg.exponent)      # the VLM is frozen: same attention, same regions
+    dev = device()                                           # cuda in full mode on a GPU, else cpu
+    sae.to(dev)
+    pidx = data.patch_idx.to(dev)
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule) if schedule is not None else None
     g = torch.Generator().manual_seed(cfg.seed)
@@ -270,7 +275,8 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True
         if cfg.lam > 0:
             reg = (patch_regions(data.attn[idx], data.grid, n_regions, cfg.exponent)
                    if cfg.regions_every_step else regions[idx])
-        loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx, reg, cfg)
+        loss = s2ae_loss(sae, data.acts[idx].to(dev), data.valid[idx].to(dev), pidx,
+                         None if reg is None else reg.to(dev), cfg)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if clip is not None:
@@ -281,6 +287,7 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True
         sae.normalize_decoder()
         res.losses.append(loss.item())
     res.seconds = time.perf_counter() - t0
+    sae.cpu()                                                # stored and scored on the CPU
     return res
 
 

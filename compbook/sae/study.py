@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 
 from .. import checks
+from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, verdict
 from . import experiment as ex
 from .s2ae import SAEData, TrainConfig, check_data
 
@@ -146,6 +147,8 @@ def paired(df: pd.DataFrame, k: int, lam: float, columns=("EV", "L0", "L0 patche
 
 def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     """Our rule for a paired difference against a paper's effect of sign ``paper_sign`` and size ``paper_size``:
+    the book's rule (:func:`compbook.stats.verdict` of the difference's interval against 0, as Part A's claims
+    read theirs), refined by the paper's size:
 
     * **reproduced**: the 95% interval excludes 0 on the paper's side (and reaches half the paper's size);
     * **direction only**: it excludes 0 on the paper's side but also half the paper's size (a smaller effect);
@@ -156,12 +159,13 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
         raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
     checks.real(mean, "mean")
     checks.real(paper_size, "paper_size")
-    lo, hi = paper_sign * mean - half, paper_sign * mean + half       # on the paper's side: positive is its way
     if not np.isfinite(half):
         return "inconclusive (one seed)"
-    if lo > 0:
+    base = verdict(difference_row(mean, half), 0, "greater" if paper_sign > 0 else "less")
+    hi = paper_sign * mean + half                                     # on the paper's side: positive is its way
+    if base == REPRODUCED:
         return "reproduced" if hi >= abs(paper_size) / 2 else "direction only (under half the paper's effect)"
-    if hi < 0:
+    if base == NOT_REPRODUCED:
         return "not reproduced (opposite direction)"
     if hi < abs(paper_size) / 2:
         return "not reproduced (half the paper's effect excluded)"

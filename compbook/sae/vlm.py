@@ -114,6 +114,11 @@ class TinyVLM(nn.Module):
     def n_image_tokens(self) -> int:
         return 0 if self.cfg.text_only else self.cfg.n_patches
 
+    @property
+    def patch_idx(self) -> torch.Tensor:
+        """Positions (P,) of the image patches in the sequence: the image block comes first."""
+        return torch.arange(self.n_image_tokens())
+
     def embed(self, patches: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """The input sequence (B, P + L, d): patch tokens then caption tokens (caption only when text_only)."""
         if tokens.shape[1] > self.cfg.max_text:
@@ -269,7 +274,8 @@ def load_vlm(path) -> tuple[TinyVLM, dict]:
 class Extraction:
     """What :func:`extract` returns. ``resid`` (B, T, d) after the chosen layer; ``token_type`` (B, T) 0 image
     patch, 1 text, -1 padding; ``patch_rc`` (B, T, 2) grid row/column of image patches (-1 elsewhere);
-    ``attentions`` (B, layers, heads, T, T); ``patch_idx`` (P,) positions of the patches (row-major), ``grid``."""
+    ``attentions`` (B, layers, heads, T, T); ``patch_idx`` (P,) positions of the patches (row-major), ``grid``.
+    Learned prefix tokens before the patches (:class:`compbook.sae.objregions.ObjectVLM`) are marked -1: not data."""
     resid: torch.Tensor
     token_type: torch.Tensor
     patch_rc: torch.Tensor
@@ -324,10 +330,11 @@ def extract(model, inputs, layer: int) -> Extraction:
     check_attentions(attns, "TinyVLM")
     b, t = hidden[layer].shape[:2]
     p = model.n_image_tokens()
+    patch_idx = model.patch_idx
     token_type = torch.full((b, t), TEXT, dtype=torch.long)
-    token_type[:, :p] = IMAGE
+    token_type[:, :p] = PAD                         # learned prefix tokens before the patches are not data
+    token_type[:, patch_idx] = IMAGE
     token_type[:, p:][tokens == model.cfg.pad_id] = PAD
-    patch_idx = torch.arange(p)
     return Extraction(hidden[layer], token_type, _patch_coords(b, t, patch_idx, model.cfg.grid),
                       torch.stack(attns, 1), patch_idx, model.cfg.grid if p else (0, 0), layer)
 

@@ -1,0 +1,124 @@
+"""Every SAE chapters 15 and 16 train, in one command, at the mode's size (a GPU reader's full-mode run).
+
+:class:`PartCRun` holds the sizes: its CPU defaults are the stored CPU runs' (600 / 200 scenes, d_sae 384, 900
+steps), ``PartCRun.full()`` the paper-scale miniature (4000 / 1000 scenes, d_sae 1536, 3000 steps), and
+:data:`TINY` a seconds-long check. :func:`run` trains (or loads: every SAE is stored by
+:func:`compbook.sae.experiment.stored_runs`, keyed by config and data digest, so a rerun resumes) and scores:
+
+1. the k / lambda study (:mod:`compbook.sae.study`) and the choice of k;
+2. the reference optimiser at that k (:mod:`compbook.sae.refopt`);
+3. S2AE with object-scale region counts at that k;
+4. vanilla and S2AE on the object-VLM variants (:mod:`compbook.sae.objsae`);
+5. coherence, monosemanticity and identification rates (chapter 16) at that k;
+6. the claims table (:mod:`compbook.sae.claims`),
+
+and writes each table to ``data/<store>/`` (``study.json``, ``optimiser.json``, ``regions.json``,
+``objsae.json``, ``coherence.json``, ``identification.json``, ``claims.json``). SAEs train on
+:func:`compbook.config.device` (a GPU under ``COMPBOOK_MODE=full`` where there is one). Chapters 15 and 16 in full
+mode read their SAEs from the same stores (``sae/full/...``)::
+
+    COMPBOOK_MODE=full python -m compbook.sae full          # the full-mode run (GPU)
+    python -m compbook.sae full --tiny                      # the same code at a toy size, seconds on a CPU
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pandas as pd
+
+from .. import checks
+from ..config import ModeConfig
+from .s2ae import TrainConfig
+
+
+@dataclasses.dataclass
+class PartCRun(ModeConfig):
+    """Sizes of Part C's full run (CPU defaults: the stored CPU runs'; ``full()``: the paper-scale miniature)."""
+    n_train: int = 600
+    n_test: int = 200
+    layer: int = 2
+    d_sae: int = 384
+    steps: int = 900
+    batch_images: int = 16
+    lr: float = 3e-3
+    ks: tuple = (8, 32, 64)
+    lams: tuple = (0.0, 0.003, 0.01)
+    seeds: int = 5
+    counts: tuple = (4, 8)
+    layouts: tuple = ("grid2",)
+    top_n: int = 20
+    top_k: int = 5
+    store: str = "sae/study"
+    objsae_store: str = "sae/objsae"
+
+    FULL = {"n_train": 4000, "n_test": 1000, "d_sae": 1536, "steps": 3000, "store": "sae/full",
+            "objsae_store": "sae/full/objsae"}
+
+    def __post_init__(self):
+        for name in ("n_train", "n_test", "d_sae", "steps", "batch_images", "seeds", "top_n", "top_k"):
+            checks.integer(getattr(self, name), name)
+        checks.integer(self.layer, "layer", 0)
+        checks.safe_path("data", self.store, "store")
+        checks.safe_path("data", self.objsae_store, "objsae_store")
+        if 0.0 not in self.lams or 0.01 not in self.lams:
+            raise ValueError(f"lams={self.lams!r}: need 0 (vanilla) and 0.01 (the paper's S2AE)")
+
+    def base(self) -> TrainConfig:
+        """The SAE training config (k and lambda set per run)."""
+        return TrainConfig(d_sae=self.d_sae, k=min(self.ks), steps=self.steps, batch_images=self.batch_images,
+                           lr=self.lr)
+
+
+#: A toy size that runs the whole pipeline in seconds on a CPU (the test's; nothing it stores is used elsewhere).
+TINY = PartCRun(n_train=24, n_test=16, d_sae=48, steps=3, batch_images=4, ks=(4, 8), lams=(0.0, 0.01), seeds=2,
+                counts=(4,), top_n=3, top_k=2, store="sae/tiny", objsae_store="sae/tiny/objsae")
+
+
+def run(cfg: PartCRun, retrain: bool = False, log=print) -> dict:
+    """Train (or load) and score everything (see the module docstring); returns the tables by name."""
+    from . import claims, coherence as co, crossmodal as cm, describe as de
+    from . import experiment as ex, interpret as ip, objsae, study as st
+
+    t0 = time.perf_counter()
+
+    def say(msg):
+        if log:
+            log(f"[{time.perf_counter() - t0:7.1f} s] {msg}")
+
+    seeds, base, store = tuple(range(cfg.seeds)), cfg.base(), cfg.store
+    s = ex.load_setting(cfg.n_train, cfg.n_test, cfg.layer)
+    masks, labels = s.test_scenes.masks, s.test_scenes.labels
+    runs = st.study_runs(s.train, base, cfg.ks, cfg.lams, seeds, store, retrain=retrain, log=say)
+    out = {"study": st.study_table(runs, s.test, masks)}
+    k = st.choose_k(out["study"])
+    say(f"study: {len(runs)} SAEs, chosen k = {k}")
+    ref = st.reference_runs(s.train, k, seeds, base=base, store=store, retrain=retrain)
+    out["optimiser"] = st.optimiser_table(runs, ref, k, s.test, masks)
+    reg = st.region_runs(s.train, cfg.counts, k, 0.01, seeds, base, store, retrain=retrain, log=say)
+    out["regions"] = st.region_table(reg, s.test, masks, labels)
+    out["objsae"] = objsae.table(cfg.layouts, counts=cfg.counts, seeds=seeds, base=base, k=k,
+                                 store=cfg.objsae_store, retrain=retrain, log=say, n_train=cfg.n_train,
+                                 n_test=cfg.n_test, layer=cfg.layer)
+    at_k = [r for r in runs if r["k"] == k and r["lam"] in (0.0, 0.01)]
+    scenes = s.test_scenes
+    coh = co.coherence_table(at_k, s.test, scenes, top_n=cfg.top_n)
+    cross = cm.compare_crossmodal(at_k, s.test, cm.concept_labels(scenes), top_n=cfg.top_n)
+    out["coherence"] = coh.merge(cross[["method", "seed", "mono image", "mono text"]])
+    tables = ip.interpret_runs(at_k, s.test, scenes, de.PixelDescriber(), de.MajoritySynthesiser(),
+                               min_images=cfg.top_k, top_k=cfg.top_k)
+    out["identification"] = ip.identification_table(tables)
+    say("chapter 16's measures scored")
+    out["claims"] = claims.table(out["study"], out["regions"], out["objsae"], out["coherence"],
+                                 out["identification"], k=k)
+    for name, df in out.items():
+        st.write_table(df, f"{store}/tables/{name}.json")
+    say(f"wrote {len(out)} tables to data/{store}/tables/")
+    return out
+
+
+def show(out: dict) -> None:
+    """Print the claims table of :func:`run`'s tables."""
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 60):
+        print(out["claims"].drop(columns="paper").to_string())
