@@ -151,3 +151,32 @@ def test_binding_scenes_refuses_a_pool_without_a_binding_pair():
         R.binding_scenes(c, np.array([3]), 10, np.random.default_rng(0))
     with pytest.raises(ValueError, match="pool"):
         R.binding_scenes(c, np.array([0, 5, 10]), 10, np.random.default_rng(0))   # one value of concept 0
+
+
+def test_interaction_by_swap_split_against_interaction():
+    c = cfg(n_values=8, coverage=0.5)
+    torch.manual_seed(1)
+    m = R.DualEncoder(c)
+    sc = R.binding_scenes(c, R.split_objects(c)[0], 300, np.random.default_rng(2))
+    t = K.interaction_by_swap_split(m, c, sc)
+    it = K.interaction(m, c, sc)
+    assert t.scenes.sum() == 300 and list(t.index) == [0, 1, 2]
+    w = t.scenes / t.scenes.sum()
+    assert np.isclose((w * t.D.fillna(0)).sum(), it["d_mean"], atol=1e-5)
+    assert np.isclose((w * t.binding.fillna(0)).sum(), it["binding"])
+    lg = K.swap_logits(m, c, sc)
+    assert np.isclose((w * t.present.fillna(0)).sum(), lg[:, :2].mean(), atol=1e-5)
+
+
+def test_stored_models_and_probe_records(tmp_path):
+    c = cfg(n_values=8, coverage=0.5, eval_scenes=50)
+    m, rec = R.train(c, progress=False)
+    rec["final"] = R.evaluate(m, c, R.eval_sets(c))
+    R.save(m, rec, R.stem_for(c, tmp_path, prefix="tiny"))
+    (tmp_path / "other_C2V8_cov0.5_s0.json").write_text('{"format": "something else"}')
+    assert K.stored_models(tmp_path) == ["tiny_C2V8_cov0.5_s0"]
+    rows = K.probe_records(tmp_path, n_fit=100, n_test=30)
+    assert len(rows) == 1 and rows[0]["n_objects"] == 64 and rows[0]["unseen_binding"] == rec["final"][
+        "unseen_binding"]
+    assert rows[0]["additive"] == pytest.approx(K.probe_fits(m, c, 100, 30)["additive"])
+    assert K.probe_records(tmp_path, skip={"tiny_C2V8_cov0.5_s0"}) == []

@@ -16,7 +16,9 @@ Three questions asked of :mod:`compbook.binding.recipe` before reading its no-go
   ``D`` is the model's interaction term, the part of its score no additive model has.
 
 :func:`probe_fits` fits the three probes of :mod:`compbook.binding.probes` to a recipe model's two-object scene
-embeddings (train objects), scored by R^2 on held-out-object scenes, as the old sweep's models were.
+embeddings (train objects), scored by R^2 on held-out-object scenes, as the old sweep's models were;
+:func:`probe_records` does so for every recipe model stored in a folder (``python -m compbook.binding recipe
+--probes`` writes them to ``recipe_probes.json``).
 """
 
 from __future__ import annotations
@@ -158,3 +160,65 @@ def probe_fits(model, cfg: RecipeConfig, n_fit: int = 400, n_test: int = 400, se
     sizes = (cfg.n_values,) * cfg.n_concepts
     v_tr, v_te = object_values(cfg, tr), object_values(cfg, te)
     return {k: fit_probe(k, v_tr, z_tr, n_values=sizes).r2(v_te, z_te) for k in PROBE_KINDS}
+
+
+def stored_models(directory) -> list[str]:
+    """Stems (names without suffix) of every recipe-trained model stored in ``directory`` (any prefix),
+    sorted: the JSON files whose ``format`` is the recipe model's."""
+    import json
+    from pathlib import Path
+
+    from .recipe import FORMAT
+    out = []
+    for p in sorted(Path(directory).glob("*_C*V*_cov*_s*.json")):
+        try:
+            if json.loads(p.read_text()).get("format") == FORMAT:
+                out.append(p.stem)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def probe_records(directory, n_fit: int = 400, n_test: int = 400, skip=()) -> list[dict]:
+    """One row per stored recipe model of ``directory`` (but the stems in ``skip``): its config's size,
+    coverage, lr and steps, final swap-only binding (seen, unseen) and the paper's metric on unseen objects
+    (from its record), the three probes' held-out R^2 (:func:`probe_fits`, computed here) and the seconds."""
+    import time
+    from pathlib import Path
+
+    from .recipe import load
+    rows = []
+    for stem in stored_models(directory):
+        if stem in skip:
+            continue
+        t0 = time.perf_counter()
+        model, rec = load(Path(directory) / stem)
+        c = RecipeConfig(**rec["config"])
+        f = rec["final"]
+        rows.append({"model": stem, "n_objects": c.n_objects, "coverage": c.coverage, "lr": c.lr,
+                     "steps": rec["steps"], "seen_binding": f["seen_binding"],
+                     "unseen_binding": f["unseen_binding"], "unseen_paper": f["unseen_paper"],
+                     **probe_fits(model, c, n_fit, n_test)})
+        rows[-1]["seconds"] = round(time.perf_counter() - t0, 1)
+    return rows
+
+
+def interaction_by_swap_split(model, cfg: RecipeConfig, scenes: np.ndarray):
+    """DataFrame, one row per number of a scene's two swaps that are training objects (0, 1, 2): scenes,
+    mean cosine of the present objects and of the swaps, mean ``D`` and swap-only binding. An additive model
+    with a per-object bias shows ``D`` moving with the split and ``D`` near 0 where all four candidates are
+    of one kind (all train or all held out)."""
+    import pandas as pd
+    lg = swap_logits(model, cfg, scenes)
+    n_train = np.isin(swap_sets(cfg, scenes), split_objects(cfg)[0]).sum(1)
+    d = lg[:, :2].sum(1) - lg[:, 2:].sum(1)
+    ok = lg[:, :2].min(1) > lg[:, 2:].max(1)
+    rows = []
+    for k in range(3):
+        s = n_train == k
+        rows.append({"swaps that are train objects": k, "scenes": int(s.sum()),
+                     "present": float(lg[s, :2].mean()) if s.any() else np.nan,
+                     "swaps": float(lg[s, 2:].mean()) if s.any() else np.nan,
+                     "D": float(d[s].mean()) if s.any() else np.nan,
+                     "binding": float(ok[s].mean()) if s.any() else np.nan})
+    return pd.DataFrame(rows).set_index("swaps that are train objects")
