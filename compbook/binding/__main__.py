@@ -135,6 +135,8 @@ def recipe(argv: Sequence[str]) -> int:
     ap.add_argument("--time-steps", type=int, default=0, help="only time this many steps and exit")
     ap.add_argument("--lr-probe", nargs="*", type=float, default=None, help="lrs to probe (seen objects)")
     ap.add_argument("--probe-steps", type=int, default=1000)
+    ap.add_argument("--probes", action="store_true",
+                    help="fit the three probes to every recipe model stored in --out (recipe_probes.json)")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     over = {"seed": a.seed}
@@ -149,6 +151,15 @@ def recipe(argv: Sequence[str]) -> int:
         t = time.perf_counter()
         rc.train(replace(cfg, steps=a.time_steps, eval_every=a.time_steps), progress=False, device=config.device())
         print(f"{(time.perf_counter() - t) / a.time_steps * 1000:.1f} ms/step at batch {cfg.batch}")
+        return 0
+    if a.probes:
+        from .recipe_checks import probe_records
+        path = Path(a.out) / "recipe_probes.json"        # models already fitted are kept
+        old = json.loads(path.read_text())["rows"] if path.exists() else []
+        rows = old + probe_records(a.out, skip={r["model"] for r in old})
+        rec = {"rows": rows, "command": command}
+        path.write_text(json.dumps(rec, indent=1) + "\n")
+        print(json.dumps(rec, indent=1))
         return 0
     if a.lr_probe:
         t = time.perf_counter()

@@ -359,11 +359,18 @@ def lr_factor(cfg: RecipeConfig, step: int) -> float:
 def binding_scenes(cfg: RecipeConfig, pool: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """(n, 2) ordered two-object scenes from ``pool`` whose objects differ in every concept (rejection)."""
     pool = np.asarray(pool, dtype=np.int64)
+    v = object_values(cfg, pool)
+    if len(pool) == 0 or any(len(np.unique(v[:, k])) < 2 for k in range(cfg.n_concepts)):
+        raise ValueError(f"pool: {len(pool)} objects hold no two that differ in every concept")
     out = np.empty((0, 2), dtype=np.int64)
-    while len(out) < n:
+    for _ in range(1000):
+        if len(out) >= n:
+            return out
         s = pool[rng.integers(0, len(pool), size=(4 * n, 2))]
         v = object_values(cfg, s)
         out = np.concatenate([out, s[(v[:, 0] != v[:, 1]).all(1)]])[:n]
+    if len(out) < n:
+        raise ValueError(f"pool: too few pairs of its {len(pool)} objects differ in every concept")
     return out
 
 
