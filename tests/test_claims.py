@@ -166,3 +166,24 @@ def test_counting_claims_one_row_per_rule_policy_judge_and_the_verdict_rule():
     assert all(r["verdict"] == claims.REPRODUCED for r in claims.counting_claims(fake))
     both = claims.table(*claims.load(), counted=counted)
     assert len(both) == len(claims.table(*claims.load())) + len(rows)
+
+
+def test_fer_claims_label_their_rows_and_skip_missing_sections():
+    sp, weak = [[95, 100], [96, 100]], [[5, 100], [6, 100]]
+    rows = [r | {"kind": "fer", "target": "all"} for r in _stored_rows(
+        {"SP": sp, "magnitude": weak, "wanda": weak, "structured (Taylor)": weak, "random": sp})]
+    ch8 = {"mse": {"muon": [0.01, 0.011, 0.012], "adam": [0.02, 0.021, 0.022]},
+           "rows": _stored_rows({"muon": sp, "adam": weak})}
+    stored = {"chapter6fer": {"rows": rows}, "chapter8fer": ch8}
+    six = claims.fer_claims(stored, 6)
+    assert len(six) == 2 * 5 and all(r["claim"].startswith("FER's networks: ") for r in six)
+    assert not any("lottery" in r["claim"] for r in six)
+    out = {(r["claim"], r["judge"]): r["verdict"] for r in six}
+    assert out[("FER's networks: SP above magnitude (matched sparsity)", "default")] == REPRODUCED
+    assert out[("FER's networks: SP above random (matched sparsity)", "ssim")] == INCONCLUSIVE
+    eight = claims.fer_claims(stored, 8)
+    assert [r["verdict"] for r in eight] == [REPRODUCED] * 3 and all(claims.is_fer_reread(r) for r in eight)
+    assert claims.fer_claims({}, 6) == [] and claims.fer_claims(stored, 7) == []
+    assert not claims.is_fer_reread({"claim": "Picbreeder above FER's SGD networks (x)"})
+    with pytest.raises(ValueError, match="chapter"):
+        claims.fer_claims(stored, 5)

@@ -78,3 +78,42 @@ def test_command_writes_one_section_and_keeps_the_others(tmp_path, monkeypatch):
     assert data["chapter6"] == {"kept": True}
     assert data["chapter8"]["value"] == 1.5 and data["chapter8"]["sample"] == 7
     assert data["chapter8"]["made_by"].endswith("--chapters 8")
+
+
+def test_pruning_from_prunes_the_given_network_at_matched_sparsity():
+    from compbook.cppn import train
+    cfg = experiments.PruningConfig(res=8, depth=2, width=4, layout="tanh", sp=dict(threshold=0.5, rounds=2,
+                                                                                    retrain_steps=2))
+    dense = train.fit(uniform_cppn(2, 4, "tanh", seed=3), _target(), 5, progress=False).model
+    before = [w.detach().clone() for w in dense.weights]
+    final, level = experiments.pruning_from(dense, _target(), seed=0, cfg=cfg)
+    assert list(final) == ["dense", "magnitude", "wanda", "structured (Taylor)", "random", "SP"]
+    assert all((a == b).all() for a, b in zip(before, dense.weights)), "the argument was changed"
+    assert prune.sparsity(final["SP"].masks) == pytest.approx(level)
+    for name in ("magnitude", "wanda", "random"):
+        assert prune.sparsity(final[name].masks) == pytest.approx(level, abs=0.05), name
+    assert prune.sparsity(final["dense"].masks) == 0
+    with pytest.raises(ValueError, match="dense"):
+        experiments.pruning_from("net", _target(), cfg=cfg)
+
+
+def test_pooled_rows_pool_every_network_of_a_method():
+    rows = [panel.summary(panel.groups_from_counts(kn), name="SP", judge="a") | {"k_n": kn}
+            for kn in ([[3, 4]], [[1, 4], [0, 4]])]
+    (r,) = experiments.pooled_rows(rows, target="all")
+    assert r["target"] == "all" and r["networks"] == 3 and (r["k"], r["n"]) == (4, 12)
+    assert r["k_n"] == [[3, 4], [1, 4], [0, 4]] and r["ci95"][0] <= 4 / 12 <= r["ci95"][1]
+    with pytest.raises(ValueError, match="kind"):
+        experiments.fer_networks("picbreeder")
+
+
+def test_fer_optimizers_keep_each_optimizers_best_rate():
+    cfg = experiments.FerOptimizerConfig(arch="2;cache:2,sin:1", res=8, steps=3,
+                                         grid={"adam": [1e-3, 1e-2], "muon": [1e-2]})
+    run = experiments.fer_optimizers([0, 1], cfg)
+    assert run.masks is None and set(run.final) == {"adam", "muon"}
+    losses = {lr: experiments.finite_mean(run.runs[("adam", lr)].final_loss) for lr in (1e-3, 1e-2)}
+    assert run.best["adam"] == min(losses, key=losses.get) and run.best["muon"] == 1e-2
+    # same seed, same start: the two optimizers' first losses agree
+    assert np.allclose(run.runs[("adam", 1e-3)].losses[0], run.runs[("muon", 1e-2)].losses[0])
+    assert [len(m.activations) for m in run.final["adam"].models] == [2, 2]

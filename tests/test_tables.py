@@ -299,3 +299,32 @@ def test_bench_config_full_mode(monkeypatch):
     assert full.res == 256 and full.live == ("skull", "butterfly", "apple") and full.pb_sample is None
     monkeypatch.setenv("COMPBOOK_MODE", "cpu")
     assert experiments.BenchConfig.for_mode().live == ("skull",)
+
+
+# -- chapters 6-8 with FER's networks (issue 24) -----------------------------------------------------------------
+def _fer_row(kind, target, name, judge, kn):
+    return panel.summary(panel.groups_from_counts(kn), name=name, judge=judge) | {
+        "kind": kind, "target": target, "k_n": kn, "unperturbed": 1.0}
+
+
+def test_fer_tables_read_planted_sections():
+    rows = [_fer_row("fer", t, n, j, kn) for t, kn in (("skull", [[3, 4]]), ("all", [[3, 4], [1, 4]]))
+            for n in ("published", "SP") for j in (panel.DEFAULT, panel.SSIM)]
+    ch6 = {"rows": rows, "levels": {"fer skull": [0.5, 0.7]},
+           "mse": {"fer skull": {"published": [0.001], "SP": [0.01, 0.03]}}}
+    per = tables.chapter6_fer(ch6)
+    assert list(per.index) == [("fer", "skull", "published"), ("fer", "skull", "SP")]
+    assert per.loc[("fer", "skull", "SP"), "MSE"] == 0.02 and per.loc[("fer", "skull", "SP"), "SP sparsity"] == 0.6
+    assert per.loc[("fer", "skull", "SP"), panel.SSIM] == fmt(rows[3])
+    pooled = tables.chapter6_fer(ch6, pooled=True)
+    assert list(pooled.index.get_level_values("target")) == ["all", "all"] and "MSE" not in pooled
+    ch7 = {"targets": {"skull": {"depth": 12, "width": 22, "ratio": 5.2367, "line": 9.73, "predicted": 10,
+                                 "rows": rows[:2]}}}
+    t7 = tables.chapter7_fer(ch7)
+    assert t7.loc["skull", "FER depth"] == 12 and t7.loc["skull", "predicted"] == 10
+    assert t7.loc["skull", f"published {panel.DEFAULT}"] == fmt(rows[0])
+    ch8 = {"rows": [_fer_row("x", "skull", o, j, [[2, 4], [3, 4]]) for o in ("adam", "muon")
+                    for j in (panel.DEFAULT, panel.SSIM)],
+           "mse": {"adam": [0.02, 0.03], "muon": [0.01, 0.02]}, "best_lr": {"adam": 3e-3, "muon": 3e-2}}
+    t8 = tables.chapter8_fer(ch8)
+    assert list(t8["best lr"]) == [3e-3, 3e-2] and t8.loc["muon", "MSE"] == fmt(mean_ci([0.01, 0.02]), 4)

@@ -366,7 +366,8 @@ def reread(argv: Sequence[str]) -> int:
 
 # -- experiments ------------------------------------------------------------------------------------------------------
 def experiments(argv: Sequence[str]) -> int:
-    """``experiments --write [--chapters 6 7 8 9 theory]``: run and store (``data/emc2/partA_reread.json``)."""
+    """``experiments --write [--chapters 6 7 8 9 theory 6fer 7fer 8fer]``: run and store
+    (``data/emc2/partA_reread.json``)."""
     from . import experiments as ex
     p = argparse.ArgumentParser(prog=f"{PROG} experiments")
     p.add_argument("--write", action="store_true", help=f"write {ex.stored_path().name}")

@@ -137,19 +137,21 @@ def _claim(claim, chapter, judge, numbers, result) -> dict:
 
 
 def chapter6_claims(ch6: dict, rule: str = "separated", tolerance: float = 0.02) -> list[dict]:
-    """SP above every baseline; the paper's baselines score 0."""
+    """SP above every baseline; the paper's baselines score 0 (the baselines ``ch6["rows"]`` holds: FER's
+    networks have no Lottery Ticket, :func:`fer_claims`)."""
     rule = checks.choice(rule, "rule", RULES)
     tolerance = checks.real(tolerance, "tolerance", 0, 1)
     _need(ch6, "ch6", "rows")
     out = []
+    names = {r["name"] for r in ch6["rows"]}
     for j in ("default", "ssim"):
         sp = pick(ch6["rows"], name="SP", judge=j)
-        for m in ("magnitude", "wanda", "structured (Taylor)", "lottery ticket", "random"):
+        for m in (m for m in ("magnitude", "wanda", "structured (Taylor)", "lottery ticket", "random") if m in names):
             row = pick(ch6["rows"], name=m, judge=j)
             out.append(_claim(f"SP above {m} (matched sparsity)", 6, j, f"{fmt(sp)} vs {fmt(row)}",
                               verdict(sp, row, "greater", rule)))
         base = [pick(ch6["rows"], name=m, judge=j) for m in ("magnitude", "wanda", "structured (Taylor)",
-                                                              "lottery ticket")]
+                                                              "lottery ticket") if m in names]
         top = max(base, key=lambda r: r["ci95"][0])
         out.append(_claim("the paper's baselines score 0", 6, j, f"highest: {top['name']} {fmt(top)}",
                           verdict_zero(top, tolerance, rule)))
@@ -325,10 +327,41 @@ def counting_claims(counted: dict, rule: str = "separated") -> list[dict]:
     return out
 
 
+#: How the rows of :func:`fer_claims` begin (chapter 9b counts them apart).
+FER_LABELS = {"fer": "FER's networks", "fertwin": "FER twins", "8fer": "FER's architecture, dense"}
+
+
+def fer_claims(stored: dict, chapter: int, rule: str = "separated", tolerance: float = 0.02) -> list[dict]:
+    """Chapters 6 and 8 re-read on the paper's SGD side (``stored["chapter6fer"]``, ``["chapter8fer"]``,
+    :func:`compbook.cppn.experiments.run_chapter6_fer` and ``run_chapter8_fer``): chapter 6's claims on FER's
+    networks and on the FER twins, each pooled over its targets (``target="all"``), and chapter 8's on FER's
+    architecture. A missing section gives no rows; chapter 7 has none (its FER networks test no claim)."""
+    checks.mapping(stored, "stored")
+    if chapter not in (6, 7, 8) or isinstance(chapter, bool):
+        raise ValueError(f"chapter must be 6, 7 or 8, got {chapter!r}")
+    out = []
+    if chapter == 6 and "chapter6fer" in stored:
+        rows = _need(stored["chapter6fer"], "stored['chapter6fer']", "rows")["rows"]
+        for kind in ("fer", "fertwin"):
+            mine = [r for r in rows if r.get("kind") == kind and r.get("target") == "all"]
+            out += [c | {"claim": f"{FER_LABELS[kind]}: {c['claim']}"}
+                    for c in (chapter6_claims({"rows": mine}, rule, tolerance) if mine else [])]
+    if chapter == 8 and "chapter8fer" in stored:
+        out += [c | {"claim": f"{FER_LABELS['8fer']}: {c['claim']}"}
+                for c in chapter8_claims(stored["chapter8fer"], rule)]
+    return out
+
+
+def is_fer_reread(row: dict) -> bool:
+    """Is ``row`` one of :func:`fer_claims`'s (chapters 6-8 re-read with FER's networks)?"""
+    return checks.mapping(row, "row").get("claim", "").startswith(tuple(FER_LABELS.values()))
+
+
 def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float = 0.02,
           require_drawn: bool = True, counted: dict | None = None) -> list[dict]:
     """Every claim row, chapters in order (see the chapter functions; ``require_drawn``:
-    :func:`chapter5_claims`); with ``counted`` (``data/emc2/counting.json``) also :func:`counting_claims`."""
+    :func:`chapter5_claims`); with ``counted`` (``data/emc2/counting.json``) also :func:`counting_claims`; where
+    ``stored`` holds them, :func:`fer_claims` after chapters 6 and 8."""
     rule = checks.choice(rule, "rule", RULES)
     checks.real(tolerance, "tolerance", 0, 1)
     checks.boolean(require_drawn, "require_drawn")
@@ -338,8 +371,9 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
             raise ValueError(f"stored: no {key!r} (run python -m compbook.cppn experiments --write)")
     fer = counting_claims(counted, rule) if counted is not None else []
     return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule, require_drawn) + fer
-            + chapter6_claims(stored["chapter6"], rule, tolerance) + chapter7_claims(stored["chapter7"], rule)
-            + chapter8_claims(stored["chapter8"], rule) + chapter9_claims(stored["chapter9"], rule))
+            + chapter6_claims(stored["chapter6"], rule, tolerance) + fer_claims(stored, 6, rule, tolerance)
+            + chapter7_claims(stored["chapter7"], rule) + chapter8_claims(stored["chapter8"], rule)
+            + fer_claims(stored, 8, rule) + chapter9_claims(stored["chapter9"], rule))
 
 
 def load() -> tuple[dict, dict]:

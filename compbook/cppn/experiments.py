@@ -80,10 +80,7 @@ def pruning_methods(target, seed: int = 0, cfg: PruningConfig | None = None) -> 
     dense = train.fit(init, target, cfg.dense_steps, progress=False)
     sp = prune.similarity_prune(dense.model, target, seed=seed, **cfg.sp)
     level = sp.final_sparsity
-    masks = {"magnitude": prune.magnitude_prune(dense.model, level),
-             "wanda": prune.wanda_prune(dense.model, level, res=cfg.res),
-             "structured (Taylor)": prune.structured_prune(dense.model, target, sparsity=level),
-             "random": prune.random_prune(dense.model, level, seed=seed)}
+    masks = matched_masks(dense.model, target, level, seed, cfg.res)
     lt = prune.lottery_ticket(init, target, level, rounds=cfg.lt_rounds, steps_per_round=cfg.dense_steps // 2)
     names = ["dense"] + list(masks) + ["lottery ticket"]
     start = [dense.model] + [dense.model.clone_with(masks=m) for m in masks.values()] + [lt.model]
@@ -94,6 +91,32 @@ def pruning_methods(target, seed: int = 0, cfg: PruningConfig | None = None) -> 
     curves["SP"] = np.concatenate([sp.curve, rest.losses])
     return PruningRun(init, dense, sp, lt, masks | {"lottery ticket": lt.masks, "SP": sp.masks}, final,
                       curves, batch.seconds)
+
+
+def matched_masks(dense: CPPN, target, level: float, seed: int, res: int) -> dict:
+    """Chapter 6's four baselines at sparsity ``level``: name -> masks (magnitude, Wanda, Taylor-structured,
+    random with ``seed``), Wanda's input norms over a ``res x res`` grid."""
+    return {"magnitude": prune.magnitude_prune(dense, level),
+            "wanda": prune.wanda_prune(dense, level, res=res),
+            "structured (Taylor)": prune.structured_prune(dense, target, sparsity=level),
+            "random": prune.random_prune(dense, level, seed=seed)}
+
+
+def pruning_from(dense: CPPN, target, seed: int = 0, cfg: PruningConfig | None = None) -> tuple[dict, float]:
+    """Chapter 6's protocol from an already trained dense network (e.g. FER's, :func:`compbook.cppn.fer.load_fer`):
+    SP with ``seed``, the four baselines of :func:`matched_masks` at SP's sparsity, the same retraining budget for
+    all (the dense network too). No Lottery Ticket: it rewinds to the initial weights, which FER does not
+    publish. Returns ``(method -> retrained model, SP's sparsity)``."""
+    cfg = cfg or PruningConfig()
+    seed = checks.integer(seed, "seed", 0)
+    checks.instance(dense, "dense", CPPN)
+    sp = prune.similarity_prune(dense, target, seed=seed, **cfg.sp)
+    masks = matched_masks(dense, target, sp.final_sparsity, seed, cfg.res)
+    names = ["dense"] + list(masks)
+    start = [dense] + [dense.clone_with(masks=m) for m in masks.values()]
+    batch = train.fit_many(start, target, cfg.budget, progress=False)
+    rest = train.fit(sp.model, target, max(0, cfg.budget - len(sp.curve)), progress=False)
+    return dict(zip(names, batch.models)) | {"SP": rest.model}, sp.final_sparsity
 
 
 # -- chapter 8: Adam against Muon on one masked architecture ----------------------------------------------------
@@ -372,3 +395,117 @@ def run_theory(seeds=(), sample=None) -> dict:
 
 
 RUNNERS = {"theory": run_theory, "6": run_chapter6, "7": run_chapter7, "8": run_chapter8, "9": run_chapter9}
+
+
+# -- FER's own SGD networks in chapters 6-8 (issue 24: the paper's SGD side) -------------------------------------
+FER_TARGETS = ("skull", "butterfly", "apple")
+FER_KINDS = ("fer", "fertwin")   # FER's published networks; our twins of FER's architecture (data/emc2/fertwin_*)
+
+
+def fer_networks(kind: str) -> dict[str, list[CPPN]]:
+    """target -> trained dense networks of FER's architecture: ``"fer"``, FER's published SGD network (one per
+    target, :func:`compbook.cppn.fer.load_fer`); ``"fertwin"``, the stored twins (targets without one are left
+    out)."""
+    from . import fer, twins
+    kind = checks.choice(kind, "kind", FER_KINDS)
+    if kind == "fer":
+        return {t: [fer.load_fer(t)] for t in FER_TARGETS}
+    return {t: nets for t in FER_TARGETS if (nets := twins.load_fer_twins(t))}
+
+
+def pooled_rows(rows: list[dict], **labels) -> list[dict]:
+    """One :func:`compbook.cppn.panel.summary` row per (name, judge) over every network of ``rows`` (e.g. the
+    three targets' rows of one method pooled: each network one group, its stored counts ``k_n``)."""
+    out = []
+    for key in dict.fromkeys((r["name"], r["judge"]) for r in rows):
+        k_n = [kn for r in rows if (r["name"], r["judge"]) == key for kn in r["k_n"]]
+        out.append(panel.summary(panel.groups_from_counts(k_n), name=key[0], judge=key[1], **labels)
+                   | {"k_n": k_n})
+    return out
+
+
+def run_chapter6_fer(seeds, sample: int | None) -> dict:
+    """Chapter 6's protocol (:func:`pruning_from`) on FER's networks (SP seeds ``seeds`` each) and on the FER
+    twins (one SP seed per twin, its index), scored at chapter 6's delta; rows per target, and pooled over the
+    targets (``target="all"``). ``published``: the dense network as trained, before any pruning or retraining."""
+    from . import picbreeder
+    cfg = PruningConfig()
+    out = {"seeds": list(seeds), "config": cfg.__dict__, "delta": cfg.delta, "rows": [], "levels": {}, "mse": {}}
+    for kind in FER_KINDS:
+        for t, nets in fer_networks(kind).items():
+            target = picbreeder.render(picbreeder.load_genome(t), cfg.res)
+            jobs = [(nets[0], s) for s in seeds] if kind == "fer" else list(zip(nets, range(len(nets))))
+            runs = [pruning_from(m, target, s, cfg) for m, s in jobs]
+            groups = {"published": nets} | {n: [r[0][n] for r in runs] for n in runs[0][0]}
+            out["levels"][f"{kind} {t}"] = [r[1] for r in runs]
+            out["mse"][f"{kind} {t}"] = {n: [train.mse(m, target) for m in g] for n, g in groups.items()}
+            out["rows"] += judged(groups, t, cfg.delta, sample=sample, kind=kind, target=t)
+        out["rows"] += pooled_rows([r for r in out["rows"] if r["kind"] == kind], kind=kind, target="all",
+                                   delta=cfg.delta, sample=sample)
+    return out
+
+
+def run_chapter7_fer(seeds, sample: int | None) -> dict:
+    """FER's networks at their known depths, beside chapter 7's sweep: per target the depth, width, PNG ratio
+    (256 px) and the depth the default line predicts; the scores at chapter 7's delta of FER's network as
+    published, of it pruned by chapter 7's SP (one per seed in ``seeds``), and of the stored FER twins."""
+    from . import depth, fer, picbreeder, twins
+    cfg = DepthConfig()
+    out = {"seeds": list(seeds), "config": cfg.__dict__, "line": [depth.DEFAULT_LINE.slope,
+                                                                    depth.DEFAULT_LINE.intercept], "targets": {}}
+    for t in FER_TARGETS:
+        model, g = fer.load_fer(t), picbreeder.load_genome(t)
+        img, target = picbreeder.render(g, depth.RATIO_RES), picbreeder.render(g, cfg.res)
+        pruned = [prune.similarity_prune(model, target, lr=cfg.lr, seed=s, **cfg.sp).model for s in seeds]
+        groups = {"FER": [model], "FER + SP": pruned} | ({"FER twins": tw} if (tw := twins.load_fer_twins(t))
+                                                          else {})
+        ratio = depth.png_compression_ratio(img)
+        out["targets"][t] = {"depth": model.depth, "width": len(model.activations[0]), "ratio": ratio,
+                             "line": float(depth.DEFAULT_LINE(ratio)), "predicted": depth.predict_depth(img),
+                             "sparsity": [prune.sparsity(m.masks) for m in pruned],
+                             "rows": judged(groups, t, cfg.delta, sample=sample, target=t)}
+    return out
+
+
+@dataclass
+class FerOptimizerConfig(ModeConfig):
+    """Chapter 8 on FER's architecture (our choices): dense networks of ``arch`` (None: FER's for ``target``),
+    FER's trainer (unit-normalised gradient, no straight-through clip, last weights) at ``res`` for ``steps``
+    full-batch steps, each optimizer at its best rate of ``grid`` (by mean final loss)."""
+    target: str = "skull"
+    arch: str | None = None
+    res: int = 64
+    steps: int = 3000
+    grid: dict = field(default_factory=lambda: {"adam": [1e-3, 3e-3, 1e-2], "muon": [1e-2, 3e-2, 1e-1]})
+    delta: float = 1.0               # chapter 8's
+    FULL = dict(res=256, steps=100_000)
+
+
+def fer_optimizers(seeds, cfg: FerOptimizerConfig | None = None) -> OptimizerRun:
+    """Adam against Muon on dense networks of FER's architecture, seeds ``seeds`` (same seed, same start), every
+    rate of ``cfg.grid``; ``masks`` is None (dense)."""
+    from . import fer, picbreeder
+    cfg = cfg or FerOptimizerConfig()
+    checks.sequence(seeds, "seeds")
+    arch = cfg.arch or fer.FER_ARCH[checks.choice(cfg.target, "cfg.target", FER_TARGETS)]
+    target = picbreeder.render(picbreeder.load_genome(cfg.target), cfg.res)
+    runs = {(opt, lr): train.fit_many([CPPN(fer.arch_layout(arch), "hsv", seed=s) for s in seeds], target,
+                                      cfg.steps, lr=lr, optimizer=opt, progress=False, straight_through=False)
+            for opt, lrs in cfg.grid.items() for lr in lrs}
+    best = {opt: min(lrs, key=lambda lr: finite_mean(runs[(opt, lr)].final_loss)) for opt, lrs in cfg.grid.items()}
+    return OptimizerRun(None, runs, best, {opt: runs[(opt, best[opt])] for opt in cfg.grid})
+
+
+def run_chapter8_fer(seeds, sample: int | None) -> dict:
+    cfg = FerOptimizerConfig()
+    run = fer_optimizers(list(seeds), cfg)
+    return {"seeds": list(seeds), "config": cfg.__dict__, "best_lr": run.best,
+            "grid_mse": [[o, lr, [float(x) for x in r.final_loss]] for (o, lr), r in run.runs.items()],
+            "train_seconds": {f"{o} {lr:g}": round(r.seconds, 1) for (o, lr), r in run.runs.items()},
+            "mse": {o: [float(x) for x in r.final_loss] for o, r in run.final.items()},
+            "rows": judged({o: r.models for o, r in run.final.items()}, cfg.target, cfg.delta, sample=sample)}
+
+
+STORED |= {"6fer": dict(seeds=[0, 1, 2], sample=200), "7fer": dict(seeds=[0, 1, 2], sample=100),
+           "8fer": dict(seeds=[0, 1, 2], sample=200)}
+RUNNERS |= {"6fer": run_chapter6_fer, "7fer": run_chapter7_fer, "8fer": run_chapter8_fer}

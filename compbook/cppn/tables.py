@@ -6,7 +6,8 @@ A chapter calls one function per table instead of picking keys out of JSON itsel
   --write``); :func:`pick` finds one score row by its labels;
 * :func:`score_table` turns score rows (:func:`compbook.cppn.experiments.judged`) into one column per judge,
   ``"0.83 [0.77, 0.88]"`` (:func:`compbook.stats.fmt`); :func:`chapter6`, :func:`chapter8`, :func:`chapter9`
-  build the stored runs' tables, :func:`pruning_table`, :func:`optimizer_table`, :func:`unknown_table`,
+  build the stored runs' tables (:func:`chapter6_fer`, :func:`chapter7_fer`, :func:`chapter8_fer`: the same with
+  FER's networks), :func:`pruning_table`, :func:`optimizer_table`, :func:`unknown_table`,
   :func:`depth_table` the live ones;
 * :func:`rho_checks` and :func:`target_summary` (chapter 3), :func:`etf_table` (chapter 4).
 """
@@ -83,6 +84,26 @@ def chapter6(ch6: dict | None = None) -> pd.DataFrame:
     return table
 
 
+def chapter6_fer(ch6: dict | None = None, pooled: bool = False) -> pd.DataFrame:
+    """Chapter 6 on FER's networks and the FER twins (default :func:`stored` ``("chapter6fer")``): per (kind,
+    target, method) SP's mean sparsity, the mean MSE and each judge's ``score [lo, hi]``; ``pooled``: only the
+    rows pooled over targets (``target="all"``)."""
+    ch6 = ch6 or stored("chapter6fer")
+    out: dict = {}
+    for r in ch6["rows"]:
+        if (r["target"] == "all") != pooled:
+            continue
+        key = (r["kind"], r["target"], r["name"])
+        line = out.setdefault(key, {} if pooled else {
+            "SP sparsity": round(float(np.mean(ch6["levels"][f"{r['kind']} {r['target']}"])), 2),
+            "MSE": round(float(np.mean(ch6["mse"][f"{r['kind']} {r['target']}"][r["name"]])), 4)})
+        line["networks"] = r["networks"]
+        line[r["judge"]] = fmt(r)
+        if r["judge"] == panel.DEFAULT and "unperturbed" in r:
+            line["own render ok"] = r["unperturbed"]
+    return pd.DataFrame(out).T.rename_axis(["kind", "target", "method"])
+
+
 # -- chapter 7 -----------------------------------------------------------------------------------------------------
 def depth_table(sweeps: dict, intervals: dict) -> pd.DataFrame:
     """Chapter 7, this run: per target and depth, the mean MSE and each judge's ``score [lo, hi]``
@@ -99,6 +120,18 @@ def depth_summary(sweeps: dict, ratios: dict) -> pd.DataFrame:
         "ratio": [ratios[n] for n in sweeps], "peak": [sw.peak() for sw in sweeps.values()],
         **{f"depth {d}": [sw.mean("score")[k] for sw in sweeps.values()] for k, d in enumerate(first.depths)}},
         index=pd.Index(list(sweeps), name="target")).round(3)
+
+
+def chapter7_fer(ch7: dict | None = None) -> pd.DataFrame:
+    """Chapter 7 with FER's networks (default :func:`stored` ``("chapter7fer")``): per target FER's depth and
+    width, the PNG ratio, the default line's raw and rounded depth, and each (network, judge)'s score."""
+    ch7 = ch7 or stored("chapter7fer")
+    rows = {}
+    for n, t in ch7["targets"].items():
+        rows[n] = {"FER depth": t["depth"], "width": t["width"], "ratio": round(t["ratio"], 2),
+                   "line": round(t["line"], 1), "predicted": t["predicted"]}
+        rows[n] |= {f"{r['name']} {r['judge']}": fmt(r) for r in t["rows"]}
+    return pd.DataFrame(rows).T.rename_axis("target")
 
 
 # -- chapter 8 -----------------------------------------------------------------------------------------------------
@@ -124,6 +157,15 @@ def chapter8(ch8: dict | None = None) -> pd.DataFrame:
     """Chapter 8, the stored run (default :func:`stored` ``("chapter8")``)."""
     ch8 = ch8 or stored("chapter8")
     return optimizer_table(ch8["rows"], ch8["mse"])
+
+
+def chapter8_fer(ch8: dict | None = None) -> pd.DataFrame:
+    """Chapter 8 on FER's architecture (default :func:`stored` ``("chapter8fer")``): :func:`optimizer_table`
+    with each optimizer's best rate."""
+    ch8 = ch8 or stored("chapter8fer")
+    table = optimizer_table(ch8["rows"], ch8["mse"])
+    table.insert(0, "best lr", [ch8["best_lr"][o] for o in table.index])
+    return table
 
 
 # -- chapter 9 -----------------------------------------------------------------------------------------------------
