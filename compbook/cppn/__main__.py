@@ -264,6 +264,11 @@ def labelling(argv: Sequence[str]) -> int:
     s.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     s.add_argument("--per-picbreeder", type=int, default=22)
     s.add_argument("--per-sgd", type=int, default=8)
+    s.add_argument("--kinds", nargs="+", choices=lab.KINDS, default=["picbreeder", "sgd"],
+                   help="network kinds to draw items from (fer: FER's own SGD networks; fertwin: stored twins "
+                        "of FER's architecture)")
+    s.add_argument("--per-fer", type=int, default=None, help="perturbations per delta per FER network")
+    s.add_argument("--per-fertwin", type=int, default=None, help="... per twin of FER's architecture")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--start", type=int, default=None,
                    help="first item number (default 1000, 2000, 3000 for skull, butterfly, apple)")
@@ -282,8 +287,9 @@ def labelling(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     if args.command == "sheets":
         start = 1000 * (tw.TARGETS.index(args.concept) + 1) if args.start is None else args.start
-        items = lab.plan_items(lab.networks([args.concept]), tuple(args.deltas), args.per_picbreeder,
-                               args.per_sgd, args.seed + start, start)
+        per_kind = {k: v for k, v in (("fer", args.per_fer), ("fertwin", args.per_fertwin)) if v is not None}
+        items = lab.plan_items(lab.networks([args.concept], args.kinds), tuple(args.deltas), args.per_picbreeder,
+                               args.per_sgd, args.seed + start, start, per_kind)
         items = lab.without_questions(items, [it for k in args.exclude_key for it in lab.read_key(k)], start)
         lab.write_key(args.key, items, f"key of {args.concept} items (seed {args.seed})")
         sheets = lab.write_sheets(items, lab.render_items(items), args.out)
