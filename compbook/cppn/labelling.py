@@ -35,6 +35,9 @@ PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the conce
             "can't tell (stored false, detail can't tell); items shuffled across network kinds, seeds and "
             "deltas; key kept apart")
 LABELLER = "book authors"
+#: The labeller of the third batch (issue 24): an AI assistant in another session, blind to the key and to the
+#: first labeller's answers; its verdicts have their own identity and cache file.
+SECOND_LABELLER = "second labeller"
 ANSWERS = {"y": "yes", "n": "no", "?": "can't tell"}
 RES = 64
 
