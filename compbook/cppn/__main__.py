@@ -236,12 +236,17 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
     images, first_images = labelling.render_items(items), labelling.render_items(first_items)
     choice = sem.read_choice()
     fixed = {k: t for k, t in choice["thresholds"].items()} | {"ssim": 0.5}
+    scores = {k: agreement.judge_scores(k, images, items) for k in (*fixed, *agreement.VARIANTS)}
+    per_item = [{"item": it["item"], "concept": it["concept"], "kind": it["kind"], "delta": it["question"]["delta"],
+                 "answer": a} | {k: round(float(v[j]), 4) for k, v in scores.items()}
+                for j, (it, a) in enumerate(zip(items, answers))]
     out = {"command": (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
                        f"{' '.join(first_keys)} --seed {seed}"),
            "key": key_name, "identity": identity, "first_keys": list(first_keys),
            "default": {"kind": choice["chosen"], "threshold": choice["thresholds"][choice["chosen"]]},
-           "fixed": {k: {"threshold": t, "rows": agreement.labeller_rows(
-               items, answers, agreement.judge_scores(k, images, items) >= t, seed)} for k, t in fixed.items()},
+           "fixed": {k: {"threshold": t, "rows": agreement.labeller_rows(items, answers, scores[k] >= t, seed)}
+                     for k, t in fixed.items()},
+           "items": per_item,
            "human": {"kind_delta": agreement.human_rows(items, answers),
                      "concept_kind_delta": agreement.human_rows(items, answers, ("concept", "kind", "delta")),
                      "first_kind_delta": agreement.human_rows(first_items, first_answers)},
