@@ -290,8 +290,11 @@ def human_kind_table(result: dict, first_kinds: Sequence[str] = ("picbreeder",))
 
 def labeller_agreement_table(result: dict, judges: Sequence[str] | None = None) -> pd.DataFrame:
     """The judges at their fixed thresholds against the second labeller (stored run): per judge and network
-    kind, the answer counts, the judge's yes on "can't tell" items, and agreement, balanced accuracy and kappa
-    on the yes/no items with 95% intervals (Wilson; bootstrap for balanced accuracy and kappa)."""
+    kind, the answer counts, the judge's yes on "can't tell" items, the agreement a judge that always says yes
+    would reach (the labeller's yes rate), agreement, balanced accuracy and kappa on the yes/no items with 95%
+    intervals (Wilson; a bootstrap within each human class for balanced accuracy and kappa, which cannot show
+    the uncertainty of a class of one or two items), and the judge's recall on the human's "no" items (Wilson:
+    the interval that shows how few they are)."""
     checks.mapping(result, "result")
     judges = list(result["fixed"]) if judges is None else list(judges)
     rows = []
@@ -300,9 +303,11 @@ def labeller_agreement_table(result: dict, judges: Sequence[str] | None = None) 
             rows.append({"judge": f"{j} {result['fixed'][j]['threshold']:g}",
                          "network": KIND_NAMES.get(r["network"], r["network"]), "yes/no": r["n"],
                          "can't tell": r["cant_tell"], "judge yes on ?": r["judge_yes_on_cant_tell"],
+                         "always yes": round(r["human_yes"], 2),
                          "agreement": _cell(r["agreement"], r["agreement_ci"]),
                          "balanced": _cell(r["balanced_accuracy"], r["balanced_ci"]),
-                         "kappa": _cell(r["kappa"], r["kappa_ci"])})
+                         "kappa": _cell(r["kappa"], r["kappa_ci"]), "human no": r["no"],
+                         "judge no on them": _cell(r["recall_no"], r["recall_no_ci"])})
     return pd.DataFrame(rows).set_index(["judge", "network"])
 
 
