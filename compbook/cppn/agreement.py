@@ -5,6 +5,12 @@ seeded and stratified by concept and network kind, into a *calibration* half (ea
 one with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best
 held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
 writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
+
+A second labeller (issue 24): :func:`labeller_rows` scores a judge at its fixed threshold against another
+labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
+with intervals (:func:`with_intervals`) and "can't tell" counts; :func:`cross_labeller` chooses on one labeller
+and validates on the other, each way round; :func:`human_rows` gives a labeller's verdicts per kind and delta.
+``python -m compbook.cppn semantic second`` writes ``data/semantic/validation_batch3.json``.
 """
 
 from __future__ import annotations
