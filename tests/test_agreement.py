@@ -69,3 +69,93 @@ def test_validate_reads_a_new_batch_at_fixed_thresholds():
         rows = {r["network"]: r for r in out["tables"][name]}
         assert rows["all"]["n"] == 3 and rows["all"]["agreement"] == 1.0, name
         assert rows["sgd"]["n"] == 2 and rows["picbreeder"]["n"] == 1
+
+
+# -- a second labeller (issue 24) ---------------------------------------------------------------------------------
+def _synthetic(n, cut, seed, kinds=("picbreeder", "fer", "fertwin")):
+    """Items with a known judge score ``s`` (every candidate the same) and a labeller who says yes iff
+    s >= cut; every 10th item is "can't tell"."""
+    import torch
+    rng = np.random.default_rng(seed)
+    s = rng.random(n)
+    items = [{"concept": ("skull", "apple")[j % 2], "kind": kinds[j % len(kinds)], "source": "x", "s": float(s[j]),
+              "question": {"delta": (0.5, 1.0, 2.0)[j % 3], "weight": [0, 0, j]}} for j in range(n)]
+    answers = ["can't tell" if j % 10 == 9 else ("yes" if s[j] >= cut else "no") for j in range(n)]
+    return items, answers, torch.zeros(n, 1, 1, 3)
+
+
+@pytest.fixture
+def fake_scores(monkeypatch):
+    monkeypatch.setattr(agreement, "judge_scores", lambda kind, images, items: np.array([it["s"] for it in items]))
+
+
+def test_with_intervals_wilson_and_bootstrap():
+    from compbook.stats import wilson
+    h = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0], bool)
+    j = np.array([1, 1, 1, 0, 0, 0, 0, 0, 1, 1], bool)
+    m = agreement.with_intervals(h, j, n_boot=300, seed=1)
+    assert m["agreement_ci"] == list(wilson(7, 10))
+    assert m["recall_yes"] == 0.75 and m["recall_yes_ci"] == list(wilson(3, 4))
+    assert m["recall_no"] == pytest.approx(4 / 6) and m["recall_no_ci"] == list(wilson(4, 6))
+    assert m["balanced_accuracy"] == pytest.approx((0.75 + 4 / 6) / 2)
+    assert m["balanced_ci"][0] <= m["balanced_accuracy"] <= m["balanced_ci"][1]
+    assert m["kappa_ci"][0] <= m["kappa"] <= m["kappa_ci"][1]
+    assert m == agreement.with_intervals(h, j, n_boot=300, seed=1), "not seeded"
+    one = agreement.with_intervals(np.ones(4, bool), np.ones(4, bool))
+    assert np.isnan(one["balanced_ci"]).all() and np.isnan(one["recall_no"])
+
+
+def test_labeller_rows_count_answers_per_kind_against_a_naive_loop():
+    items, answers, _ = _synthetic(60, 0.5, 0)
+    verdicts = np.array([it["s"] >= 0.3 for it in items])
+    rows = {r["network"]: r for r in agreement.labeller_rows(items, answers, verdicts)}
+    assert list(rows) == ["all", "picbreeder", "fer", "fertwin"]
+    for kind, r in rows.items():
+        idx = [j for j, it in enumerate(items) if kind in ("all", it["kind"])]
+        assert r["items"] == len(idx) and r["yes"] + r["no"] + r["cant_tell"] == len(idx) == r["n"] + r["cant_tell"]
+        assert r["judge_yes_on_cant_tell"] == sum(verdicts[j] for j in idx if answers[j] == "can't tell")
+        yn = [j for j in idx if answers[j] != "can't tell"]
+        assert r["agreement"] == pytest.approx(np.mean([verdicts[j] == (answers[j] == "yes") for j in yn]))
+
+
+def test_cross_labeller_recovers_each_labellers_threshold(fake_scores):
+    """Labeller 1 says yes from s >= 0.4, labeller 2 only from s >= 0.7: chosen on 1 the threshold sits near
+    0.4 and, validated on 2, the judge says yes too often (recall on 2's no items drops); chosen on 2 it sits
+    near 0.7, and on 1 it says no too often. Both labellers' best thresholds on all items are recovered."""
+    first, second = _synthetic(400, 0.4, 1), _synthetic(300, 0.7, 2)
+    out = agreement.cross_labeller(first, second, kinds=("reference", "reference-min"), seed=0)
+    d12, d21 = out["directions"]
+    assert (d12["chosen_on"], d21["chosen_on"]) == ("labeller 1", "labeller 2")
+    assert abs(d12["thresholds"]["reference"] - 0.4) <= 0.05 and abs(d21["thresholds"]["reference"] - 0.7) <= 0.05
+    v12 = d12["validation"]["reference"][0]
+    v21 = d21["validation"]["reference"][0]
+    assert v12["recall_yes"] == 1.0 and v12["recall_no"] < 0.7
+    assert v21["recall_no"] == 1.0 and v21["recall_yes"] < 0.6
+    assert abs(out["curves"]["labeller 1"]["best_all"] - 0.4) <= 0.025
+    assert abs(out["curves"]["labeller 2"]["best_all"] - 0.7) <= 0.025
+    assert v12["items"] == 300 and v21["items"] == 400
+
+
+def test_threshold_curve_matches_metrics_per_kind():
+    items, answers, _ = _synthetic(40, 0.5, 3)
+    yn = [j for j, a in enumerate(answers) if a != "can't tell"]
+    s = np.array([items[j]["s"] for j in yn])
+    h = np.array([answers[j] == "yes" for j in yn])
+    kinds = [items[j]["kind"] for j in yn]
+    c = agreement.threshold_curve(s, h, kinds, [0.25, 0.5, 0.75])
+    assert c["all"][1] == 1.0
+    m = np.array(kinds) == "fer"
+    assert c["fer"][0] == agreement.metrics(h[m], s[m] >= 0.25)["balanced_accuracy"]
+
+
+def test_human_rows_count_per_kind_and_delta():
+    from compbook.stats import wilson
+    items, answers, _ = _synthetic(90, 0.5, 4)
+    rows = agreement.human_rows(items, answers)
+    assert sum(r["n"] for r in rows) == 90 and [r["kind"] for r in rows][0] == "picbreeder"
+    r = next(r for r in rows if r["kind"] == "fer" and r["delta"] == 1.0)
+    g = [a for it, a in zip(items, answers) if it["kind"] == "fer" and it["question"]["delta"] == 1.0]
+    assert (r["yes"], r["no"], r["cant_tell"]) == (g.count("yes"), g.count("no"), g.count("can't tell"))
+    assert r["ci95"] == list(wilson(g.count("yes"), len(g)))
+    with pytest.raises(ValueError, match="answers"):
+        agreement.human_rows(items, answers[:-1])

@@ -107,3 +107,29 @@ def test_without_questions_drops_asked_ones_and_renumbers():
     assert [it["question"]["weight"][2] for it in out] == [0, 2, 3], "same question of another concept kept"
     assert [it["item"] for it in out] == [500, 501, 502]
     assert items[0]["item"] == 10, "the input must not be renumbered in place"
+
+
+def test_fer_and_fertwin_kinds_load_render_and_count_per_kind(tmp_path):
+    from compbook.cppn import fer, twins
+    if not fer.available() or not twins.stored_fer_twins("skull"):
+        pytest.fail("FER's networks (../shared/picbreeder/fer_sgd) or a stored FER-architecture twin are missing")
+    nets = labelling.networks(["skull"], ("fer", "fertwin"))
+    kinds = [n.kind for n in nets]
+    assert kinds[0] == "fer" and set(kinds[1:]) == {"fertwin"}
+    assert len(kinds) == 1 + len(twins.stored_fer_twins("skull"))
+    assert nets[0].source == "fer:skull" and nets[1].source.startswith("emc2/fertwin_skull_seed")
+    items = labelling.plan_items(nets[:2], (0.5, 2.0), per_sgd=1, per_kind={"fer": 3, "fertwin": 2}, seed=4)
+    by = {k: [it for it in items if it["kind"] == k] for k in ("fer", "fertwin")}
+    assert len(by["fer"]) == 1 + 2 * 3 and len(by["fertwin"]) == 1 + 2 * 2
+    imgs = labelling.render_items(items)            # rebuilt from the key's sources, hashes checked
+    fer_plain = next(j for j, it in enumerate(items) if it["kind"] == "fer" and it["question"]["weight"] is None)
+    assert torch.allclose(imgs[fer_plain], fer.load_fer("skull").render(64), atol=1e-6)
+
+
+def test_unknown_kind_or_fer_name_is_refused(nets):
+    with pytest.raises(ValueError, match="kinds"):
+        labelling.networks(["skull"], ("vlm",))
+    with pytest.raises(ValueError, match="source"):
+        labelling.load_network("fer:cat")
+    with pytest.raises(ValueError, match="per_kind"):
+        labelling.plan_items(nets, per_kind={"gan": 2})

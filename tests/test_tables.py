@@ -328,3 +328,24 @@ def test_fer_tables_read_planted_sections():
            "mse": {"adam": [0.02, 0.03], "muon": [0.01, 0.02]}, "best_lr": {"adam": 3e-3, "muon": 3e-2}}
     t8 = tables.chapter8_fer(ch8)
     assert list(t8["best lr"]) == [3e-3, 3e-2] and t8.loc["muon", "MSE"] == fmt(mean_ci([0.01, 0.02]), 4)
+
+
+def test_second_labeller_tables_from_synthetic_rows():
+    """The chapter-5 tables of a second labeller, built from agreement's rows on synthetic answers: one row per
+    judge and kind, the always-yes column is the labeller's yes rate, counts survive."""
+    import numpy as np
+    from compbook.cppn import agreement
+    kinds = ["picbreeder", "fer", "fertwin"] * 10
+    items = [{"kind": k, "question": {"delta": (0.5, 2.0)[j % 2], "weight": [0, 0, j]}} for j, k in enumerate(kinds)]
+    answers = ["no" if j % 7 == 0 else "yes" for j in range(30)]
+    verdicts = np.array([j % 5 != 0 for j in range(30)])
+    result = {"fixed": {"reference": {"threshold": 0.625, "rows": agreement.labeller_rows(items, answers, verdicts)}},
+              "human": {"kind_delta": agreement.human_rows(items, answers),
+                        "first_kind_delta": agreement.human_rows(items[:12], answers[:12])}}
+    t = tables.labeller_agreement_table(result)
+    assert list(t.index.get_level_values("network")) == ["all", "Picbreeder", "FER's SGD", "FER-arch twins"]
+    assert t.loc[("reference 0.625", "all"), "always yes"] == round(answers.count("yes") / 30, 2)
+    assert t.loc[("reference 0.625", "all"), "human no"] == answers.count("no")
+    h = tables.human_kind_table(result)
+    assert h.loc[("labeller 2", "FER's SGD", 2.0), "n"] == sum(k == "fer" and j % 2 for j, k in enumerate(kinds))
+    assert set(h.loc["labeller 1"].index.get_level_values("network")) == {"Picbreeder"}

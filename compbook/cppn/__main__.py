@@ -242,8 +242,54 @@ def _validate(key_name: str) -> int:
     return 0
 
 
+def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], seed: int) -> int:
+    """The default judge at its fixed threshold against another labeller's verdicts on ``key_name``, their
+    verdicts per network kind and delta, and the choice made on one labeller validated on the other
+    (:func:`agreement.cross_labeller`); writes ``data/semantic/validation_<batch>.json``."""
+    from . import agreement, labelling
+    from .judges import semantic as sem
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    identity = labelling.human_identity(labeller)
+    items, answers = agreement.answered([key_name], identity)
+    if not items:
+        raise SystemExit(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
+    first_items, first_answers = agreement.answered(first_keys)
+    images, first_images = labelling.render_items(items), labelling.render_items(first_items)
+    choice = sem.read_choice()
+    fixed = {k: t for k, t in choice["thresholds"].items()} | {"ssim": 0.5}
+    scores = {k: agreement.judge_scores(k, images, items) for k in (*fixed, *agreement.VARIANTS)}
+    per_item = [{"item": it["item"], "concept": it["concept"], "kind": it["kind"], "delta": it["question"]["delta"],
+                 "answer": a} | {k: round(float(v[j]), 4) for k, v in scores.items()}
+                for j, (it, a) in enumerate(zip(items, answers))]
+    out = {"command": (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
+                       f"{' '.join(first_keys)} --seed {seed}"),
+           "key": key_name, "identity": identity, "first_keys": list(first_keys),
+           "default": {"kind": choice["chosen"], "threshold": choice["thresholds"][choice["chosen"]]},
+           "fixed": {k: {"threshold": t, "rows": agreement.labeller_rows(items, answers, scores[k] >= t, seed)}
+                     for k, t in fixed.items()},
+           "items": per_item,
+           "human": {"kind_delta": agreement.human_rows(items, answers),
+                     "concept_kind_delta": agreement.human_rows(items, answers, ("concept", "kind", "delta")),
+                     "first_kind_delta": agreement.human_rows(first_items, first_answers)},
+           "cross": agreement.cross_labeller((first_items, first_answers, first_images),
+                                             (items, answers, images), seed=seed,
+                                             names=("labeller 1", "labeller 2"))}
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    path = sem.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
+    path.write_text(json.dumps(out, indent=1))
+    for k, v in out["fixed"].items():
+        for r in v["rows"]:
+            print(f"{k:10s} {r['network']:10s} n={r['n']:3d} can't tell {r['cant_tell']:2d} agree "
+                  f"{r['agreement']:.3f} bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
+    for d in out["cross"]["directions"]:
+        print(f"chosen on {d['chosen_on']}: {d['chosen']} {d['thresholds']}")
+    print(f"wrote {path} in {out['seconds']} s")
+    return 0
+
+
 def semantic(argv: Sequence[str]) -> int:
-    """``semantic train`` (the CNN's weights), ``semantic choose`` or ``semantic validate``."""
+    """``semantic train`` (the CNN's weights), ``semantic choose``, ``semantic validate`` or ``semantic second``."""
     p = argparse.ArgumentParser(prog=f"{PROG} semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -254,9 +300,17 @@ def semantic(argv: Sequence[str]) -> int:
     sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
     v = sub.add_parser("validate", help="the chosen thresholds on a later labelled batch (not in the choice)")
     v.add_argument("--key", default="human_key_batch2.json", help="its key, in data/judge_cache/")
+    w = sub.add_parser("second", help="the default judge and the choice against another labeller's verdicts")
+    w.add_argument("--key", default="human_key_batch3.json", help="its key, in data/judge_cache/")
+    w.add_argument("--labeller", default="second labeller", help="the labeller whose verdicts are stored")
+    w.add_argument("--first-keys", nargs="+", default=["human_key.json", "human_key_batch2.json"],
+                   help="the first labeller's keys (the cross-labeller choice)")
+    w.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.command == "choose":
         return _choose()
+    if args.command == "second":
+        return _second_labeller(args.key, args.labeller, args.first_keys, args.seed)
     if args.command == "validate":
         return _validate(args.key)
     from .. import checkpoints
@@ -286,6 +340,11 @@ def labelling(argv: Sequence[str]) -> int:
     s.add_argument("--deltas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     s.add_argument("--per-picbreeder", type=int, default=22)
     s.add_argument("--per-sgd", type=int, default=8)
+    s.add_argument("--kinds", nargs="+", choices=lab.KINDS, default=["picbreeder", "sgd"],
+                   help="network kinds to draw items from (fer: FER's own SGD networks; fertwin: stored twins "
+                        "of FER's architecture)")
+    s.add_argument("--per-fer", type=int, default=None, help="perturbations per delta per FER network")
+    s.add_argument("--per-fertwin", type=int, default=None, help="... per twin of FER's architecture")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--start", type=int, default=None,
                    help="first item number (default 1000, 2000, 3000 for skull, butterfly, apple)")
@@ -301,11 +360,13 @@ def labelling(argv: Sequence[str]) -> int:
     t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
     t.add_argument("--key", nargs="+", required=True)
     t.add_argument("--labels", nargs="+", required=True)
+    t.add_argument("--labeller", default=lab.LABELLER, help="whose answers (their own cache file)")
     args = p.parse_args(argv)
     if args.command == "sheets":
         start = 1000 * (tw.TARGETS.index(args.concept) + 1) if args.start is None else args.start
-        items = lab.plan_items(lab.networks([args.concept]), tuple(args.deltas), args.per_picbreeder,
-                               args.per_sgd, args.seed + start, start)
+        per_kind = {k: v for k, v in (("fer", args.per_fer), ("fertwin", args.per_fertwin)) if v is not None}
+        items = lab.plan_items(lab.networks([args.concept], args.kinds), tuple(args.deltas), args.per_picbreeder,
+                               args.per_sgd, args.seed + start, start, per_kind)
         items = lab.without_questions(items, [it for k in args.exclude_key for it in lab.read_key(k)], start)
         lab.write_key(args.key, items, f"key of {args.concept} items (seed {args.seed})")
         sheets = lab.write_sheets(items, lab.render_items(items), args.out)
@@ -321,7 +382,8 @@ def labelling(argv: Sequence[str]) -> int:
         labels = {}
         for f in args.labels:
             labels |= lab.read_labels(f)
-        print(f"wrote {lab.store_verdicts(items, labels)} ({len(labels)} labels)")
+        identity = lab.human_identity(args.labeller)
+        print(f"wrote {lab.store_verdicts(items, labels, identity=identity)} ({len(labels)} labels)")
     return 0
 
 

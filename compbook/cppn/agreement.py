@@ -5,6 +5,12 @@ seeded and stratified by concept and network kind, into a *calibration* half (ea
 one with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best
 held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
 writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
+
+A second labeller (issue 24): :func:`labeller_rows` scores a judge at its fixed threshold against another
+labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
+with intervals (:func:`with_intervals`) and "can't tell" counts; :func:`cross_labeller` chooses on one labeller
+and validates on the other, each way round; :func:`human_rows` gives a labeller's verdicts per kind and delta.
+``python -m compbook.cppn semantic second`` writes ``data/semantic/validation_batch3.json``.
 """
 
 from __future__ import annotations
@@ -91,11 +97,33 @@ def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list
     return [items[j] for j in keep], np.array([answers[j] == "yes" for j in keep])
 
 
+#: Variants of the reference judge (issue 24, fixed before the second labeller's answers were read): the
+#: default averages the best-shift SSIM at 64, 32 and 16 px; ``reference-min`` takes the *lowest* of the three
+#: (a render must match at every scale: stricter on local damage that the coarse scales average away);
+#: ``reference-64`` keeps the 64 px scale only. Their thresholds use the reference grid.
+VARIANTS = {"reference-min": "min", "reference-64": (64,)}
+SCORE_KINDS = ("reference", "classifier", "ssim", *VARIANTS)
+
+
+def grid(kind: str) -> list:
+    """The threshold grid of a candidate (a variant uses the reference grid)."""
+    checks.choice(kind, "kind", (*THRESHOLD_GRID, *VARIANTS))
+    return THRESHOLD_GRID["reference" if kind in VARIANTS else kind]
+
+
+def _variant_scores(kind: str, images: torch.Tensor, concept: str) -> np.ndarray:
+    if VARIANTS[kind] == "min":
+        per = [semantic.reference_scores(images, concept, scales=(s,)).numpy() for s in (64, 32, 16)]
+        return np.min(per, axis=0)
+    return semantic.reference_scores(images, concept, scales=VARIANTS[kind]).numpy()
+
+
 def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.ndarray:
     """Each item's continuous score under candidate ``kind`` (``"reference"``, ``"classifier"``, ``"ssim"``:
-    SSIM against the item's own network's unperturbed render, which the key's ``source`` rebuilds)."""
+    SSIM against the item's own network's unperturbed render, which the key's ``source`` rebuilds; or a
+    reference variant of :data:`VARIANTS`)."""
     from . import labelling
-    checks.choice(kind, "kind", ("reference", "classifier", "ssim"))
+    checks.choice(kind, "kind", SCORE_KINDS)
     items = _check_items(items, ("concept", "source"))
     _check_images(images, len(items))
     out = np.zeros(len(items))
@@ -105,6 +133,8 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
             out[idx] = semantic.reference_scores(images[idx], c).numpy()
         elif kind == "classifier":
             out[idx] = semantic.ClassifierJudge().scores(images[idx], c).numpy()
+        elif kind in VARIANTS:
+            out[idx] = _variant_scores(kind, images[idx], c)
         elif kind == "ssim":
             from .judges import ssim_scores
             for src in sorted({items[j]["source"] for j in idx}):
@@ -126,14 +156,25 @@ def best_threshold(scores: np.ndarray, human: np.ndarray, grid: Sequence[float])
     return float(grid[int(np.nanargmax(ba))])
 
 
+#: network kinds in table order (:data:`compbook.cppn.labelling.KINDS`)
+KIND_ORDER = ("picbreeder", "sgd", "fer", "fertwin")
+
+
+def _kinds_of(kinds: np.ndarray) -> tuple:
+    """Picbreeder and sgd always (the earlier tables' rows), then any other kind present, in table order."""
+    present = set(kinds.tolist())
+    return ("picbreeder", "sgd") + tuple(k for k in KIND_ORDER[2:] if k in present)
+
+
 def kind_rows(items, human, verdicts, mask=None) -> list[dict]:
-    """Metrics rows over the ``mask``ed items (default all): all network kinds together, then each kind."""
+    """Metrics rows over the ``mask``ed items (default all): all network kinds together, then each kind
+    (picbreeder and sgd always, fer and fertwin where present)."""
     kinds = np.array([it["kind"] for it in _check_items(items, ("kind",))])
     human = checks.bools(human, "human", len(kinds))
     verdicts = checks.bools(verdicts, "verdicts", len(kinds))
     mask = np.ones(len(kinds), dtype=bool) if mask is None else checks.bools(mask, "mask", len(kinds))
     rows = []
-    for kind in ("all", "picbreeder", "sgd"):
+    for kind in ("all", *_kinds_of(kinds)):
         m = mask & ((kinds == kind) if kind != "all" else True)
         rows.append({"network": kind} | metrics(human[m], verdicts[m]))
     return rows
@@ -158,7 +199,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     _check_images(images, len(items))
     seed = checks.integer(seed, "seed", 0)
     for k in checks.sequence(kinds, "kinds"):
-        checks.choice(k, "kinds", semantic.KINDS)
+        checks.choice(k, "kinds", (*semantic.KINDS, *VARIANTS))
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
@@ -167,7 +208,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
            "thresholds": {}, "tables": {}, "split_seed": seed}
     scores = {k: judge_scores(k, imgs, items_l) for k in (*kinds, "ssim")}
     for k in kinds:
-        t = best_threshold(scores[k][~held], human[~held], THRESHOLD_GRID[k])
+        t = best_threshold(scores[k][~held], human[~held], grid(k))
         out["thresholds"][k] = t
         out["tables"][k] = table(items_l, human, scores[k] >= t, held)
     out["tables"]["ssim (own render, 0.5)"] = table(items_l, human, scores["ssim"] >= 0.5, held)
@@ -197,7 +238,7 @@ def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch
     answers = _check_answers(items, answers)
     _check_images(images, len(items))
     for k, t in checks.mapping(thresholds, "thresholds", 1).items():
-        checks.choice(k, "thresholds (a kind)", semantic.KINDS)
+        checks.choice(k, "thresholds (a kind)", (*semantic.KINDS, *VARIANTS))
         checks.real(t, f"thresholds[{k!r}]", -1, 1)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
@@ -223,3 +264,140 @@ def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[
     m = metrics([a for a, _ in both], [b for _, b in both])
     return {"n": len(pairs), "exact": float(np.mean([a == b for a, b in pairs])) if pairs else float("nan"),
             "n_yes_no_both": len(both), "agreement_yes_no": m["agreement"], "kappa_yes_no": m["kappa"]}
+
+
+# -- a second labeller (issue 24) -------------------------------------------------------------------------------------
+def with_intervals(human: Sequence[bool], judge: Sequence[bool], n_boot: int = 2000, seed: int = 0) -> dict:
+    """:func:`metrics` with 95% intervals: Wilson for the agreement and for the judge's recall on the human's
+    yes items (``recall_yes``) and no items (``recall_no``); a seeded percentile bootstrap, resampling items
+    within each human class, for the balanced accuracy and kappa. NaN intervals where a class is missing."""
+    h, j = checks.bools(human, "human"), checks.bools(judge, "judge")
+    checks.same_length(h, j, "human", "judge")
+    n_boot = checks.integer(n_boot, "n_boot", 1)
+    m = metrics(h, j)
+    nan2 = [float("nan")] * 2
+    m["agreement_ci"] = list(wilson(int((h == j).sum()), len(h))) if len(h) else nan2
+    for name, cls in (("recall_yes", h), ("recall_no", ~h)):
+        k, n = int((j[cls] == h[cls]).sum()), int(cls.sum())
+        m[name], m[name + "_ci"] = (k / n, list(wilson(k, n))) if n else (float("nan"), nan2)
+    if not (h.any() and (~h).any()):
+        return m | {"balanced_ci": nan2, "kappa_ci": nan2}
+    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    yes, no = np.flatnonzero(h), np.flatnonzero(~h)
+    draws = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(yes, len(yes)), rng.choice(no, len(no))])
+        d = metrics(h[idx], j[idx])
+        draws.append((d["balanced_accuracy"], d["kappa"]))
+    draws = np.array(draws)
+    q = lambda col: [float(np.nanquantile(draws[:, col], 0.025)), float(np.nanquantile(draws[:, col], 0.975))]  # noqa: E731
+    return m | {"balanced_ci": q(0), "kappa_ci": q(1)}
+
+
+def labeller_rows(items: Sequence[dict], answers: Sequence[str | None], verdicts: Sequence[bool],
+                  seed: int = 0) -> list[dict]:
+    """A judge's ``verdicts`` on *every* item (can't tell included) against one labeller's ``answers``: per
+    network kind ("all" first, then the kinds present in :data:`KIND_ORDER`) the answer counts, the judge's yes
+    rate on the "can't tell" items, and :func:`with_intervals` on the items answered yes or no."""
+    items = _check_items(items, ("kind",))
+    answers = _check_answers(items, answers)
+    v = checks.bools(verdicts, "verdicts", len(items))
+    kinds = np.array([it["kind"] for it in items])
+    a = np.array([str(x) for x in answers])
+    rows = []
+    for kind in ("all", *[k for k in KIND_ORDER if k in set(kinds.tolist())]):
+        m = np.ones(len(items), bool) if kind == "all" else kinds == kind
+        yn = m & np.isin(a, ("yes", "no"))
+        ct = m & (a == "can't tell")
+        rows.append({"network": kind, "items": int(m.sum()), "yes": int((m & (a == "yes")).sum()),
+                     "no": int((m & (a == "no")).sum()), "cant_tell": int(ct.sum()),
+                     "judge_yes_on_cant_tell": int(v[ct].sum())}
+                    | with_intervals(a[yn] == "yes", v[yn], seed=seed))
+    return rows
+
+
+def answered(key_names: Sequence[str], identity: str | None = None) -> tuple[list[dict], list[str]]:
+    """:func:`answered_items` over several keys in ``data/judge_cache/``, for the labeller ``identity``
+    (default: the first labeller, :func:`compbook.cppn.labelling.human_identity`)."""
+    from . import labelling
+    from ..paths import data_dir
+    items, answers = [], []
+    for k in checks.sequence(key_names, "key_names"):
+        key = labelling.read_key(data_dir() / "judge_cache" / checks.safe_name(k, "key_names"))
+        got = labelling.answers_for(key, identity=identity)
+        items += [it for it, x in zip(key, got) if x is not None]
+        answers += [x for x in got if x is not None]
+    return items, answers
+
+
+def threshold_curve(scores, human, kinds, grid_values: Sequence[float]) -> dict:
+    """Balanced accuracy of ``scores >= t`` for each ``t`` of ``grid_values``, for all items and per kind."""
+    scores = np.asarray(scores, dtype=float)
+    human = checks.bools(human, "human", len(scores))
+    kinds = np.asarray(kinds)
+    out = {}
+    for kind in ("all", *[k for k in KIND_ORDER if k in set(kinds.tolist())]):
+        m = np.ones(len(scores), bool) if kind == "all" else kinds == kind
+        out[kind] = [metrics(human[m], scores[m] >= t)["balanced_accuracy"] for t in grid_values]
+    return out
+
+
+def cross_labeller(first: tuple, second: tuple, kinds=("reference", "classifier", *VARIANTS), seed: int = 0,
+                   names=("labeller 1", "labeller 2")) -> dict:
+    """Choose on one labeller, validate on the other, each way round. ``first`` and ``second`` are
+    ``(items, answers, images)``. Each direction: :func:`choose` on the choosing labeller (thresholds on its
+    calibration half, the candidate on its held-out half), then every candidate at its threshold scored on
+    *all* of the other labeller's items (:func:`labeller_rows`). Also per labeller: the reference judge's
+    balanced accuracy at every threshold of its grid (:func:`threshold_curve`) and the best of them on all its
+    yes/no items ("where the threshold would sit if this labeller alone chose it")."""
+    names = [checks.non_empty_str(n, "names") for n in checks.sequence(names, "names", 2, 2)]
+    batches = dict(zip(names, (first, second)))
+    scores = {}
+    for name, (items, answers, images) in batches.items():
+        _check_answers(_check_items(items, ("concept", "kind", "source")), answers)
+        _check_images(images, len(items))
+        scores[name] = {k: judge_scores(k, images, items) for k in kinds}
+    out = {"names": names, "split_seed": seed, "candidates": list(kinds), "directions": [], "curves": {}}
+    for a, b in (names, names[::-1]):
+        ch = choose(*batches[a], kinds=kinds, seed=seed)
+        items_b, answers_b, _ = batches[b]
+        val = {k: labeller_rows(items_b, answers_b, scores[b][k] >= t, seed) for k, t in ch["thresholds"].items()}
+        out["directions"].append({"chosen_on": a, "validated_on": b, "thresholds": ch["thresholds"],
+                                  "chosen": ch["chosen"], "n_choice": ch["n_labelled"],
+                                  "choice_held_out": {k: v[:1] for k, v in ch["tables"].items()},
+                                  "validation": val})
+    for name, (items, answers, _) in batches.items():
+        yn = [j for j, x in enumerate(answers) if x in ("yes", "no")]
+        human = np.array([answers[j] == "yes" for j in yn])
+        s = scores[name]["reference"][yn]
+        g = grid("reference")
+        out["curves"][name] = {"grid": g, "balanced": threshold_curve(s, human, [items[j]["kind"] for j in yn], g),
+                               "best_all": best_threshold(s, human, g)}
+    return out
+
+
+def human_rows(items: Sequence[dict], answers: Sequence[str | None], by=("kind", "delta")) -> list[dict]:
+    """One labeller's verdicts as scores: per group of ``by`` (item fields, or ``delta`` / ``perturbed`` from the
+    question) the yes / no / can't tell counts, the score yes / all (can't tell counts as not yes, as the cache
+    stores it) with its Wilson interval, and yes / (yes + no) with its Wilson interval."""
+    items = _check_items(items, ("kind", "question"))
+    answers = _check_answers(items, answers)
+    fields = checks.sequence(by, "by")
+    groups: dict = {}
+    for it, a in zip(items, answers):
+        if a is None:
+            continue
+        q = it["question"]
+        key = tuple(q["delta"] if f == "delta" else q["weight"] is not None if f == "perturbed" else it[f]
+                    for f in fields)
+        groups.setdefault(key, []).append(a)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple((KIND_ORDER.index(x) if x in KIND_ORDER else 9, str(x))
+                                                  if isinstance(x, str) else (0, x) for x in k)):
+        g = groups[key]
+        y, n, c = g.count("yes"), g.count("no"), g.count("can't tell")
+        rows.append(dict(zip(fields, key)) | {
+            "n": len(g), "yes": y, "no": n, "cant_tell": c, "score": y / len(g), "ci95": list(wilson(y, len(g))),
+            "yes_of_yes_no": y / (y + n) if y + n else float("nan"),
+            "ci95_yes_no": list(wilson(y, y + n)) if y + n else [float("nan")] * 2})
+    return rows

@@ -35,6 +35,9 @@ PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the conce
             "can't tell (stored false, detail can't tell); items shuffled across network kinds, seeds and "
             "deltas; key kept apart")
 LABELLER = "book authors"
+#: The labeller of the third batch (issue 24): an AI assistant in another session, blind to the key and to the
+#: first labeller's answers; its verdicts have their own identity and cache file.
+SECOND_LABELLER = "second labeller"
 ANSWERS = {"y": "yes", "n": "no", "?": "can't tell"}
 RES = 64
 
@@ -54,20 +57,38 @@ class Network:
     """A network items are drawn from: ``source`` says how to rebuild it (``picbreeder:<name>`` or a
     checkpoint path relative to ``data/``)."""
     concept: str
-    kind: str          # "picbreeder" or "sgd"
+    kind: str          # one of KINDS: "picbreeder", "sgd" (our twins), "fer" (FER's own), "fertwin"
     seed: int
     source: str
     model: object
 
 
-def networks(concepts: Sequence[str] = twins.TARGETS) -> list[Network]:
-    """The layerized Picbreeder network and the stored SGD twins (:func:`compbook.cppn.twins.load_twins`) per concept."""
+#: Network kinds items can come from: Picbreeder's layerized network, the stored SGD twins of the Picbreeder
+#: shapes (``sgd``), FER's own SGD networks (``fer``, :func:`compbook.cppn.fer.load_fer`) and the stored twins
+#: of FER's architecture (``fertwin``, :func:`compbook.cppn.twins.stored_fer_twins`).
+KINDS = ("picbreeder", "sgd", "fer", "fertwin")
+
+
+def networks(concepts: Sequence[str] = twins.TARGETS, kinds: Sequence[str] = ("picbreeder", "sgd")) -> list[Network]:
+    """Per concept, the networks of ``kinds`` (:data:`KINDS`): by default the layerized Picbreeder network and
+    the stored SGD twins (:func:`compbook.cppn.twins.load_twins`)."""
     for c in checks.sequence(concepts, "concepts"):
         checks.choice(c, "concepts", twins.TARGETS)
+    for k in checks.sequence(kinds, "kinds"):
+        checks.choice(k, "kinds", KINDS)
     out = []
     for c in concepts:
-        out.append(Network(c, "picbreeder", 0, f"picbreeder:{c}",
-                           picbreeder.layerize(picbreeder.load_genome(c))))
+        if "picbreeder" in kinds:
+            out.append(Network(c, "picbreeder", 0, f"picbreeder:{c}",
+                               picbreeder.layerize(picbreeder.load_genome(c))))
+        if "fer" in kinds:
+            out.append(Network(c, "fer", 0, f"fer:{c}", load_network(f"fer:{c}")))
+        if "fertwin" in kinds:
+            for p in twins.stored_fer_twins(c):
+                rel = p.relative_to(p.parents[1]).with_suffix("").as_posix()
+                out.append(Network(c, "fertwin", int(store.load_metadata(p)["seed"]), rel, load_network(rel)))
+        if "sgd" not in kinds:
+            continue
         paths = twins.stored(c)
         models = twins.load_twins(c)
         hashes = {store.content_hash(m): m for m in models}
@@ -80,21 +101,26 @@ def networks(concepts: Sequence[str] = twins.TARGETS) -> list[Network]:
 
 
 def load_network(source: str):
-    """Rebuild a network from a key's ``source`` (``picbreeder:<name>`` or ``emc2/<checkpoint stem>``)."""
+    """Rebuild a network from a key's ``source`` (``picbreeder:<name>``, ``fer:<name>`` or ``emc2/<checkpoint
+    stem>``)."""
     checks.non_empty_str(source, "source")
     if source.startswith("picbreeder:"):
         return picbreeder.layerize(picbreeder.load_genome(checks.safe_name(source.split(":", 1)[1], "source")))
+    if source.startswith("fer:"):
+        from . import fer
+        return fer.load_fer(checks.choice(source.split(":", 1)[1], "source (fer:<name>)", fer.NAMES))
     from ..paths import data_dir
     return store.load_cppn(checks.safe_path(data_dir(), source, "source"))
 
 
 def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: int = 22, per_sgd: int = 8,
-               seed: int = 0, start: int = 1) -> list[dict]:
+               seed: int = 0, start: int = 1, per_kind: dict | None = None) -> list[dict]:
     """The key: one dict per item (``concept``, ``kind``, ``seed``, ``source``, ``question``), shuffled.
 
     Per network: its unperturbed render (``weight: None, delta: 0``) and, for each delta, a seeded sample of
-    ``per_picbreeder`` (Picbreeder) or ``per_sgd`` (each SGD twin) non-zero weights, moved by ``+delta``.
-    Items are then shuffled within each concept (one concept per sheet) and numbered from ``start``.
+    ``per_picbreeder`` (Picbreeder) or ``per_sgd`` (each network of another kind) non-zero weights, moved by
+    ``+delta``; ``per_kind`` ({kind: count}) overrides the count of the kinds it names. Items are then shuffled
+    within each concept (one concept per sheet) and numbered from ``start``.
     """
     for i, net in enumerate(checks.sequence(nets, "nets")):
         checks.instance(net, f"nets[{i}]", Network)
@@ -104,6 +130,10 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
     per_sgd = checks.integer(per_sgd, "per_sgd", 0)
     seed = checks.integer(seed, "seed", 0)
     start = checks.integer(start, "start", 0)
+    per_kind = dict(checks.mapping(per_kind, "per_kind") if per_kind is not None else {})
+    for k, v in per_kind.items():
+        checks.choice(k, "per_kind (kind)", KINDS)
+        checks.integer(v, f"per_kind[{k!r}]", 0)
     rng = np.random.default_rng(seed)
     by_concept: dict[str, list[dict]] = {}
     for net in nets:
@@ -111,7 +141,7 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
         base = dict(concept=net.concept, kind=net.kind, seed=net.seed, source=net.source)
         items = [base | {"question": _question(h, None, 0.0)}]
         weights = emc2.nonzero_weights(net.model)
-        k = per_picbreeder if net.kind == "picbreeder" else per_sgd
+        k = per_kind.get(net.kind, per_picbreeder if net.kind == "picbreeder" else per_sgd)
         for d in deltas:
             pick = rng.choice(len(weights), size=min(k, len(weights)), replace=False)
             items += [base | {"question": _question(h, weights[j], float(d))} for j in sorted(pick)]
@@ -157,7 +187,7 @@ def render_items(items: Sequence[dict], models: dict | None = None) -> torch.Ten
     """The images ``(N, 64, 64, 3)`` of key items, in order (networks rebuilt from ``source``, or ``models``)."""
     items = _check_items(items, keys=("concept", "question", "source"))
     for it in items:
-        if not it["source"].startswith("picbreeder:"):
+        if not it["source"].startswith(("picbreeder:", "fer:")):
             checks.safe_path(".", it["source"], "items: source") if isinstance(it["source"], str) else \
                 checks.non_empty_str(it["source"], "items: source")
     models = dict(checks.mapping(models, "models") if models is not None else {})

@@ -305,3 +305,68 @@ def ci_cell(row: dict) -> str:
         if key not in checks.mapping(row, "row"):
             raise ValueError(f"row must hold 'score', 'ci95' and 'n', got keys {sorted(row)}")
     return f"{fmt(row)} n={row['n']}"
+
+
+# -- chapter 5: a second labeller (issue 24) -----------------------------------------------------------------------
+#: how chapter 5 names the network kinds of the labelled items
+KIND_NAMES = {"picbreeder": "Picbreeder", "sgd": "our twins", "fer": "FER's SGD", "fertwin": "FER-arch twins"}
+
+
+def _cell(value: float, ci) -> str:
+    return fmt({"score": value, "ci95": ci}) if np.isfinite(value) else "-"
+
+
+def human_kind_table(result: dict, first_kinds: Sequence[str] = ("picbreeder",)) -> pd.DataFrame:
+    """Human verdicts per labeller, network kind and delta from a stored second-labeller run
+    (``data/semantic/validation_batch3.json``): counts, yes of all items and yes of yes/no, each with a 95%
+    Wilson interval. The first labeller's rows are shown for ``first_kinds`` only (its twins are other networks)."""
+    checks.mapping(result, "result")
+    rows = [("labeller 2", r) for r in result["human"]["kind_delta"]] + \
+           [("labeller 1", r) for r in result["human"]["first_kind_delta"] if r["kind"] in first_kinds]
+    out = pd.DataFrame([{"labeller": who, "network": KIND_NAMES.get(r["kind"], r["kind"]), "delta": r["delta"],
+                         "n": r["n"], "yes": r["yes"], "no": r["no"], "can't tell": r["cant_tell"],
+                         "yes of all": _cell(r["score"], r["ci95"]),
+                         "yes of yes/no": _cell(r["yes_of_yes_no"], r["ci95_yes_no"])} for who, r in rows])
+    return out.set_index(["labeller", "network", "delta"])
+
+
+def labeller_agreement_table(result: dict, judges: Sequence[str] | None = None) -> pd.DataFrame:
+    """The judges at their fixed thresholds against the second labeller (stored run): per judge and network
+    kind, the answer counts, the judge's yes on "can't tell" items, the agreement a judge that always says yes
+    would reach (the labeller's yes rate), agreement, balanced accuracy and kappa on the yes/no items with 95%
+    intervals (Wilson; a bootstrap within each human class for balanced accuracy and kappa, which cannot show
+    the uncertainty of a class of one or two items), and the judge's recall on the human's "no" items (Wilson:
+    the interval that shows how few they are)."""
+    checks.mapping(result, "result")
+    judges = list(result["fixed"]) if judges is None else list(judges)
+    rows = []
+    for j in judges:
+        for r in result["fixed"][j]["rows"]:
+            rows.append({"judge": f"{j} {result['fixed'][j]['threshold']:g}",
+                         "network": KIND_NAMES.get(r["network"], r["network"]), "yes/no": r["n"],
+                         "can't tell": r["cant_tell"], "judge yes on ?": r["judge_yes_on_cant_tell"],
+                         "always yes": round(r["human_yes"], 2),
+                         "agreement": _cell(r["agreement"], r["agreement_ci"]),
+                         "balanced": _cell(r["balanced_accuracy"], r["balanced_ci"]),
+                         "kappa": _cell(r["kappa"], r["kappa_ci"]), "human no": r["no"],
+                         "judge no on them": _cell(r["recall_no"], r["recall_no_ci"])})
+    return pd.DataFrame(rows).set_index(["judge", "network"])
+
+
+def cross_labeller_table(cross: dict) -> pd.DataFrame:
+    """Chosen on one labeller, validated on the other (:func:`compbook.cppn.agreement.cross_labeller`): per
+    direction, candidate and network kind the threshold, the balanced accuracy on the choosing labeller's
+    held-out half (all kinds), and the balanced accuracy and agreement on the other labeller's items."""
+    checks.mapping(cross, "cross")
+    rows = []
+    for d in cross["directions"]:
+        for cand, val in d["validation"].items():
+            own = d["choice_held_out"][cand][0]["balanced_accuracy"]
+            for r in val:
+                rows.append({"chosen on": d["chosen_on"], "candidate": cand + (" *" if cand == d["chosen"] else ""),
+                             "threshold": d["thresholds"][cand],
+                             "network": KIND_NAMES.get(r["network"], r["network"]),
+                             "bal. own held-out": round(own, 3), "n other": r["n"],
+                             "bal. other": _cell(r["balanced_accuracy"], r["balanced_ci"]),
+                             "agr. other": _cell(r["agreement"], r["agreement_ci"])})
+    return pd.DataFrame(rows).set_index(["chosen on", "candidate", "network"])
