@@ -327,6 +327,40 @@ def counting_claims(counted: dict, rule: str = "separated") -> list[dict]:
     return out
 
 
+def labeller_claims(labelled: dict, rule: str = "separated") -> list[dict]:
+    """Picbreeder above FER's SGD networks and above the FER-architecture twins, per delta, on the blind verdicts
+    of the second labeller (``data/semantic/validation_batch3.json``, ``python -m compbook.cppn semantic
+    second``; chapter 5): the share of perturbed renders still called the concept, Wilson 95% intervals over all
+    items (a "can't tell" counts as no)."""
+    rule = checks.choice(rule, "rule", RULES)
+    human = checks.mapping(labelled, "labelled").get("human")
+    rows = human.get("kind_delta") if isinstance(human, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError("labelled: expected a stored run with ['human']['kind_delta'] rows (python -m "
+                         f"compbook.cppn semantic second), got keys {sorted(labelled)[:8]}")
+    by = {}
+    for r in rows:
+        name = "labelled['human']['kind_delta'] row"
+        if not isinstance(r, dict) or not {"kind", "delta", "score", "ci95"} <= set(r):
+            raise ValueError(f"{name}: expected a dict with kind, delta, score, ci95, got {r!r:.80}")
+        by[(r["kind"], float(r["delta"]))] = r
+    out = []
+    for other, name in (("fer", "FER's SGD networks"), ("fertwin", "FER twins")):
+        for delta in sorted(d for k, d in by if k == "picbreeder" and d > 0):
+            if (other, delta) not in by:
+                continue
+            pb, sg = by[("picbreeder", delta)], by[(other, delta)]
+            out.append(_claim(f"Picbreeder above {name} (delta {delta:g})", 5, "human (labeller 2)",
+                              f"{fmt(pb)} vs {fmt(sg)}", verdict(pb, sg, "greater", rule)))
+    return out
+
+
+def load_labelled() -> dict:
+    """The second labeller's stored validation run, ``data/semantic/validation_batch3.json``."""
+    from ..paths import data_dir
+    return json.loads((data_dir() / "semantic" / "validation_batch3.json").read_text())
+
+
 #: How the rows of :func:`fer_claims` begin (chapter 9b counts them apart).
 FER_LABELS = {"fer": "FER's networks", "fertwin": "FER twins", "8fer": "FER's architecture, dense"}
 
@@ -358,9 +392,10 @@ def is_fer_reread(row: dict) -> bool:
 
 
 def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float = 0.02,
-          require_drawn: bool = True, counted: dict | None = None) -> list[dict]:
+          require_drawn: bool = True, counted: dict | None = None, labelled: dict | None = None) -> list[dict]:
     """Every claim row, chapters in order (see the chapter functions; ``require_drawn``:
-    :func:`chapter5_claims`); with ``counted`` (``data/emc2/counting.json``) also :func:`counting_claims`; where
+    :func:`chapter5_claims`); with ``counted`` (``data/emc2/counting.json``) also :func:`counting_claims`; with
+    ``labelled`` (:func:`load_labelled`) also :func:`labeller_claims`; where
     ``stored`` holds them, :func:`fer_claims` after chapters 6 and 8."""
     rule = checks.choice(rule, "rule", RULES)
     checks.real(tolerance, "tolerance", 0, 1)
@@ -370,6 +405,7 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
         if key not in stored:
             raise ValueError(f"stored: no {key!r} (run python -m compbook.cppn experiments --write)")
     fer = counting_claims(counted, rule) if counted is not None else []
+    fer += labeller_claims(labelled, rule) if labelled is not None else []
     return (theory_claims(stored["theory"]) + chapter5_claims(reread, rule, require_drawn) + fer
             + chapter6_claims(stored["chapter6"], rule, tolerance) + fer_claims(stored, 6, rule, tolerance)
             + chapter7_claims(stored["chapter7"], rule) + chapter8_claims(stored["chapter8"], rule)
