@@ -133,3 +133,37 @@ def test_unknown_kind_or_fer_name_is_refused(nets):
         labelling.load_network("fer:cat")
     with pytest.raises(ValueError, match="per_kind"):
         labelling.plan_items(nets, per_kind={"gan": 2})
+
+
+def _answered(n=30):
+    concepts = ("skull", "butterfly", "apple")
+    items = [{"concept": concepts[j % 3], "item": 100 + j, "question": {"j": j}} for j in range(n)]
+    answers = [("yes", "no", "can't tell", "yes", "yes")[j % 5] for j in range(n)]
+    return items, answers
+
+
+def test_stratified_draw_takes_counts_per_answer_spread_over_concepts():
+    items, answers = _answered(60)
+    got = labelling.stratified_draw(items, answers, {"yes": 9, "no": 6, "can't tell": 100}, seed=3)
+    by = {a: [g for g in got if g["answer"] == a] for a in ("yes", "no", "can't tell")}
+    assert [len(by[a]) for a in by] == [9, 6, answers.count("can't tell")]   # all where fewer
+    for a in ("yes", "no"):      # round-robin over concepts: every concept equally often
+        assert sorted(g["concept"] for g in by[a]).count("skull") == len(by[a]) // 3
+    orig = {it["item"]: a for it, a in zip(items, answers)}
+    assert all(orig[g["of"]] == g["answer"] for g in got) and len({g["of"] for g in got}) == len(got)
+    assert got == labelling.stratified_draw(items, answers, {"yes": 9, "no": 6, "can't tell": 100}, seed=3)
+    assert got != labelling.stratified_draw(items, answers, {"yes": 9, "no": 6, "can't tell": 100}, seed=4)
+    with pytest.raises(ValueError, match="counts"):
+        labelling.stratified_draw(items, answers, {"maybe": 2})
+
+
+def test_number_by_concept_shuffles_within_concept_from_its_start():
+    items, _ = _answered(30)
+    out = labelling.number_by_concept(items, {"skull": 500, "butterfly": 600, "apple": 700}, seed=1)
+    assert [it["concept"] for it in out] == ["skull"] * 10 + ["butterfly"] * 10 + ["apple"] * 10
+    assert [it["item"] for it in out] == [*range(500, 510), *range(600, 610), *range(700, 710)]
+    skull_q = [it["question"]["j"] for it in out[:10]]
+    assert sorted(skull_q) == list(range(0, 30, 3)) and skull_q != sorted(skull_q)
+    assert items[0]["item"] == 100                          # copies: the input is untouched
+    with pytest.raises(ValueError, match="starts"):
+        labelling.number_by_concept(items, {"skull": 500})

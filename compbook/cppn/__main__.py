@@ -357,6 +357,10 @@ def labelling(argv: Sequence[str]) -> int:
     r.add_argument("--fraction", type=float, default=0.1)
     r.add_argument("--start", type=int, default=9001, help="first item number of the re-label sheets")
     r.add_argument("--seed", type=int, default=1)
+    o = sub.add_parser("overlap", help="items two labellers answered, drawn again for another labeller")
+    o.add_argument("--out-key", required=True)
+    o.add_argument("--out", required=True, help="folder for the sheets")
+    o.add_argument("--seed", type=int, default=20, help="labeller 1's draw; labeller 2: +1, numbering: +2")
     t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
     t.add_argument("--key", nargs="+", required=True)
     t.add_argument("--labels", nargs="+", required=True)
@@ -377,6 +381,8 @@ def labelling(argv: Sequence[str]) -> int:
         lab.write_key(args.out_key, items, "re-label key: 'of' is the original item")
         sheets = lab.write_sheets(items, lab.render_items(items), args.out)
         print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")
+    elif args.command == "overlap":
+        _overlap(args.out_key, args.out, args.seed)
     else:
         items = [it for k in args.key for it in lab.read_key(k)]
         labels = {}
@@ -385,6 +391,33 @@ def labelling(argv: Sequence[str]) -> int:
         identity = lab.human_identity(args.labeller)
         print(f"wrote {lab.store_verdicts(items, labels, identity=identity)} ({len(labels)} labels)")
     return 0
+
+
+#: the overlap draw (issue 24): per labeller, its keys and how many items of each answer
+OVERLAP = ((("human_key.json", "human_key_batch2.json"), "book authors", {"yes": 14, "no": 13, "can't tell": 13}),
+           (("human_key_batch3.json",), "second labeller", {"no": 12, "yes": 28}))
+OVERLAP_STARTS = {"skull": 20000, "butterfly": 21000, "apple": 22000}
+
+
+def _overlap(out_key: str, out: str, seed: int) -> None:
+    """Items labellers 1 and 2 answered (:data:`OVERLAP`, ``labelling.stratified_draw``), shuffled per
+    concept and numbered from :data:`OVERLAP_STARTS`: the key (``of``, ``batch``, ``labeller``) and sheets."""
+    from . import agreement, labelling as lab
+    torch.set_num_threads(1)
+    items = []
+    for j, (keys, who, counts) in enumerate(OVERLAP):
+        got, answers = [], []
+        for k in keys:
+            its, ans = agreement.answered([k], lab.human_identity(who))
+            got += [it | {"batch": k, "labeller": who} for it in its]
+            answers += ans
+        items += [{f: v for f, v in it.items() if f != "answer"}
+                  for it in lab.stratified_draw(got, answers, counts, seed + j)]
+    items = lab.number_by_concept(items, OVERLAP_STARTS, seed + len(OVERLAP))
+    lab.write_key(out_key, items, f"overlap key (issue 24): 'of' is the original item of 'batch', answered "
+                  f"by 'labeller'; {PROG} labelling overlap --seed {seed}")
+    sheets = lab.write_sheets(items, lab.render_items(items), out)
+    print(f"{len(items)} items, {len(sheets)} sheets in {out}; key {out_key}")
 
 
 # -- reread -----------------------------------------------------------------------------------------------------------

@@ -461,3 +461,47 @@ def write_key(path, items, note: str) -> None:
     del text      # checked: JSON-able, no NaN
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"note": note, "protocol": PROTOCOL, "items": items}, indent=0))
+
+
+# -- an overlap set (issue 24): items other labellers answered, asked again -----------------------------------------
+def stratified_draw(items: Sequence[dict], answers: Sequence[str], counts: dict, seed: int = 0) -> list[dict]:
+    """A seeded draw of answered key ``items``: ``counts[answer]`` items of each answer ("yes", "no",
+    "can't tell"; every item of that answer where there are fewer), spread over concepts (round-robin over the
+    concepts in a seeded order, each concept's items in a seeded order). Returns copies with ``"of"`` (the
+    original item number) and ``"answer"``, in draw order."""
+    items = _check_items(items, keys=("concept", "item"))
+    answers = checks.sequence(answers, "answers", 0)
+    checks.same_length(items, answers, "items", "answers")
+    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    out = []
+    for answer, k in checks.mapping(counts, "counts", 1).items():
+        checks.choice(answer, "counts (an answer)", tuple(ANSWERS.values()))
+        k = checks.integer(k, f"counts[{answer!r}]", 0)
+        by_c: dict[str, list[int]] = {}
+        for j, a in enumerate(answers):
+            if a == answer:
+                by_c.setdefault(items[j]["concept"], []).append(j)
+        queues = [[by_c[c][i] for i in rng.permutation(len(by_c[c]))] for c in
+                  [sorted(by_c)[i] for i in rng.permutation(len(by_c))]]
+        order = [q[r] for r in range(max(map(len, queues), default=0)) for q in queues if r < len(q)]
+        out += [dict(items[j]) | {"of": items[j]["item"], "answer": answer} for j in order[:k]]
+    return out
+
+
+def number_by_concept(items: Sequence[dict], starts: dict, seed: int = 0) -> list[dict]:
+    """``items`` shuffled (seeded) within each concept and numbered from ``starts[concept]``; copies, in the
+    order of ``starts``' concepts then item number (one concept per sheet)."""
+    items = _check_items(items, keys=("concept",))
+    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    starts = checks.mapping(starts, "starts", 1)
+    missing = {it["concept"] for it in items} - set(starts)
+    if missing:
+        raise ValueError(f"starts has no first number for concept(s) {sorted(missing)}")
+    out = []
+    for c, start in starts.items():
+        group = [dict(it) for it in items if it["concept"] == c]
+        group = [group[j] for j in rng.permutation(len(group))]
+        for n, it in enumerate(group, checks.integer(start, f"starts[{c!r}]", 0)):
+            it["item"] = n
+        out += group
+    return out
