@@ -159,3 +159,38 @@ def test_human_rows_count_per_kind_and_delta():
     assert r["ci95"] == list(wilson(g.count("yes"), len(g)))
     with pytest.raises(ValueError, match="answers"):
         agreement.human_rows(items, answers[:-1])
+
+
+def test_pairwise_against_a_naive_count():
+    rng = np.random.default_rng(5)
+    pool = ["yes", "no", "can't tell", None]
+    a = [pool[i] for i in rng.choice(4, 200, p=[0.5, 0.25, 0.15, 0.1])]
+    b = [pool[i] for i in rng.choice(4, 200, p=[0.7, 0.2, 0.05, 0.05])]
+    got = agreement.pairwise(a, b)
+    shared = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    assert got["n"] == len(shared) and sum(map(sum, got["table"])) == len(shared)
+    assert got["exact"] == pytest.approx(np.mean([x == y for x, y in shared]))
+    yn = [(x == "yes", y == "yes") for x, y in shared if "can't tell" not in (x, y)]
+    assert got["n_yes_no"] == len(yn)
+    po = np.mean([x == y for x, y in yn])
+    pa, pb = np.mean([x for x, _ in yn]), np.mean([y for _, y in yn])
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    assert got["agreement_yes_no"] == pytest.approx(po)
+    assert got["kappa_yes_no"] == pytest.approx((po - pe) / (1 - pe))
+    assert got["first"]["yes_rate"] == pytest.approx(np.mean([x == "yes" for x, _ in shared]))
+    assert got["second"]["yes"] == sum(y == "yes" for _, y in shared)
+    lo, hi = got["second"]["yes_rate_ci"]
+    assert lo < got["second"]["yes_rate"] < hi
+    assert got["first"]["yes_rate"] < got["second"]["yes_rate"]      # b was drawn more lenient
+    assert got["table"][2][2] == sum(x == y == "can't tell" for x, y in shared)
+
+
+def test_pairwise_identical_labellers_and_bad_input():
+    a = ["yes", "no", "can't tell", "yes"]
+    got = agreement.pairwise(a, a)
+    assert got["exact"] == 1 and got["agreement_yes_no"] == 1 and got["kappa_yes_no"] == pytest.approx(1)
+    assert got["n_yes_no"] == 3 and got["exact_ci"][1] == pytest.approx(1)
+    with pytest.raises(ValueError, match="second"):
+        agreement.pairwise(a, ["yes", "maybe", "no", "no"])
+    with pytest.raises(ValueError, match="first|second"):
+        agreement.pairwise(a, a[:3])

@@ -10,7 +10,8 @@ A second labeller (issue 24): :func:`labeller_rows` scores a judge at its fixed 
 labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
 with intervals (:func:`with_intervals`) and "can't tell" counts; :func:`cross_labeller` chooses on one labeller
 and validates on the other, each way round; :func:`human_rows` gives a labeller's verdicts per kind and delta.
-``python -m compbook.cppn semantic second`` writes ``data/semantic/validation_batch3.json``.
+``python -m compbook.cppn semantic second`` writes ``data/semantic/validation_batch3.json``. :func:`pairwise`:
+two labellers on the same items (the overlap set, ``semantic overlap``).
 """
 
 from __future__ import annotations
@@ -401,3 +402,37 @@ def human_rows(items: Sequence[dict], answers: Sequence[str | None], by=("kind",
             "yes_of_yes_no": y / (y + n) if y + n else float("nan"),
             "ci95_yes_no": list(wilson(y, y + n)) if y + n else [float("nan")] * 2})
     return rows
+
+
+def pairwise(first: Sequence[str | None], second: Sequence[str | None]) -> dict:
+    """Two labellers on the same items (answers "yes", "no", "can't tell"; None: not answered, left out).
+
+    ``n``: items both answered; ``exact`` (with ``exact_ci``, Wilson 95%): the share given the same one of the
+    three answers; on the ``n_yes_no`` items both answered yes or no, ``agreement_yes_no`` (Wilson) and Cohen's
+    ``kappa_yes_no``; per labeller (``first``, ``second``) the answer counts and ``yes_rate``: yes of all ``n``
+    (can't tell counts as not yes, as the cache stores it), with its Wilson interval; ``table``: the 3x3 counts
+    (row: first's answer, column: second's)."""
+    first, second = checks.sequence(first, "first", 0), checks.sequence(second, "second", 0)
+    checks.same_length(first, second, "first", "second")
+    for name, seq in (("first", first), ("second", second)):
+        for i, a in enumerate(seq):
+            if a not in ANSWERS:
+                raise ValueError(f"{name}[{i}] must be one of {ANSWERS}, got {a!r}")
+    pairs = [(a, b) for a, b in zip(first, second) if a is not None and b is not None]
+    n = len(pairs)
+    nan2 = [float("nan")] * 2
+    same = sum(a == b for a, b in pairs)
+    both = [(a == "yes", b == "yes") for a, b in pairs if a != "can't tell" and b != "can't tell"]
+    m = metrics([a for a, _ in both], [b for _, b in both])
+    k_yn = sum(a == b for a, b in both)
+    out = {"n": n, "exact": same / n if n else float("nan"), "exact_ci": list(wilson(same, n)) if n else nan2,
+           "n_yes_no": len(both), "agreement_yes_no": m["agreement"],
+           "agreement_yes_no_ci": list(wilson(k_yn, len(both))) if both else nan2, "kappa_yes_no": m["kappa"]}
+    for name, col in (("first", 0), ("second", 1)):
+        got = [p[col] for p in pairs]
+        y = got.count("yes")
+        out[name] = {"yes": y, "no": got.count("no"), "cant_tell": got.count("can't tell"),
+                     "yes_rate": y / n if n else float("nan"), "yes_rate_ci": list(wilson(y, n)) if n else nan2}
+    names = ("yes", "no", "can't tell")
+    out["table"] = [[sum(p == (r, c) for p in pairs) for c in names] for r in names]
+    return out
