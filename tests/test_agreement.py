@@ -194,3 +194,16 @@ def test_pairwise_identical_labellers_and_bad_input():
         agreement.pairwise(a, ["yes", "maybe", "no", "no"])
     with pytest.raises(ValueError, match="first|second"):
         agreement.pairwise(a, a[:3])
+
+
+def test_reweighted_yes_weights_the_sample_by_the_batch():
+    original = ["yes"] * 4 + ["no"] * 4
+    other = ["yes", "yes", "yes", "no", "no", "no", "yes", None]
+    # other says yes to 3/4 of the yes items and 1/3 of the answered no items; a batch of 90 yes, 10 no
+    assert agreement.reweighted_yes(original, other, {"yes": 90, "no": 10}) == pytest.approx(
+        0.9 * 0.75 + 0.1 / 3)
+    naive = np.mean([o == "yes" for o in other if o is not None])
+    assert agreement.reweighted_yes(original, other, {"yes": 4, "no": 3}) == pytest.approx(naive)
+    assert np.isnan(agreement.reweighted_yes(original, other, {"yes": 1, "can't tell": 5}))
+    with pytest.raises(ValueError, match="batch_counts"):
+        agreement.reweighted_yes(original, other, {"yes": -1})

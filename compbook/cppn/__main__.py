@@ -288,8 +288,55 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
     return 0
 
 
+def _overlap_semantic(key_name: str, labeller: str) -> int:
+    """The overlap set (issue 24): ``labeller`` against each earlier labeller on that labeller's items
+    (:func:`agreement.pairwise`), their yes rates, ``labeller``'s yes rate reweighted to each earlier batch
+    (:func:`agreement.reweighted_yes`), and the default judge at its fixed threshold against ``labeller``;
+    writes ``data/semantic/overlap.json``."""
+    from collections import Counter
+    from . import agreement, labelling
+    from .judges import semantic as sem
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    identity = labelling.human_identity(labeller)
+    items, third = agreement.answered([key_name], identity)
+    if not items:
+        raise SystemExit(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
+    choice = sem.read_choice()
+    kind, t = choice["chosen"], choice["thresholds"][choice["chosen"]]
+    judge = agreement.judge_scores(kind, labelling.render_items(items), items)
+    out = {"command": f"{PROG} semantic overlap --key {key_name} --labeller '{labeller}'", "key": key_name,
+           "identity": identity, "default": {"kind": kind, "threshold": t}, "groups": [], "items": []}
+    for keys, who, _ in OVERLAP:
+        idx = [j for j, it in enumerate(items) if it["labeller"] == who]
+        sub = [items[j] for j in idx]
+        orig = labelling.answers_for(sub, identity=labelling.human_identity(who))
+        thr = [third[j] for j in idx]
+        verdict = ["yes" if judge[j] >= t else "no" for j in idx]
+        batch = Counter(agreement.answered(list(keys), labelling.human_identity(who))[1])
+        out["groups"].append({
+            "labeller": who, "batches": list(keys), "n": len(idx), "batch_counts": dict(batch),
+            "labellers": agreement.pairwise(orig, thr),
+            "third_yes_reweighted": agreement.reweighted_yes(orig, thr, batch),
+            "original_yes_batch": batch["yes"] / sum(batch.values()),
+            "judge_vs_third": agreement.pairwise(verdict, thr),
+            "judge_vs_original": agreement.pairwise(verdict, orig)})
+        out["items"] += [{"item": items[j]["item"], "concept": items[j]["concept"], "kind": items[j]["kind"],
+                          "labeller": who, "of": items[j]["of"], "original": o, "third": third[j],
+                          "judge_score": round(float(judge[j]), 4)} for j, o in zip(idx, orig)]
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    path = sem.choice_path().parent / "overlap.json"
+    path.write_text(json.dumps(out, indent=1))
+    for g in out["groups"]:
+        p = g["labellers"]
+        print(f"{g['labeller']:16s} n={g['n']} exact {p['exact']:.2f} yes/no {p['agreement_yes_no']:.2f} "
+              f"kappa {p['kappa_yes_no']:.2f} yes {p['first']['yes_rate']:.2f} vs {p['second']['yes_rate']:.2f}")
+    print(f"wrote {path} in {out['seconds']} s")
+    return 0
+
+
 def semantic(argv: Sequence[str]) -> int:
-    """``semantic train`` (the CNN's weights), ``semantic choose``, ``semantic validate`` or ``semantic second``."""
+    """``semantic train`` (the CNN's weights), ``semantic choose``, ``validate``, ``second`` or ``overlap``."""
     p = argparse.ArgumentParser(prog=f"{PROG} semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -306,9 +353,14 @@ def semantic(argv: Sequence[str]) -> int:
     w.add_argument("--first-keys", nargs="+", default=["human_key.json", "human_key_batch2.json"],
                    help="the first labeller's keys (the cross-labeller choice)")
     w.add_argument("--seed", type=int, default=0)
+    o = sub.add_parser("overlap", help="a third labeller on items labellers 1 and 2 answered (overlap set)")
+    o.add_argument("--key", default="human_key_overlap.json", help="its key, in data/judge_cache/")
+    o.add_argument("--labeller", default="third labeller", help="the labeller whose verdicts are stored")
     args = p.parse_args(argv)
     if args.command == "choose":
         return _choose()
+    if args.command == "overlap":
+        return _overlap_semantic(args.key, args.labeller)
     if args.command == "second":
         return _second_labeller(args.key, args.labeller, args.first_keys, args.seed)
     if args.command == "validate":

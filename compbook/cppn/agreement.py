@@ -436,3 +436,25 @@ def pairwise(first: Sequence[str | None], second: Sequence[str | None]) -> dict:
     names = ("yes", "no", "can't tell")
     out["table"] = [[sum(p == (r, c) for p in pairs) for c in names] for r in names]
     return out
+
+
+def reweighted_yes(original: Sequence[str], other: Sequence[str | None], batch_counts: dict) -> float:
+    """How often labeller ``other`` would say yes on a whole batch, from a sample drawn per answer of the
+    ``original`` labeller: the mean over answers ``a`` of ``other``'s yes rate on the sampled items answered
+    ``a``, weighted by ``batch_counts[a]`` (how many items of the batch the original labeller answered ``a``).
+    A point estimate (NaN where an answer with batch items has no sampled item ``other`` answered)."""
+    original = checks.sequence(original, "original", 0)
+    checks.same_length(original, other, "original", "other")
+    _check_answers(original, original)
+    _check_answers(original, other)
+    counts = {a: checks.integer(k, f"batch_counts[{a!r}]", 0)
+              for a, k in checks.mapping(batch_counts, "batch_counts", 1).items()}
+    total, acc = sum(counts.values()), 0.0
+    if total == 0:
+        raise ValueError("batch_counts must count at least one item")
+    for a, k in counts.items():
+        got = [o == "yes" for x, o in zip(original, other) if x == a and o is not None]
+        if k and not got:
+            return float("nan")
+        acc += k * (float(np.mean(got)) if got else 0.0)
+    return acc / total
