@@ -349,3 +349,20 @@ def test_second_labeller_tables_from_synthetic_rows():
     h = tables.human_kind_table(result)
     assert h.loc[("labeller 2", "FER's SGD", 2.0), "n"] == sum(k == "fer" and j % 2 for j, k in enumerate(kinds))
     assert set(h.loc["labeller 1"].index.get_level_values("network")) == {"Picbreeder"}
+
+
+def test_overlap_table_shows_each_groups_rates_and_agreement():
+    from compbook.cppn import agreement
+    a, b = ["yes"] * 6 + ["no"] * 4, ["yes"] * 3 + ["no"] * 5 + ["can't tell"] * 2
+    judge = ["yes"] * 5 + ["no"] * 5
+    group = {"labeller": "second labeller", "n": 10, "labellers": agreement.pairwise(a, b),
+             "judge_vs_third": agreement.pairwise(judge, b), "original_yes_batch": 0.94,
+             "third_yes_reweighted": 0.41}
+    t = tables.overlap_table({"groups": [group]})
+    col = t["labeller 2's items"]
+    assert col["items"] == "10" and col["batch yes: labeller 3 (est.)"] == "0.41"
+    assert col["yes: their labeller"].startswith("0.60 [") and col["yes: labeller 3"].startswith("0.30 [")
+    assert col["yes: default judge"].startswith("0.50 [")
+    assert col["both yes/no"] == "8" and col["same answer (of 3)"].startswith("0.50 [")    # 5 of 10
+    assert col["judge vs 3: yes/no items"] == "8" and col["judge vs 3: agreement"].startswith("0.75 [")
+    assert max(len(str(i)) + len(v) for i, v in col.items()) < 60

@@ -370,3 +370,32 @@ def cross_labeller_table(cross: dict) -> pd.DataFrame:
                              "bal. other": _cell(r["balanced_accuracy"], r["balanced_ci"]),
                              "agr. other": _cell(r["agreement"], r["agreement_ci"])})
     return pd.DataFrame(rows).set_index(["chosen on", "candidate", "network"])
+
+
+def overlap_table(result: dict) -> pd.DataFrame:
+    """The overlap set (``data/semantic/overlap.json``, ``python -m compbook.cppn semantic overlap``): one
+    column per earlier labeller's items, rows: yes rates (of all items, 95% Wilson) of the earlier labeller,
+    the third labeller and the default judge on the sample; yes on the whole earlier batch, the earlier
+    labeller's and the third labeller's reweighted to it (a point estimate); then the earlier labeller against
+    the third (same one of three answers; agreement and kappa where both said yes or no) and the judge against
+    the third (agreement and kappa where the third said yes or no)."""
+    checks.mapping(result, "result")
+    names = {"book authors": "labeller 1's items", "second labeller": "labeller 2's items"}
+    cols = {}
+    for g in result["groups"]:
+        p, j = g["labellers"], g["judge_vs_third"]
+        cols[names.get(g["labeller"], g["labeller"])] = {
+            "items": str(g["n"]),
+            "yes: their labeller": _cell(p["first"]["yes_rate"], p["first"]["yes_rate_ci"]),
+            "yes: labeller 3": _cell(p["second"]["yes_rate"], p["second"]["yes_rate_ci"]),
+            "yes: default judge": _cell(j["first"]["yes_rate"], j["first"]["yes_rate_ci"]),
+            "batch yes: their labeller": f"{g['original_yes_batch']:.2f}",
+            "batch yes: labeller 3 (est.)": f"{g['third_yes_reweighted']:.2f}",
+            "same answer (of 3)": _cell(p["exact"], p["exact_ci"]),
+            "both yes/no": str(p["n_yes_no"]),
+            "agreement on them": _cell(p["agreement_yes_no"], p["agreement_yes_no_ci"]),
+            "kappa on them": f"{p['kappa_yes_no']:.2f}",
+            "judge vs 3: yes/no items": str(j["n_yes_no"]),
+            "judge vs 3: agreement": _cell(j["agreement_yes_no"], j["agreement_yes_no_ci"]),
+            "judge vs 3: kappa": f"{j['kappa_yes_no']:.2f}"}
+    return pd.DataFrame(cols)
