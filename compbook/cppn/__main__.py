@@ -242,6 +242,16 @@ def _validate(key_name: str) -> int:
     return 0
 
 
+def _stored_answers(key_name: str, labeller: str) -> tuple[str, list, list]:
+    """``(identity, items, answers)``: ``labeller``'s stored verdicts on the items of ``key_name``."""
+    from . import agreement, labelling
+    identity = labelling.human_identity(labeller)
+    items, answers = agreement.answered([key_name], identity)
+    if not items:
+        raise SystemExit(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
+    return identity, items, answers
+
+
 def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], seed: int) -> int:
     """The default judge at its fixed threshold against another labeller's verdicts on ``key_name``, their
     verdicts per network kind and delta, and the choice made on one labeller validated on the other
@@ -250,10 +260,7 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
     from .judges import semantic as sem
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    identity = labelling.human_identity(labeller)
-    items, answers = agreement.answered([key_name], identity)
-    if not items:
-        raise SystemExit(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
+    identity, items, answers = _stored_answers(key_name, labeller)
     first_items, first_answers = agreement.answered(first_keys)
     images, first_images = labelling.render_items(items), labelling.render_items(first_items)
     choice = sem.read_choice()
@@ -298,10 +305,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
     from .judges import semantic as sem
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    identity = labelling.human_identity(labeller)
-    items, third = agreement.answered([key_name], identity)
-    if not items:
-        raise SystemExit(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
+    identity, items, third = _stored_answers(key_name, labeller)
     choice = sem.read_choice()
     kind, t = choice["chosen"], choice["thresholds"][choice["chosen"]]
     judge = agreement.judge_scores(kind, labelling.render_items(items), items)
