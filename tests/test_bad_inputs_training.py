@@ -20,7 +20,7 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook import scenes as S
+from compbook.binding.splits import coverage_split
 from compbook.binding import clevr, controlled, recipe, sweep
 from compbook.binding.data import PairData
 from compbook.binding.encoders import EncoderConfig
@@ -70,7 +70,7 @@ def c(tmp_path_factory):
     ns.tcfg = DualTrainConfig(steps=2, batch=2)
     ns.pairs = _pairs()
     ns.ccfg = controlled.ControlledConfig(n_values=3, steps=2, batch=2, eval_every=1)
-    ns.split = S.coverage_split(27, 0.5, seed=0)
+    ns.split = coverage_split(27, 0.5, seed=0)
     ns.rcfg = recipe.RecipeConfig(n_values=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, d_out=8, steps=2, batch=4,
                                   eval_every=1, eval_scenes=4, eval_batches=1)
     recipe._save_state(d / "state_other", recipe.RecipeConfig(n_values=6, d_model=8, n_heads=2, n_layers=1, d_ff=8,

@@ -10,7 +10,8 @@ from compbook.binding.controlled import (ControlledConfig, contrastive_loss, enc
                                          query_embeddings, scene_tokens, swaps, train_controlled)
 from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
                                    transition)
-from compbook.scenes import SymbolicTokens, coverage_split
+from compbook.binding.splits import coverage_split
+from compbook.binding.symbolic import SymbolicTokens
 
 TINY = ControlledConfig(n_concepts=2, n_values=3, d_model=8, n_layers=1, n_heads=2, d_out=8, steps=6, batch=4,
                         warmup=2, eval_every=3, eval_scenes=8, n_swaps=2)

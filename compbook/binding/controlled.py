@@ -2,7 +2,7 @@
 binding").
 
 The paper's controlled models (fact): a scene encoder reads a token scene ``[soo, c0 v, c1 v, ..., eoo] * n +
-[eos]`` (:class:`compbook.scenes.SymbolicTokens`), a query encoder reads one object ``[soo, values, eoo]``; both
+[eos]`` (:class:`compbook.binding.symbolic.SymbolicTokens`), a query encoder reads one object ``[soo, values, eoo]``; both
 are transformers scored by cosine similarity with a learned temperature, trained contrastively with *swap
 negatives* (objects that recombine the scene's own concept values). Trained at a coverage rho, they are asked
 to recognise scenes of objects they never saw.
@@ -33,7 +33,8 @@ from tqdm.auto import tqdm
 
 from .. import checks
 from ..config import by_mode
-from ..scenes import CoverageSplit, SymbolicTokens
+from .splits import CoverageSplit
+from .symbolic import SymbolicTokens
 from .recognition import TIE, recognition
 from .train import optimizer_step
 

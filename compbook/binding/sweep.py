@@ -21,10 +21,10 @@ import torch
 from .. import checkpoints, checks
 from ..config import ModeConfig
 from ..paths import data_dir
-from ..scenes import coverage_split
 from .controlled import (ControlledConfig, check_training_size, encode, object_recognition, scene_tokens,
                          subsample, swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
+from .splits import coverage_split
 
 FORMAT = "compbook-controlled-sweep/1"
 #: the most scenes one config may hold in memory at once (a sweep of 10^7 scenes is refused before allocating)
