@@ -12,8 +12,9 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition, recipe, splits, sweep
-from compbook.binding import symbolic
+from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition, recipe, recipe_data
+from compbook.binding import recipe_eval, recipe_model, splits, sweep, symbolic
+from compbook.binding.recipe_config import RecipeConfig
 from compbook.binding.encoders import clip_loss
 from compbook.binding.train import DualTrainConfig
 
@@ -27,7 +28,7 @@ def c(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad_binding")
     (d / "keep.txt").write_text("unchanged")
     cfg = controlled.ControlledConfig(n_values=3)
-    return types.SimpleNamespace(dir=d, cfg=cfg, space=cfg.tokens.space, rcfg=recipe.RecipeConfig(),
+    return types.SimpleNamespace(dir=d, cfg=cfg, space=cfg.tokens.space, rcfg=RecipeConfig(),
                                  tokens=symbolic.SymbolicTokens(2, 3))
 
 
@@ -104,17 +105,18 @@ CASES = {
     "mlp_predict params missing": lambda c: complexity.mlp_predict({}, torch.zeros(2, 3)),
     "load_complexity n_values a path": lambda c: complexity.load_complexity("../../x", c.dir),
     # -- recipe, train, encoders, clevr (batch 2)
-    "object_values id out of range": lambda c: recipe.object_values(c.rcfg, [10 ** 6]),
-    "object_ids value above n_values": lambda c: recipe.object_ids(c.rcfg, [[0, 99]]),
-    "sample_scenes n 0": lambda c: recipe.sample_scenes(c.rcfg, np.arange(4), 0, np.random.default_rng(0)),
-    "sample_scenes 10^9 scenes": lambda c: recipe.sample_scenes(
+    "object_values id out of range": lambda c: recipe_data.object_values(c.rcfg, [10 ** 6]),
+    "object_ids value above n_values": lambda c: recipe_data.object_ids(c.rcfg, [[0, 99]]),
+    "sample_recipe_scenes n 0": lambda c: recipe_data.sample_recipe_scenes(
+        c.rcfg, np.arange(4), 0, np.random.default_rng(0)),
+    "sample_recipe_scenes 10^9 scenes": lambda c: recipe_data.sample_recipe_scenes(
         c.rcfg, np.arange(4), 10 ** 9, np.random.default_rng(0)),
-    "presence 1-D scenes": lambda c: recipe.presence(np.array([0, 1]), np.array([0])),
-    "separation shapes differ": lambda c: recipe.separation(np.ones((3, 4)), np.ones((3, 5))),
+    "presence 1-D scenes": lambda c: recipe_data.presence(np.array([0, 1]), np.array([0])),
+    "separation shapes differ": lambda c: recipe_eval.separation(np.ones((3, 4)), np.ones((3, 5))),
     "lr_factor negative step": lambda c: recipe.lr_factor(c.rcfg, -1),
-    "sinusoid n 0": lambda c: recipe.sinusoid(0, 4),
-    "stem_for prefix leaves its folder": lambda c: recipe.stem_for(c.rcfg, c.dir, prefix="../../x"),
-    "load_records n_values a path": lambda c: recipe.load_records(c.dir, n_values="../x"),
+    "sinusoid n 0": lambda c: recipe_model.sinusoid(0, 4),
+    "stem_for prefix leaves its folder": lambda c: recipe_model.stem_for(c.rcfg, c.dir, prefix="../../x"),
+    "load_records n_values a path": lambda c: recipe_eval.load_records(c.dir, n_values="../x"),
     "DualTrainConfig steps 0": lambda c: DualTrainConfig(steps=0),
     "DualTrainConfig p_full above 1": lambda c: DualTrainConfig(p_full=1.5),
     "DualTrainConfig warmup negative": lambda c: DualTrainConfig(warmup=-1),

@@ -258,6 +258,7 @@ def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int 
     from scipy.stats import spearmanr
 
     n_boot = checks.integer(n_boot, "n_boot")
+    level = checks.real(level, "level", 0.0, 1.0, low_open=True, high_open=True)
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"x, y: need two equal-length 1-D arrays of >= 3 values, got {x.shape} and {y.shape}")
