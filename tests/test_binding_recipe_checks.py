@@ -1,4 +1,4 @@
-"""Checks of the recipe's evaluation and training signal (compbook.binding.recipe_checks, issue 21): a model
+"""Checks of the recipe's evaluation and training signal (compbook.binding.recipe_checks): a model
 that binds exactly scores 1, a bag of concepts 0 (ties) or near chance (noise), the swaps are the released ones,
 the end-of-scene output sees every scene token and no pad, the probes run on a recipe model."""
 

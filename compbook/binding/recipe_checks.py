@@ -1,4 +1,4 @@
-"""Checks of the recipe's evaluation and of what its models learned (chapter 13, issue 21).
+"""Checks of the recipe's evaluation and of what its models learned (chapter 13).
 
 Three questions asked of the recipe (:mod:`compbook.binding.recipe` and its modules) before reading its no-go
 as a result:
