@@ -70,11 +70,12 @@ LAYOUTS = {
 }
 #: Triangles, vertices (x, y) in units of the box half-width r, y down. "released": CLEVR-2D's (fact), measured
 #: on the released 224x224 sample renders, fill plus its black outline, identical in every render: apex up,
-#: isosceles, rows from 33 px above the object's centre to 33 px below it, 2 px wide at the apex row and 74 px
-#: (x from the centre -37 .. +36) at the base row, 2,548 px in all; the vertices are those of the triangle whose
-#: sides pass through those rows' outer pixel edges (36 px of half-width over 66 rows; the apex row's pixel
-#: centres 32.5 px above the centre, the base row's lower edge 34 px below it), at r = 32 px (box 64 of 224).
-#: "ours": the book's triangle for its own layouts (our choice).
+#: isosceles, rows from 33 px above the object's centre to 33 px below it, the base row 74 px wide (x from the
+#: centre -37 .. +36), 2,548 px in all. 67 rows widening linearly to 74 px hold 2,548 px when the apex row is
+#: 2 px wide; the vertices are those of the triangle whose sides pass through those rows' outer pixel edges
+#: (36 px of half-width over 66 rows; the apex row's pixel centres 32.5 px above the centre, the base row's lower
+#: edge 34 px below it), at r = 32 px (box 64 of 224). "ours": the book's triangle for its own layouts (our
+#: choice).
 TRIANGLES = {
     "released": ((0.0, -(32.5 + 66 / 36) / 32), ((1 + 36 / 66 * 66.5) / 32, 34 / 32),
                  (-(1 + 36 / 66 * 66.5) / 32, 34 / 32)),

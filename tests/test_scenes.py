@@ -125,8 +125,8 @@ def test_bad_input_names_the_argument(call, word):
 def _released_triangle(res=224, cx=70, cy=112):
     """The released CLEVR-2D triangle's pixels (fill and outline) at 224 px, rasterised from its measured
     geometry alone (a test on pixel centres, not the renderer's polygon): rows from 33 px above the object's
-    centre to 33 px below it, each centred on the centre column boundary, 2 px wide at the apex row and 74 px
-    (x -37 .. +36) at the base row, the width growing linearly."""
+    centre to 33 px below it, each centred on the centre column boundary, 74 px wide (x -37 .. +36) at the base
+    row, the width growing linearly from 2 px at the apex row (what 2,548 px in 67 such rows imply)."""
     rows, cols = np.mgrid[0:res, 0:res]
     width = 2 + 72 * (rows - (cy - 33)) / 66
     return (rows >= cy - 33) & (rows <= cy + 33) & (np.abs(cols + 0.5 - cx) <= width / 2)
@@ -172,6 +172,7 @@ def test_squares_and_circles_span_about_65_px():
 
 def test_grid_layouts_keep_our_triangle():
     """Part C's scenes (grid layouts) draw the book's own triangle: apex at -r, base at 0.8 r, half-width r."""
+    assert set(S.LAYOUT_TRIANGLE) == set(S.LAYOUTS) and set(S.LAYOUT_TRIANGLE.values()) <= set(S.TRIANGLES)
     sp = S.clevr2d()
     tri = sp.object_id((0, sp.value_of("shape", "triangle")))
     res, (cx, cy), half = 224, S.LAYOUTS["grid2"][0][0], S.LAYOUTS["grid2"][1] / 2
