@@ -701,9 +701,3 @@ def run_one(cfg: RecipeConfig, out, checkpoint=None, command: str = "", prefix: 
     save(model.cpu(), record, stem)
     print(json.dumps({"final": record["final"], "floors": record["floors"], "seconds": record["seconds"]}))
     return record
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.binding.recipe, for one release
-    import sys
-    from compbook.binding.__main__ import main
-    sys.exit(main(["recipe", *sys.argv[1:]]))
