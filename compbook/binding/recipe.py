@@ -676,7 +676,7 @@ def coverage_table(records: list[dict]):
     return pd.DataFrame(rows).set_index("coverage")
 
 
-def verdict(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
+def go_no_go(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
     """Go if final seen binding >= ``seen_min`` and unseen binding's Wilson interval lies above chance."""
     f, n = record["final"], record["config"]["eval_scenes"]
     lo, _ = wilson(round(f["unseen_binding"] * n), n)

@@ -169,7 +169,7 @@ def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[fl
     return t_interval((y - x).dropna().to_numpy(float))
 
 
-def verdict(mean: float, half: float) -> str:
+def difference_verdict(mean: float, half: float) -> str:
     """What a paired difference and its 95% half-width say: higher, lower, or not distinguishable from 0."""
     checks.real(mean, "mean")
     if not float(half) >= 0 and half == half:   # NaN or inf (one seed) allowed; a negative one is not
