@@ -17,7 +17,7 @@ from refusal import assert_refused
 import torch
 
 from compbook.cppn import agreement, claims, labelling, network as cppn, reread
-from compbook.cppn.judges import semantic
+from compbook.cppn.judges import registry, semantic
 from compbook.paths import data_dir
 
 SECONDS = 1.0
@@ -127,8 +127,10 @@ CASES = {
                                                                                 progress=False),
     "weights_path folder=5": lambda c: semantic.weights_path(5),
     "choice_path folder=5": lambda c: semantic.choice_path(5),
-    "make_judge kind 'ssim'": lambda c: semantic.make_judge("ssim", 0.5),
-    "make_judge threshold nan": lambda c: semantic.make_judge("reference", _nan),
+    "make_judge unknown name": lambda c: registry.make_judge("oracle"),
+    "make_judge reference threshold nan": lambda c: registry.make_judge("reference", threshold=_nan),
+    "make_judge an unknown option": lambda c: registry.make_judge("ssim", colour="rgb"),
+    "make_judges a string": lambda c: registry.make_judges("ssim"),
     "candidates a string": lambda c: semantic.candidates("reference"),
     "candidates {'bogus': 0.5}": lambda c: semantic.candidates({"bogus": 0.5}),
     "candidates {}": lambda c: semantic.candidates({}),

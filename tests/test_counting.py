@@ -125,7 +125,7 @@ def test_table_intervals_and_pooling():
 @pytest.mark.parametrize("call", [lambda n: counting.counted_weights(n, "genome"),
                                   lambda n: counting.deltas_for(n, [], "double"),
                                   lambda n: counting.deltas_for(n, [], "fixed", scale=0),
-                                  lambda n: counting.make_judges(["vlm"])])
+                                  lambda n: counting.run([n], judges=["oracle"])])
 def test_bad_arguments(skull, call):
     with pytest.raises(ValueError):
         call(skull)

@@ -86,7 +86,7 @@ def _sweep(depths, scores, losses):
 def test_depth_tables_on_fake_sweeps():
     sweeps = {"a": _sweep([1, 2, 4], [0.1, 0.5, 0.2], [0.3, 0.2, 0.1]),
               "b": _sweep([1, 2, 4], [0.0, 0.1, 0.9], [0.5, 0.4, 0.3])}
-    iv = {n: {j: [{"score": s, "ci95": [s - 0.1, s + 0.1]} for s in sw.mean()] for j in tables.JUDGES}
+    iv = {n: {j: [{"score": s, "ci95": [s - 0.1, s + 0.1]} for s in sw.mean()] for j in panel.JUDGE_NAMES}
           for n, sw in sweeps.items()}
     t = tables.depth_table(sweeps, iv)
     assert t.shape == (6, 3)

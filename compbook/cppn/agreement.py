@@ -26,6 +26,7 @@ import torch
 from .. import checks
 from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
 from .judges import semantic
+from .judges.base import SSIM_THRESHOLD
 
 THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
                   "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
@@ -104,6 +105,8 @@ def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list
 #: ``reference-64`` keeps the 64 px scale only. Their thresholds use the reference grid.
 VARIANTS = {"reference-min": "min", "reference-64": (64,)}
 SCORE_KINDS = ("reference", "classifier", "ssim", *VARIANTS)
+#: how tables name SSIM to the own render at its threshold (not a candidate: it does not answer "is this a <concept>?")
+SSIM_LABEL = f"ssim (own render, {SSIM_THRESHOLD:g})"
 
 
 def grid(kind: str) -> list:
@@ -133,7 +136,7 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
         if kind == "reference":
             out[idx] = semantic.reference_scores(images[idx], c).numpy()
         elif kind == "classifier":
-            out[idx] = semantic.ClassifierJudge().scores(images[idx], c).numpy()
+            out[idx] = semantic.classifier_scores(images[idx], c).numpy()
         elif kind in VARIANTS:
             out[idx] = _variant_scores(kind, images[idx], c)
         elif kind == "ssim":
@@ -192,7 +195,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
            kinds=("reference", "classifier"), seed: int = 0) -> dict:
     """Thresholds on the calibration half, then the default by held-out balanced accuracy (kappa on ties).
 
-    ``images`` ``(N, 64, 64, 3)`` are the items' renders. SSIM (own render, threshold 0.5 as documented) is
+    ``images`` ``(N, 64, 64, 3)`` are the items' renders. SSIM (own render, at its documented threshold) is
     reported beside them but is not a candidate: it does not answer "is this a <concept>?".
     """
     items = _check_items(items, ("concept", "kind", "source"))
@@ -212,7 +215,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
         t = best_threshold(scores[k][~held], human[~held], grid(k))
         out["thresholds"][k] = t
         out["tables"][k] = table(items_l, human, scores[k] >= t, held)
-    out["tables"]["ssim (own render, 0.5)"] = table(items_l, human, scores["ssim"] >= 0.5, held)
+    out["tables"][SSIM_LABEL] = table(items_l, human, scores["ssim"] >= SSIM_THRESHOLD, held)
     held_rows = {k: out["tables"][k][0] for k in kinds}
     out["chosen"] = max(kinds, key=lambda k: (held_rows[k]["balanced_accuracy"], held_rows[k]["kappa"]))
     out["rule"] = ("candidate with the best held-out balanced accuracy (ties: kappa); thresholds: best "
@@ -233,8 +236,8 @@ def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
 
 def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
              thresholds: dict) -> dict:
-    """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render, 0.5) on
-    a new labelled batch that took no part in the choice: metric rows for all items and per network kind."""
+    """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render,
+    :data:`SSIM_LABEL`) on a new labelled batch that took no part in the choice: metric rows for all items and per network kind."""
     items = _check_items(items, ("concept", "kind", "source"))
     answers = _check_answers(items, answers)
     _check_images(images, len(items))
@@ -245,7 +248,7 @@ def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch
     items_l, human = labelled(items, answers)
     imgs = images[keep]
     verdicts = {k: judge_scores(k, imgs, items_l) >= t for k, t in thresholds.items()}
-    verdicts["ssim (own render, 0.5)"] = judge_scores("ssim", imgs, items_l) >= 0.5
+    verdicts[SSIM_LABEL] = judge_scores("ssim", imgs, items_l) >= SSIM_THRESHOLD
     return {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
             "thresholds": dict(thresholds),
             "tables": {k: kind_rows(items_l, human, v) for k, v in verdicts.items()}}

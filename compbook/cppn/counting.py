@@ -16,8 +16,9 @@ what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
   ``"noise"`` w + 0.5 s_l N(0, 1) (seeded), where s_l is the layer's weight scale, our choice the root mean
   square of the counted non-zero weights of that layer (the standard deviation would be 0 in a layer with one
   weight, or one repeated value);
-- **judge**: ``"ssim"`` (:class:`~compbook.cppn.judges.SSIMJudge` at 0.5, against the unperturbed render) and
-  ``"default_cpu"`` (:func:`compbook.cppn.judges.default_cpu_judge`, "is this still a <concept>?").
+- **judge**, by its name in :mod:`compbook.cppn.judges.registry`: ``"ssim"`` (SSIM against the unperturbed render
+  at :data:`~compbook.cppn.judges.base.SSIM_THRESHOLD`) and ``"default"`` (the book's default CPU judge, "is this
+  still a <concept>?").
 
 The sample (our choice for a CPU run): per network and rule, ``sample`` weights drawn uniformly without
 replacement (seeded), *the same weights under every policy and judge* (a paired comparison); a network with fewer
@@ -38,11 +39,13 @@ import torch
 
 from .. import checks, stats
 from . import emc2, fer, picbreeder, store
+from .judges.registry import make_judges
 from .network import CPPN
 
 RULES = ("nonzero", "links")
 POLICIES = ("fixed", "relative", "layer", "noise")
-JUDGES = ("ssim", "default_cpu")
+#: the judges every network is scored under (names in :data:`compbook.cppn.judges.registry.JUDGES`)
+JUDGE_NAMES = ("ssim", "default")
 KINDS = ("picbreeder", "fer", "twin", "fertwin")   # fertwin: twins of FER's architecture (where stored)
 #: Our choice: the one number every policy uses (the book's delta 0.5).
 SCALE = 0.5
@@ -162,15 +165,6 @@ def sample_weights(weights, sample: int | None, seed: int = 0):
     return [weights[j] for j in keep.sort().values.tolist()]
 
 
-def make_judges(names: Sequence[str] = JUDGES) -> dict:
-    from .judges import SSIMJudge, default_cpu_judge
-    out = {}
-    for n in names:
-        checks.choice(n, "judge", JUDGES)
-        out[n] = SSIMJudge(0.5) if n == "ssim" else default_cpu_judge()
-    return out
-
-
 @torch.no_grad()
 def score_network(net: Network, judges: dict, rules: Sequence[str] = RULES, policies: Sequence[str] = POLICIES,
                   res: int = 64, sample: int | None = 150, seed: int = 0, scale: float = SCALE,
@@ -208,7 +202,7 @@ def score_network(net: Network, judges: dict, rules: Sequence[str] = RULES, poli
     return rows
 
 
-def run(networks: Sequence[Network] | None = None, judges: Sequence[str] = JUDGES, res: int = 64,
+def run(networks: Sequence[Network] | None = None, judges: Sequence[str] = JUDGE_NAMES, res: int = 64,
         sample: int | None = 150, seed: int = 0, scale: float = SCALE, progress=None) -> dict:
     """Score every network under every rule x policy x judge; the dict :func:`save` stores."""
     checks.check_render_size(res, 64, 4, "counting's renders")

@@ -25,8 +25,6 @@ from .. import checks
 from ..stats import fmt, mean_ci
 from . import panel, theory
 
-JUDGES = (panel.DEFAULT, panel.SSIM)
-
 
 # -- stored runs and rows ------------------------------------------------------------------------------------------
 def stored(chapter: str) -> dict:
@@ -195,7 +193,7 @@ def unknown_summary(ratios: dict, predicted: dict, used: dict, rows: dict) -> pd
     """Chapter 9's closing table: ratio, predicted and trained depth, and each (judge, kind)'s score per target."""
     return pd.DataFrame({"ratio": ratios, "predicted": predicted, "trained": used,
                          **{f"{j} {k}": {n: pick(rows[n], name=k, judge=j)["score"] for n in rows}
-                            for j in JUDGES for k in ("dense", "SP")}}).round(3)
+                            for j in panel.JUDGE_NAMES for k in ("dense", "SP")}}).round(3)
 
 
 # -- chapters 3 and 4 ----------------------------------------------------------------------------------------------

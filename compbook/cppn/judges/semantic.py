@@ -211,11 +211,14 @@ class ImageReferenceJudge(_ThresholdJudge):
     """"Is this still the target?": :class:`ReferenceJudge`'s multi-scale comparison against a given image
     ``target`` ``(H, W, 3)`` in [0, 1] (resized to 64 px) instead of a concept's Picbreeder render. Chapter 9's
     choice for targets that are none of :data:`CONCEPTS` (a photograph, a two-object scene); its agreement with
-    human verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label."""
+    human verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label;
+    ``threshold`` defaults to the default judge's (:func:`default_judge`)."""
 
     kind = "image-reference"
 
-    def __init__(self, target, threshold: float = 0.625, scales=(64, 32, 16), shift: int = 2):
+    def __init__(self, target, threshold: float | None = None, scales=(64, 32, 16), shift: int = 2):
+        if threshold is None:                            # the default judge's (choice.json)
+            threshold = default_judge().threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
         scales, shift = _check_scales(scales, shift)
@@ -292,12 +295,19 @@ class ClassifierJudge(_ThresholdJudge):
         self.identity = f"semantic-classifier:concept_cnn@{digest}|threshold={self.threshold!r}"
         self.last_details: list[dict] = []
 
-    @torch.no_grad()
     def scores(self, images, concept: str) -> torch.Tensor:
-        j = CONCEPTS.index(check_concept(concept))
-        x = prepare(images)
-        return torch.cat([torch.sigmoid(self.net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
-            if len(x) else torch.zeros(0)
+        return classifier_scores(images, concept, self.net)
+
+
+@torch.no_grad()
+def classifier_scores(images, concept: str, net: ConceptNet | None = None) -> torch.Tensor:
+    """The CNN's probability ``(N,)`` that each of ``images`` shows ``concept`` (``net``: default the stored
+    one, :func:`load_classifier`)."""
+    j = CONCEPTS.index(check_concept(concept))
+    x = prepare(images)
+    net = load_classifier()[0] if net is None else checks.instance(net, "net", ConceptNet)
+    return torch.cat([torch.sigmoid(net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
+        if len(x) else torch.zeros(0)
 
 
 
@@ -348,15 +358,6 @@ def choice_path(folder=None) -> Path:
     return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
 
 
-def make_judge(kind: str, threshold: float):
-    """A semantic judge by kind (``"reference"`` or ``"classifier"``) and threshold."""
-    if kind == "reference":
-        return ReferenceJudge(threshold)
-    if kind == "classifier":
-        return ClassifierJudge(threshold)
-    raise ValueError(f"kind must be 'reference' or 'classifier', got {kind!r}")
-
-
 def candidates(thresholds: dict | None = None) -> dict:
     """The candidate judges with the thresholds stored in ``choice.json`` (or given), by kind."""
     if thresholds is None:
@@ -364,7 +365,11 @@ def candidates(thresholds: dict | None = None) -> dict:
     checks.mapping(thresholds, "thresholds", 1)
     for k in thresholds:
         checks.choice(k, "thresholds (a kind)", KINDS)
-    return {k: make_judge(k, t) for k, t in thresholds.items()}
+    return {k: _of_kind(k, t) for k, t in thresholds.items()}
+
+
+def _of_kind(kind: str, threshold: float):
+    return {"reference": ReferenceJudge, "classifier": ClassifierJudge}[kind](threshold)
 
 
 #: the candidate kinds ``choice.json`` may name
@@ -408,11 +413,4 @@ def default_judge(path=None):
     """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold
     (``path``: another choice file; checked by :func:`read_choice`)."""
     choice = read_choice(path)
-    return make_judge(choice["chosen"], choice["thresholds"][choice["chosen"]])
-
-
-def default_cpu_judge():
-    """The book's default CPU judge for "is this still a <concept>?" (chapter 5): :func:`default_judge`, the
-    candidate chosen by agreement with held-out blind human verdicts (``data/semantic/choice.json``). Call it as
-    ``judge(images (N, H, W, 3) in [0, 1], concept)``, no reference needed."""
-    return default_judge()
+    return _of_kind(choice["chosen"], choice["thresholds"][choice["chosen"]])

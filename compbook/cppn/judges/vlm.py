@@ -25,9 +25,11 @@ import numpy as np
 import torch
 
 from ... import checks
+from ..paper import figure
 from .base import check_concept, check_images, check_questions
 
-DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Thinking"
+#: the paper's judge (:data:`compbook.cppn.paper.FIGURES`)
+DEFAULT_MODEL = figure("judge_model")
 #: Our choice of wording; ``{concept}`` is replaced by the concept ("skull").
 DEFAULT_PROMPT = ("Look at this image. Does it still clearly show a {concept}? "
                   "Answer with one word: yes or no.")
