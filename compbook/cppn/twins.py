@@ -35,12 +35,9 @@ import torch
 from . import store, picbreeder, train
 from .. import checks, images, paths
 from .network import CPPN
+from .paper import figure
 
 TARGETS = ("skull", "butterfly", "apple")
-#: FER's learning rates (fact, FER's code): 3e-3, the apple 3e-4.
-FER_LR = {"skull": 3e-3, "butterfly": 3e-3, "apple": 3e-4}
-#: FER's SGD figures against the reference renders at 256 px (``../shared/picbreeder/README.md``): PSNR in dB.
-FER_PSNR_256 = {"skull": 31.0, "butterfly": 31.5, "apple": 40.7}
 LOG_EVERY = 100
 FOLDER = "emc2"
 #: Our choice of "converged": a seed has *plateaued* when its best loss over the last ``PLATEAU_WINDOW`` steps is
@@ -75,7 +72,7 @@ class TwinRecipe:
         self.seeds = [int(s) for s in checks.integers(checks.sequence(self.seeds, "seeds"), "seeds", 0, ndim=1)]
         checks.choice(self.optimizer, "optimizer", train.OPTIMIZERS)
         if self.lr is None:
-            self.lr = FER_LR[self.target]
+            self.lr = figure("fer_lr")[self.target]
 
 
 def plateaued(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL) -> np.ndarray:
@@ -259,7 +256,7 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
                          "plateau_at_end": _plateau_at_end(run), "best_loss": _best_loss(m),
                          "lr": m["recipe"]["lr"], "minutes": round(m["train_seconds_all_seeds"] / 60, 1),
                          "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
-                         "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": FER_PSNR_256[t]})
+                         "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": figure("fer_psnr_256")[t]})
     return rows
 
 
@@ -321,7 +318,7 @@ class FerTwinRecipe:
         self.full_steps = checks.integer(self.full_steps, "full_steps", 0)
         if self.lr is not None:
             checks.real(self.lr, "lr", 0, low_open=True)
-        self.lr = FER_LR[self.target] if self.lr is None else float(self.lr)
+        self.lr = figure("fer_lr")[self.target] if self.lr is None else float(self.lr)
 
     @property
     def total_steps(self) -> int:
