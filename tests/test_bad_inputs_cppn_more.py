@@ -37,9 +37,9 @@ CASES = {
     "plateaued NaN losses": lambda c: twins.plateaued(np.full((10, 2), NAN), window=3),
     "plateaued tol above 1": lambda c: twins.plateaued(np.ones((10, 2)), window=3, tol=2.0),
     "plateau_steps every 0": lambda c: twins.plateau_steps(np.ones((10, 2)), window=3, every=0),
-    "stem unknown target": lambda c: twins.stem("../../etc", 64, 10, 0),
-    "stem res 0": lambda c: twins.stem("skull", 0, 10, 0),
-    "stored unknown target": lambda c: twins.stored("../x", c.dir),
+    "twin_stem unknown target": lambda c: twins.twin_stem("../../etc", 64, 10, 0),
+    "twin_stem res 0": lambda c: twins.twin_stem("skull", 0, 10, 0),
+    "stored_twins unknown target": lambda c: twins.stored_twins("../x", c.dir),
     "FerTwinRecipe batch_pixels 0": lambda c: twins.FerTwinRecipe("skull", batch_pixels=0),
     "FerTwinRecipe res 100000": lambda c: twins.FerTwinRecipe("skull", res=100_000),
     "FerTwinRecipe negative steps": lambda c: twins.FerTwinRecipe("skull", minibatch_steps=-1),
@@ -47,7 +47,7 @@ CASES = {
     "check_resume other arch": lambda c: twins.check_resume(
         twins.FerTwinRecipe("skull"), {**twins.asdict(twins.FerTwinRecipe("skull")), "arch": "2;sin:3"}),
     "load_fer_twins unknown target": lambda c: twins.load_fer_twins("../x", c.dir),
-    "loss_curves unknown target": lambda c: twins.loss_curves("../x", c.dir),
+    "stored_loss_curves unknown target": lambda c: twins.stored_loss_curves("../x", c.dir),
     # -- experiments
     "finite_mean empty": lambda c: experiments.finite_mean([]),
     "half_mse target of other shape": lambda c: experiments.half_mse(c.model, np.zeros((8, 8, 3)), 16),

@@ -77,8 +77,8 @@ class _NotAJudge:
 
 CASES = {
     # -- compbook.cppn.judges.semantic -------------------------------------------------------------------------
-    "check_concept 'dog'": lambda c: semantic.check_concept("dog"),
-    "check_concept ['skull']": lambda c: semantic.check_concept(["skull"]),
+    "check_known_concept 'dog'": lambda c: semantic.check_known_concept("dog"),
+    "check_known_concept ['skull']": lambda c: semantic.check_known_concept(["skull"]),
     "prepare a numpy array": lambda c: semantic.prepare(np.zeros((1, 8, 8, 3))),
     "prepare (8, 8, 3) without N": lambda c: semantic.prepare(torch.zeros(8, 8, 3)),
     "prepare NaN": lambda c: semantic.prepare(torch.full((1, 8, 8, 3), _nan)),

@@ -142,7 +142,7 @@ def test_etf_table_flags_a_frame_that_is_not_an_etf():
 def test_coherence_sweep_is_minimise_coherence():
     got = theory.coherence_sweep([3, 4], [2], steps=50, restarts=2)
     assert list(got) == [(3, 2), (4, 2)]
-    assert got[4, 2] == theory.coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
+    assert got[4, 2] == theory.mutual_coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
 
 
 def test_log10_rho_grid_and_relabelling_peak():

@@ -268,6 +268,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
 
 def semantic(argv: Sequence[str]) -> int:
     """``semantic train`` (the CNN's weights), ``semantic choose``, ``validate``, ``second`` or ``overlap``."""
+    from .labelling import HUMAN_KEYS
     p = argparse.ArgumentParser(prog=f"{PROG} semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -281,7 +282,7 @@ def semantic(argv: Sequence[str]) -> int:
     w = sub.add_parser("second", help="the default judge and the choice against another labeller's verdicts")
     w.add_argument("--key", default="human_key_batch3.json", help="its key, in data/judge_cache/")
     w.add_argument("--labeller", default="second labeller", help="the labeller whose verdicts are stored")
-    w.add_argument("--first-keys", nargs="+", default=["human_key.json", "human_key_batch2.json"],
+    w.add_argument("--first-keys", nargs="+", default=list(HUMAN_KEYS),
                    help="the first labeller's keys (the cross-labeller choice)")
     w.add_argument("--seed", type=int, default=0)
     o = sub.add_parser("overlap", help="a third labeller on items labellers 1 and 2 answered (overlap set)")

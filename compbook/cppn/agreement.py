@@ -1,4 +1,4 @@
-"""How well a CPU judge agrees with blind human verdicts (chapter 5, issue 11).
+"""How well a CPU judge agrees with blind human verdicts (chapter 5).
 
 Items are the labelling key's (:mod:`compbook.cppn.labelling`); "can't tell" answers are left out. The items are cut,
 seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
@@ -6,7 +6,7 @@ one with the best balanced accuracy there) and a *held-out* half (the default ju
 held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
 writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
 
-A second labeller (issue 24): :func:`labeller_rows` scores a judge at its fixed threshold against another
+A second labeller: :func:`labeller_rows` scores a judge at its fixed threshold against another
 labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
 with intervals (:func:`with_intervals`) and "can't tell" counts; :func:`cross_labeller` chooses on one labeller
 and validates on the other, each way round; :func:`human_rows` gives a labeller's verdicts per kind and delta.
@@ -27,10 +27,7 @@ from .. import checks
 from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
 from .judges import semantic
 from .judges.base import SSIM_THRESHOLD
-
-THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
-                  "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
-assert THRESHOLD_GRID == semantic.THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
+from .judges.semantic import THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
 
 
 def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
@@ -65,7 +62,7 @@ def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
     return held
 
 
-ANSWERS = ("yes", "no", "can't tell", None)
+ANSWER_VALUES = ("yes", "no", "can't tell", None)
 
 
 def _check_items(items, keys, name: str = "items") -> list:
@@ -80,8 +77,8 @@ def _check_answers(items, answers) -> list:
     answers = checks.sequence(answers, "answers", 0)
     checks.same_length(items, answers, "items", "answers")
     for i, a in enumerate(answers):
-        if a not in ANSWERS:
-            raise ValueError(f"answers[{i}] must be one of {ANSWERS}, got {a!r}")
+        if a not in ANSWER_VALUES:
+            raise ValueError(f"answers[{i}] must be one of {ANSWER_VALUES}, got {a!r}")
     return answers
 
 
@@ -99,7 +96,7 @@ def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list
     return [items[j] for j in keep], np.array([answers[j] == "yes" for j in keep])
 
 
-#: Variants of the reference judge (issue 24, fixed before the second labeller's answers were read): the
+#: Variants of the reference judge (fixed before the second labeller's answers were read): the
 #: default averages the best-shift SSIM at 64, 32 and 16 px; ``reference-min`` takes the *lowest* of the three
 #: (a render must match at every scale: stricter on local damage that the coarse scales average away);
 #: ``reference-64`` keeps the 64 px scale only. Their thresholds use the reference grid.
@@ -203,7 +200,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     _check_images(images, len(items))
     seed = checks.integer(seed, "seed", 0)
     for k in checks.sequence(kinds, "kinds"):
-        checks.choice(k, "kinds", (*semantic.KINDS, *VARIANTS))
+        checks.choice(k, "kinds", (*semantic.CANDIDATE_KINDS, *VARIANTS))
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
@@ -237,12 +234,13 @@ def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
 def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
              thresholds: dict) -> dict:
     """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render,
-    :data:`SSIM_LABEL`) on a new labelled batch that took no part in the choice: metric rows for all items and per network kind."""
+    :data:`SSIM_LABEL`) on a new labelled batch that took no part in the choice: metric rows for all items and
+    per network kind."""
     items = _check_items(items, ("concept", "kind", "source"))
     answers = _check_answers(items, answers)
     _check_images(images, len(items))
     for k, t in checks.mapping(thresholds, "thresholds", 1).items():
-        checks.choice(k, "thresholds (a kind)", (*semantic.KINDS, *VARIANTS))
+        checks.choice(k, "thresholds (a kind)", (*semantic.CANDIDATE_KINDS, *VARIANTS))
         checks.real(t, f"thresholds[{k!r}]", -1, 1)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
@@ -270,7 +268,7 @@ def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[
             "n_yes_no_both": len(both), "agreement_yes_no": m["agreement"], "kappa_yes_no": m["kappa"]}
 
 
-# -- a second labeller (issue 24) -------------------------------------------------------------------------------------
+# -- a second labeller -------------------------------------------------------------------------------------
 def with_intervals(human: Sequence[bool], judge: Sequence[bool], n_boot: int = 2000, seed: int = 0) -> dict:
     """:func:`metrics` with 95% intervals: Wilson for the agreement and for the judge's recall on the human's
     yes items (``recall_yes``) and no items (``recall_no``); a seeded percentile bootstrap, resampling items
@@ -419,8 +417,8 @@ def pairwise(first: Sequence[str | None], second: Sequence[str | None]) -> dict:
     checks.same_length(first, second, "first", "second")
     for name, seq in (("first", first), ("second", second)):
         for i, a in enumerate(seq):
-            if a not in ANSWERS:
-                raise ValueError(f"{name}[{i}] must be one of {ANSWERS}, got {a!r}")
+            if a not in ANSWER_VALUES:
+                raise ValueError(f"{name}[{i}] must be one of {ANSWER_VALUES}, got {a!r}")
     pairs = [(a, b) for a, b in zip(first, second) if a is not None and b is not None]
     n = len(pairs)
     nan2 = [float("nan")] * 2

@@ -423,13 +423,6 @@ def load() -> tuple[dict, dict]:
             json.loads(stored_path().read_text()))
 
 
-# -- the theory checks the command stores -------------------------------------------------------------------------
-def run_theory() -> dict:
-    """Chapters 3 and 4's checks (:func:`compbook.cppn.experiments.run_theory`, which now holds them)."""
-    from .experiments import run_theory as run
-    return run()
-
-
 # -- chapter 5's readings: Picbreeder against SGD ---------------------------------------------------------------
 READ = {REPRODUCED: "reproduced: Picbreeder above", NOT_REPRODUCED: "not reproduced: SGD above",
         INCONCLUSIVE: "inconclusive: intervals overlap"}

@@ -377,10 +377,10 @@ def run_theory(seeds=(), sample=None) -> dict:
     gaps, etf = [], []
     for d in (2, 3, 4):
         for r in range(2, 9):
-            c = theory.coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
+            c = theory.mutual_coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
             gaps.append(c - theory.welch_bound(r, d))
         f = theory.simplex_etf(d)
-        etf.append(abs(theory.coherence(f) - theory.welch_bound(len(f), d)))
+        etf.append(abs(theory.mutual_coherence(f) - theory.welch_bound(len(f), d)))
     skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
     w0, l0 = skull.width, skull.depth
     grid = {(w, l): theory.log_rho(skull, w, l) for w in range(1, w0 + 6) for l in range(1, l0 + 6)}
@@ -398,7 +398,7 @@ def run_theory(seeds=(), sample=None) -> dict:
 RUNNERS = {"theory": run_theory, "6": run_chapter6, "7": run_chapter7, "8": run_chapter8, "9": run_chapter9}
 
 
-# -- FER's own SGD networks in chapters 6-8 (issue 24: the paper's SGD side) -------------------------------------
+# -- FER's own SGD networks in chapters 6-8 (the paper's SGD side) -------------------------------------
 FER_TARGETS = ("skull", "butterfly", "apple")
 FER_KINDS = ("fer", "fertwin")   # FER's published networks; our twins of FER's architecture (data/emc2/fertwin_*)
 

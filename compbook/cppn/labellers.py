@@ -25,7 +25,7 @@ from .judges import semantic
 from .judges.base import SSIM_THRESHOLD
 
 #: the overlap draw: per earlier labeller, its keys and how many items of each answer
-OVERLAP = ((("human_key.json", "human_key_batch2.json"), "book authors", {"yes": 14, "no": 13, "can't tell": 13}),
+OVERLAP = ((labelling.HUMAN_KEYS, labelling.LABELLER, {"yes": 14, "no": 13, "can't tell": 13}),
            (("human_key_batch3.json",), "second labeller", {"no": 12, "yes": 28}))
 #: the overlap key's first item number per concept
 OVERLAP_STARTS = {"skull": 20000, "butterfly": 21000, "apple": 22000}

@@ -22,10 +22,6 @@ from .judges.registry import make_judge
 from .panel import panel_verdicts, score_row
 
 
-#: the labelled batches (``data/judge_cache/``): the first (earlier twins) and the second (current twins)
-HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
-
-
 def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
     return score_row(verdicts, concept=concept, network=kind, judge=judge_name, delta=delta) | (extra or {})
 
@@ -157,7 +153,7 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
     part = concepts is not None
     concepts = list(concepts or twins.TARGETS)
     rows = machine_scores(judge_map, tuple(deltas), sample, pb_sample, concepts=concepts)
-    key = [it for f in HUMAN_KEYS for it in json.loads((data_dir() / "judge_cache" / f).read_text())["items"]]
+    key = [it for f in labelling.HUMAN_KEYS for it in json.loads((data_dir() / "judge_cache" / f).read_text())["items"]]
     current = {n.source for n in labelling.networks() if n.kind == "sgd"}
     human = human_scores(key, labelling.answers_for(key), current)
     out = {"made_by": made_by, "seconds": round(time.perf_counter() - t0, 1),

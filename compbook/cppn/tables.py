@@ -259,7 +259,8 @@ def etf_table(frames: dict | None = None) -> pd.DataFrame:
     for name, F in (frames or etf_frames()).items():
         r, d = F.shape
         G = np.abs(F @ F.T)[~np.eye(r, dtype=bool)]
-        rows.append(dict(frame=name, r=r, d=d, coherence=theory.coherence(F), welch_bound=theory.welch_bound(r, d),
+        rows.append(dict(frame=name, r=r, d=d, coherence=theory.mutual_coherence(F),
+                         welch_bound=theory.welch_bound(r, d),
                          angle_spread=float(G.max() - G.min()),
                          tightness=float(np.abs(F.T @ F - r / d * np.eye(d)).max())))
     table = pd.DataFrame(rows).set_index("frame")
@@ -305,7 +306,7 @@ def ci_cell(row: dict) -> str:
     return f"{fmt(row)} n={row['n']}"
 
 
-# -- chapter 5: a second labeller (issue 24) -----------------------------------------------------------------------
+# -- chapter 5: a second labeller -----------------------------------------------------------------------
 #: how chapter 5 names the network kinds of the labelled items
 KIND_NAMES = {"picbreeder": "Picbreeder", "sgd": "our twins", "fer": "FER's SGD", "fertwin": "FER-arch twins"}
 

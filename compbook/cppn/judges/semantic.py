@@ -1,4 +1,4 @@
-"""Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5, issue 11).
+"""Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5).
 
 SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the same
 picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
@@ -40,7 +40,7 @@ FOLDER = "semantic"
 
 
 # -- input checks and resizing ---------------------------------------------------------------------------------
-def check_concept(concept) -> str:
+def check_known_concept(concept) -> str:
     """``concept`` if it is one of :data:`CONCEPTS`, else ``ValueError`` naming it."""
     if concept not in CONCEPTS:
         raise ValueError(f"concept must be one of {CONCEPTS}, got {concept!r}")
@@ -67,7 +67,7 @@ def prepare(images) -> torch.Tensor:
 def reference(concept: str) -> torch.Tensor:
     """The concept's Picbreeder reference render ``(3, 64, 64)`` float32 (the genome's float64 render)."""
     from .. import picbreeder
-    img = picbreeder.render(picbreeder.load_genome(check_concept(concept)), RES)
+    img = picbreeder.render(picbreeder.load_genome(check_known_concept(concept)), RES)
     return torch.from_numpy(img).float().permute(2, 0, 1).contiguous()
 
 
@@ -100,7 +100,7 @@ def _shifted(ref: torch.Tensor, shift: int) -> torch.Tensor:
 def reference_scores(images, concept: str, scales=(64, 32, 16), shift: int = 2) -> torch.Tensor:
     """Multi-scale score ``(N,)``: for each scale, the images and the reference shrunk (area) to it, the best
     RGB SSIM over shifts of the reference up to ``shift`` pixels, then the mean over scales."""
-    check_concept(concept)
+    check_known_concept(concept)
     _check_scales(scales, shift)
     return image_reference_scores(images, reference(concept), scales, shift)
 
@@ -303,7 +303,7 @@ class ClassifierJudge(_ThresholdJudge):
 def classifier_scores(images, concept: str, net: ConceptNet | None = None) -> torch.Tensor:
     """The CNN's probability ``(N,)`` that each of ``images`` shows ``concept`` (``net``: default the stored
     one, :func:`load_classifier`)."""
-    j = CONCEPTS.index(check_concept(concept))
+    j = CONCEPTS.index(check_known_concept(concept))
     x = prepare(images)
     net = load_classifier()[0] if net is None else checks.instance(net, "net", ConceptNet)
     return torch.cat([torch.sigmoid(net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
@@ -364,7 +364,7 @@ def candidates(thresholds: dict | None = None) -> dict:
         thresholds = read_choice()["thresholds"]
     checks.mapping(thresholds, "thresholds", 1)
     for k in thresholds:
-        checks.choice(k, "thresholds (a kind)", KINDS)
+        checks.choice(k, "thresholds (a kind)", CANDIDATE_KINDS)
     return {k: _of_kind(k, t) for k, t in thresholds.items()}
 
 
@@ -373,15 +373,15 @@ def _of_kind(kind: str, threshold: float):
 
 
 #: the candidate kinds ``choice.json`` may name
-KINDS = ("reference", "classifier")
-#: each kind's threshold grid (the calibration half picks one value of it; ``agreement.THRESHOLD_GRID``)
+CANDIDATE_KINDS = ("reference", "classifier")
+#: each kind's threshold grid (the calibration half picks one value of it, :func:`compbook.cppn.agreement.choose`)
 THRESHOLD_GRID = {"reference": [round(0.05 + 0.025 * i, 3) for i in range(37)],
                   "classifier": [round(0.05 + 0.05 * i, 3) for i in range(19)]}
 
 
 def read_choice(path=None) -> dict:
     """``choice.json`` (default :func:`choice_path`), checked: a JSON object whose ``thresholds`` name known kinds
-    with values from :data:`compbook.cppn.agreement.THRESHOLD_GRID`, whose ``chosen`` is one of them, and whose
+    with values from :data:`THRESHOLD_GRID`, whose ``chosen`` is one of them, and whose
     ``chosen`` is what the stored held-out rows give by the rule (best balanced accuracy, kappa on ties). A file
     truncated, edited by hand (a threshold or the choice changed) or of another config is refused."""
     path = choice_path() if path is None else path
@@ -392,8 +392,8 @@ def read_choice(path=None) -> dict:
     if not isinstance(th, dict) or not th or not isinstance(tables, dict):
         raise ValueError(f"{path}: needs 'thresholds' and 'tables' objects (is it data/semantic/choice.json?)")
     for k, t in th.items():
-        if k not in KINDS:
-            raise ValueError(f"{path}: unknown kind {k!r} in thresholds (known: {KINDS}); another config?")
+        if k not in CANDIDATE_KINDS:
+            raise ValueError(f"{path}: unknown kind {k!r} in thresholds (known: {CANDIDATE_KINDS}); another config?")
         if isinstance(t, bool) or not isinstance(t, (int, float)) or \
                 not any(abs(t - g) < 1e-9 for g in THRESHOLD_GRID[k]):
             raise ValueError(f"{path}: threshold of {k!r} is {t!r}, not a value of its grid (edited by hand?)")

@@ -112,7 +112,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def load_vlm(model_id: str = DEFAULT_MODEL, revision: str | None = None, device=None, dtype="auto",
+def load_hf_vlm(model_id: str = DEFAULT_MODEL, revision: str | None = None, device=None, dtype="auto",
              device_map=None):
     """``(model, processor)`` from the hub (or a local folder): ``AutoProcessor`` + ``AutoModelForImageTextToText``.
 
@@ -144,7 +144,7 @@ class VLMJudge:
         prompt: the question, with ``{concept}``; our choice of wording, :data:`DEFAULT_PROMPT`.
         parse: ``text -> True | False | None`` (None: unreadable, counted as False and kept in ``.unparsed``).
         batch_size: images per ``generate`` call.
-        device, dtype, device_map: where and how to load (see :func:`load_vlm`).
+        device, dtype, device_map: where and how to load (see :func:`load_hf_vlm`).
         max_new_tokens: generation budget; a thinking model that runs out mid-reasoning gives no answer.
         image_size: renders are resized to ``image_size x image_size`` pixels (None: as rendered).
         generate_kwargs: extra ``model.generate`` arguments (default greedy: ``do_sample=False``).
@@ -159,7 +159,7 @@ class VLMJudge:
                  dtype="auto", device_map=None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  image_size: int | None = DEFAULT_IMAGE_SIZE, generate_kwargs: dict | None = None):
         self._configure(model_id, revision, prompt, parse, batch_size, max_new_tokens, image_size, generate_kwargs)
-        self.model, self.processor = load_vlm(model_id, revision, device, dtype, device_map)
+        self.model, self.processor = load_hf_vlm(model_id, revision, device, dtype, device_map)
 
     @classmethod
     def from_model(cls, model, processor, *, model_id: str | None = None, revision: str | None = None,
