@@ -3,19 +3,11 @@
 import json
 
 import pytest
-import torch
 
 from compbook.cppn import labellers, labelling
 from compbook.paths import data_file
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small renders and SSIMs: one torch thread, as the command line runs them (restored after)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _stored(name):

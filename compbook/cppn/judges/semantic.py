@@ -358,20 +358,6 @@ def choice_path(folder=None) -> Path:
     return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
 
 
-def candidates(thresholds: dict | None = None) -> dict:
-    """The candidate judges with the thresholds stored in ``choice.json`` (or given), by kind."""
-    if thresholds is None:
-        thresholds = read_choice()["thresholds"]
-    checks.mapping(thresholds, "thresholds", 1)
-    for k in thresholds:
-        checks.choice(k, "thresholds (a kind)", CANDIDATE_KINDS)
-    return {k: _of_kind(k, t) for k, t in thresholds.items()}
-
-
-def _of_kind(kind: str, threshold: float):
-    return {"reference": ReferenceJudge, "classifier": ClassifierJudge}[kind](threshold)
-
-
 #: the candidate kinds ``choice.json`` may name
 CANDIDATE_KINDS = ("reference", "classifier")
 #: each kind's threshold grid (the calibration half picks one value of it, :func:`compbook.cppn.agreement.choose`)
@@ -413,4 +399,5 @@ def default_judge(path=None):
     """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold
     (``path``: another choice file; checked by :func:`read_choice`)."""
     choice = read_choice(path)
-    return _of_kind(choice["chosen"], choice["thresholds"][choice["chosen"]])
+    kind = {"reference": ReferenceJudge, "classifier": ClassifierJudge}[choice["chosen"]]
+    return kind(choice["thresholds"][choice["chosen"]])
