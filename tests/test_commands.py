@@ -3,7 +3,7 @@
 The commands are collected from the chapters (markdown and code cells), ``README.md``, ``CONTRIBUTING.md``,
 ``intro.md`` and ``data/**/README.md``. For ``python -m compbook.cppn judges fill --genome skull`` the test runs
 ``python -m compbook.cppn --help``, ``... judges --help`` and ``... judges fill --help``: each must exit 0 and
-print a usage line. They run in this process through :func:`runpy.run_module`, which is what ``python -m``
+print a usage line, and the last one's help must name every option the printed command uses (``--genome``). They run in this process through :func:`runpy.run_module`, which is what ``python -m``
 does (a module without an entry point runs, prints nothing and fails here); one subprocess checks the three
 parts' real ``python -m``.
 """
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: a module path, not a placeholder (``compbook.<part>``) or an ellipsis (``compbook...``)
 COMMAND = re.compile(r"python -m (compbook(?:\.[a-z_][a-z0-9_]*)*)(?![.<\w|])([^`\n\"]*)")
 WORD = re.compile(r"[a-z][a-z0-9_-]*")
+OPTION = re.compile(r"(?<!\S)(--[a-z][a-z0-9-]*)")
 
 
 def sources() -> dict[str, str]:
@@ -37,9 +38,9 @@ def sources() -> dict[str, str]:
     return out
 
 
-def commands(text: str) -> list[tuple[str, tuple[str, ...]]]:
-    """``(module, subcommands)`` of every command in ``text``: the words after the module up to the first
-    option or argument that is not a plain word."""
+def commands(text: str) -> list[tuple[str, tuple[str, ...], set[str]]]:
+    """``(module, subcommands, options)`` of every command in ``text``: the words after the module up to the
+    first option or argument that is not a plain word, and the ``--options`` after them."""
     out = []
     for m in COMMAND.finditer(text):
         words = []
@@ -47,23 +48,26 @@ def commands(text: str) -> list[tuple[str, tuple[str, ...]]]:
             if not WORD.fullmatch(token):
                 break
             words.append(token)
-        out.append((m.group(1), tuple(words)))
+        out.append((m.group(1), tuple(words), set(OPTION.findall(m.group(2)))))
     return out
 
 
-def levels() -> dict[tuple, list[str]]:
-    """Every level of every printed command -> the files that print it."""
-    out: dict[tuple, list[str]] = {}
+def levels() -> tuple[dict[tuple, list[str]], dict[tuple, set[str]]]:
+    """Every level of every printed command -> the files that print it; and each printed command -> the options
+    it is printed with."""
+    where: dict[tuple, list[str]] = {}
+    options: dict[tuple, set[str]] = {}
     for name, text in sources().items():
-        for module, words in commands(text):
+        for module, words, opts in commands(text):
+            options.setdefault((module, words), set()).update(opts)
             for k in range(len(words) + 1):
-                out.setdefault((module, words[:k]), [])
-                if name not in out[(module, words[:k])]:
-                    out[(module, words[:k])].append(name)
-    return out
+                where.setdefault((module, words[:k]), [])
+                if name not in where[(module, words[:k])]:
+                    where[(module, words[:k])].append(name)
+    return where, options
 
 
-LEVELS = levels()
+LEVELS, OPTIONS = levels()
 
 
 def run_help(module: str, words: tuple) -> tuple[int, str]:
@@ -87,8 +91,8 @@ def run_help(module: str, words: tuple) -> tuple[int, str]:
 def test_the_collector_finds_the_commands():
     text = ("run `python -m compbook.cppn judges fill --genome skull` or python -m compbook.sae study --regions 4 8; "
             "not `python -m compbook.<part> --help` nor python -m compbook...; `python -m compbook.cppn.twins`")
-    assert commands(text) == [("compbook.cppn", ("judges", "fill")), ("compbook.sae", ("study",)),
-                              ("compbook.cppn.twins", ())]
+    assert commands(text) == [("compbook.cppn", ("judges", "fill"), {"--genome"}),
+                              ("compbook.sae", ("study",), {"--regions"}), ("compbook.cppn.twins", (), set())]
     assert ("compbook.cppn", ()) in LEVELS and ("compbook.binding", ()) in LEVELS and ("compbook.sae", ()) in LEVELS
     assert len(LEVELS) >= 20, sorted(LEVELS)
 
@@ -108,6 +112,8 @@ def test_printed_command_answers_help(module, words):
     assert code == 0 and re.search(r"(?m)^usage: ", out), (
         f"`python -m {module} {' '.join(words)} --help` exited {code} without a usage line (printed in {where}):"
         f"\n{out[-600:]}")
+    unknown = sorted(o for o in OPTIONS.get((module, words), ()) if not re.search(rf"{o}(?![a-z0-9-])", out))
+    assert not unknown, f"`python -m {module} {' '.join(words)}` has no option {unknown} (printed in {where})"
 
 
 def test_the_parts_answer_help_through_python_m():
