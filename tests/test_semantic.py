@@ -81,7 +81,7 @@ def test_augmentation_batch_shapes_labels_and_determinism():
 
 def test_stored_classifier_recognises_the_references_and_rejects_noise():
     if not semantic.weights_path().is_file():
-        pytest.fail("data/semantic/concept_cnn.safetensors is missing: python -m compbook.cppn.judges.semantic train")
+        pytest.fail("data/semantic/concept_cnn.safetensors is missing: python -m compbook.cppn semantic train")
     j = semantic.ClassifierJudge()
     refs = _refs()
     for k, c in enumerate(semantic.CONCEPTS):
