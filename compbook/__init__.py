@@ -9,12 +9,8 @@
 * Part C, chapters 14-16: :mod:`compbook.sae` (sparse autoencoders, vanilla and S2AE).
 
 Each part's command lines: ``python -m compbook.cppn|binding|sae <command>``. Importing the package loads no
-submodule; it only lets the old Part A paths (``compbook.judges``, ``python -m compbook.twins``) work for one
-release (:mod:`compbook._compat`).
+submodule. Names removed in a release are listed in ``CHANGELOG.md``.
 """
 
-from . import _compat
-
+#: the package's version, its one source (``pyproject.toml`` reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.2.0"
-
-_compat.install()

@@ -9,6 +9,18 @@ from compbook.cppn import picbreeder
 GENOME_NAMES = ("skull", "butterfly", "apple")
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Small tensors: one torch thread is much faster than two fighting over a shared CPU, and is how the
+    command lines run (restored after the module). A module asks for it with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def genomes():
     """All three genomes; fails (does not skip) when the data folder is missing: the suite needs it."""

@@ -11,7 +11,7 @@ from recipe_tiny import tiny
 
 from compbook.binding.recipe_data import binding_scenes, swap_sets
 from compbook.binding.recipe_eval import (bag_of_concepts, coverage_table, eval_sets, evaluate_recipe, evaluate_stored,
-                                          floors, is_stored, load_records, separation, verdict)
+                                          floors, go_no_go, is_stored, load_records, separation)
 from compbook.binding.recipe_model import RecipeEncoder, save_recipe, stem_for
 
 
@@ -43,14 +43,14 @@ def test_chance_and_bag_of_concepts_floor():
     assert np.allclose(exact[:, :2].sum(1), exact[:, 2:].sum(1))
 
 
-def test_verdict_rule():
+def test_go_no_go_rule():
     rec = {"config": {"eval_scenes": 2000}, "floors": {"swap_chance_sim": 1 / 6},
            "final": {"seen_binding": 0.95, "unseen_binding": 0.20}}
-    assert verdict(rec)[0]                      # 0.20 of 2000: Wilson low 0.18 > 1/6
+    assert go_no_go(rec)[0]                      # 0.20 of 2000: Wilson low 0.18 > 1/6
     rec["final"]["unseen_binding"] = 0.17
-    assert not verdict(rec)[0]
+    assert not go_no_go(rec)[0]
     rec["final"].update(seen_binding=0.89, unseen_binding=0.9)
-    assert not verdict(rec)[0]
+    assert not go_no_go(rec)[0]
 
 
 def _stored(tmp_path, cfg, **record):
@@ -70,7 +70,8 @@ def test_a_stored_model_is_read_again_and_judged(tmp_path):
     assert is_stored(stem) and not is_stored(tmp_path / "other")
     ev = evaluate_stored(stem, cfg)
     assert ev.final == evaluate_recipe(model, cfg, sets) and ev.floors == ev.record["floors"]
-    assert (ev.go, ev.why) == verdict(ev.record) and ev.verdict_line().startswith("GO: " if ev.go else "NO-GO: ")
+    assert (ev.go, ev.why) == go_no_go(ev.record)
+    assert ev.verdict_line().startswith("GO: " if ev.go else "NO-GO: ")
     assert list(ev.log_table(["loss"]).columns) == [cfg.steps]
     here = evaluate_stored(stem, floors_here=True)        # the stored config; floors simulated here
     assert here.cfg == cfg and here.floors == floors(cfg, sets)

@@ -172,9 +172,3 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
     save_recipe(model.cpu(), record, stem)
     print(json.dumps({"final": record["final"], "floors": record["floors"], "seconds": record["seconds"]}))
     return record
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.binding.recipe, for one release
-    import sys
-    from compbook.binding.__main__ import main
-    sys.exit(main(["recipe", *sys.argv[1:]]))

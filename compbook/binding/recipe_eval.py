@@ -5,8 +5,8 @@
 * our diagnostics: swap-only binding on two-object scenes whose objects differ in every concept
   (:func:`swap_binding`), split by how many swaps are training objects; a simulated bag-of-concepts model on the
   same readings and the chance of a random order (:func:`floors`);
-* the go rule, fixed before the run (:func:`verdict`): seen binding >= 0.9 and unseen binding's Wilson 95%
-  interval above chance;
+* the go rule, fixed before the run (:func:`go_no_go`): seen binding >= 0.9 and unseen binding's Wilson
+  95% interval above chance;
 * :func:`evaluate_stored`: a stored model loaded, read again in this run and judged (what chapter 13 does for
   each model it shows).
 """
@@ -194,7 +194,7 @@ def coverage_table(records: list[dict]):
     return pd.DataFrame(rows).set_index("coverage")
 
 
-def verdict(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
+def go_no_go(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
     """Go if final seen binding >= ``seen_min`` and unseen binding's Wilson interval lies above chance."""
     f, n = record["final"], record["config"]["eval_scenes"]
     lo, _ = wilson(round(f["unseen_binding"] * n), n)
@@ -237,7 +237,7 @@ def is_stored(stem) -> bool:
 
 def evaluate_stored(stem, cfg: RecipeConfig | None = None, floors_here: bool = False) -> StoredEvaluation:
     """Load the model stored at ``stem``, evaluate it in this run on :func:`eval_sets` of its config and judge it
-    by :func:`verdict`. ``cfg``: the config it must have been trained with (a model stored with another one is
+    by :func:`go_no_go`. ``cfg``: the config it must have been trained with (a model stored with another one is
     refused with a ``ValueError``; default: its stored config). ``floors_here``: simulate the floors in this
     run (:func:`floors`) instead of reading the stored ones."""
     model, record = load_recipe(stem)
@@ -248,5 +248,5 @@ def evaluate_stored(stem, cfg: RecipeConfig | None = None, floors_here: bool = F
     sets = eval_sets(stored)
     final = evaluate_recipe(model, stored, sets)
     floor = floors(stored, sets) if floors_here else record["floors"]
-    go, why = verdict({**record, "final": final, "floors": floor})
+    go, why = go_no_go({**record, "final": final, "floors": floor})
     return StoredEvaluation(model, record, stored, sets, final, floor, go, why)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from .. import checks
 from ..config import ModeConfig
-from .s2ae import TrainConfig
+from .s2ae import SAETrainConfig
 
 
 @dataclasses.dataclass
@@ -65,9 +65,9 @@ class PartCRun(ModeConfig):
         if 0.0 not in self.lams or 0.01 not in self.lams:
             raise ValueError(f"lams={self.lams!r}: need 0 (vanilla) and 0.01 (the paper's S2AE)")
 
-    def base(self) -> TrainConfig:
+    def base(self) -> SAETrainConfig:
         """The SAE training config (k and lambda set per run)."""
-        return TrainConfig(d_sae=self.d_sae, k=min(self.ks), steps=self.steps, batch_images=self.batch_images,
+        return SAETrainConfig(d_sae=self.d_sae, k=min(self.ks), steps=self.steps, batch_images=self.batch_images,
                            lr=self.lr)
 
 

@@ -32,7 +32,7 @@ import torch
 from .. import checks
 from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, verdict
 from . import experiment as ex
-from .s2ae import SAEData, TrainConfig, check_data
+from .s2ae import SAEData, SAETrainConfig, check_data
 
 KS = (8, 32, 64)
 LAMS = (0.0, 0.003, 0.01)
@@ -41,7 +41,7 @@ STEPS = 900
 EV_TARGET = 0.99
 #: The chapter's setting (chapters 15-16): tiny VLM block 2, 600 training and 200 held-out scenes.
 N_TRAIN, N_TEST, LAYER = 600, 200, 2
-BASE = TrainConfig(d_sae=384, k=8, steps=STEPS, batch_images=16, lr=3e-3)
+BASE = SAETrainConfig(d_sae=384, k=8, steps=STEPS, batch_images=16, lr=3e-3)
 STORE = "sae/study"
 
 
@@ -53,11 +53,11 @@ def store_of(k: int, store: str = STORE, optimiser: str = "ours") -> str:
     return f"{store}/k{k}" if optimiser == "ours" else f"{store}/{optimiser}_k{k}"
 
 
-def study_runs(train: SAEData, base: TrainConfig = BASE, ks=KS, lams=LAMS, seeds=SEEDS, store: str = STORE,
+def study_runs(train: SAEData, base: SAETrainConfig = BASE, ks=KS, lams=LAMS, seeds=SEEDS, store: str = STORE,
                retrain: bool = False, progress: bool = False, log=None) -> list:
     """One SAE per (k, lambda, seed), loaded from ``data/<store>/k{k}/`` when stored for this config and data,
     else trained and stored: [{"k", "lam", "method", "seed", "sae", "train s"}]."""
-    checks.instance(base, "base", TrainConfig)
+    checks.instance(base, "base", SAETrainConfig)
     ks = checks.integers(ks, "ks", 1, ndim=1, min_size=1).tolist()
     lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
     checks.integers(seeds, "seeds", 0, ndim=1, min_size=1)
@@ -220,7 +220,7 @@ def read_table(relative: str = f"{STORE}/table.json") -> pd.DataFrame:
     return pd.read_json(data_file(relative), orient="records")
 
 
-def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: TrainConfig = BASE,
+def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: SAETrainConfig = BASE,
                    store: str = STORE, retrain: bool = False) -> list:
     """The reference optimiser's SAEs (:mod:`compbook.sae.refopt`) at ``k``, same data, seeds and budget."""
     from .refopt import ReferenceTrainConfig, train_sae_reference
@@ -255,7 +255,7 @@ def region_store(n_regions: int, store: str = STORE) -> str:
 
 
 def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 0.01, seeds=REGION_SEEDS,
-                base: TrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None) -> list:
+                base: SAETrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None) -> list:
     """Vanilla and S2AE with the paper's regions at ``k`` (the study's stored SAEs, ``data/<store>/k{k}/``) and
     S2AE with each region count of ``counts`` (``data/<store>/regions/n{n}/``), same data, seeds and budget:
     [{"k", "lam", "regions", "method", "seed", "sae", "train s"}]; method "vanilla" or "S2AE, {n} regions"."""
@@ -344,9 +344,3 @@ def run_regions(counts=REGION_COUNTS, n_seeds: int = len(REGION_SEEDS), k: int =
         print(ex.summarise(df, ("EV", "L0 patches", "mIoU")))
         print(region_reading(df, 60.81 / 256, 0.0606))
     log("done")
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.sae.study, for one release
-    import sys
-    from compbook.sae.__main__ import main
-    sys.exit(main(["study", *sys.argv[1:]]))

@@ -126,6 +126,10 @@ def ssim_scores(images: torch.Tensor, reference: torch.Tensor, color: str = "gre
                          for img in imgs], dtype=torch.float64)
 
 
+#: SSIM's threshold (our choice; the evidence is in :class:`SSIMJudge`'s docstring): the one place it is written
+SSIM_THRESHOLD = 0.5
+
+
 class SSIMJudge:
     """A CPU judge with no weights: an image is preserved when SSIM(image, reference) >= ``threshold``.
 
@@ -134,7 +138,7 @@ class SSIMJudge:
     for the paper's VLM judge where no VLM verdicts are stored, and the book says so wherever it is used.
 
     Our choices: grey-level SSIM (colour shifts that keep the shape are tolerated; ``color="rgb"`` for all
-    channels), scikit-image's default 7x7 window, and ``threshold=0.5``, picked from this evidence (computed for
+    channels), scikit-image's default 7x7 window, and ``threshold`` :data:`SSIM_THRESHOLD` = 0.5, picked from this evidence (computed for
     this docstring on the layerized Picbreeder skull at 64x64, 144 non-zero weights, each perturbed by +delta):
 
     - unrelated images never come close: butterfly 0.05, apple 0.13, three random dense tanh CPPNs 12x22
@@ -151,7 +155,7 @@ class SSIMJudge:
     it is a parameter, and part of ``identity``.
     """
 
-    def __init__(self, threshold: float = 0.5, color: str = "grey", win_size: int = 7):
+    def __init__(self, threshold: float = SSIM_THRESHOLD, color: str = "grey", win_size: int = 7):
         threshold = checks.real(threshold, "threshold", -1, 1)
         color = checks.choice(color, "color", ("grey", "rgb"))
         if checks.integer(win_size, "win_size", 3) % 2 == 0:

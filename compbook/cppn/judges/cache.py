@@ -251,3 +251,14 @@ def score_or_fall_back(score: Callable, judge, fallback):
         return score(judge)
     except CacheMiss:
         return score(fallback)
+
+
+def is_cache_file(path) -> bool:
+    """Whether ``path`` holds a judge cache (a JSON object with a judge-cache ``format``); the cache folder also
+    holds other JSON files (the human keys, self-agreement records), which are not caches. An unreadable file
+    counts as a cache: :func:`read_cache` then says what is wrong with it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True
+    return isinstance(data, dict) and str(data.get("format", "")).startswith(CACHE_FORMAT.split("/")[0])

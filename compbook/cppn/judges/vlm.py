@@ -25,9 +25,11 @@ import numpy as np
 import torch
 
 from ... import checks
+from ..paper import figure
 from .base import check_concept, check_images, check_questions
 
-DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Thinking"
+#: the paper's judge (:data:`compbook.cppn.paper.FIGURES`)
+DEFAULT_MODEL = figure("judge_model")
 #: Our choice of wording; ``{concept}`` is replaced by the concept ("skull").
 DEFAULT_PROMPT = ("Look at this image. Does it still clearly show a {concept}? "
                   "Answer with one word: yes or no.")
@@ -110,7 +112,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def load_vlm(model_id: str = DEFAULT_MODEL, revision: str | None = None, device=None, dtype="auto",
+def load_hf_vlm(model_id: str = DEFAULT_MODEL, revision: str | None = None, device=None, dtype="auto",
              device_map=None):
     """``(model, processor)`` from the hub (or a local folder): ``AutoProcessor`` + ``AutoModelForImageTextToText``.
 
@@ -142,7 +144,7 @@ class VLMJudge:
         prompt: the question, with ``{concept}``; our choice of wording, :data:`DEFAULT_PROMPT`.
         parse: ``text -> True | False | None`` (None: unreadable, counted as False and kept in ``.unparsed``).
         batch_size: images per ``generate`` call.
-        device, dtype, device_map: where and how to load (see :func:`load_vlm`).
+        device, dtype, device_map: where and how to load (see :func:`load_hf_vlm`).
         max_new_tokens: generation budget; a thinking model that runs out mid-reasoning gives no answer.
         image_size: renders are resized to ``image_size x image_size`` pixels (None: as rendered).
         generate_kwargs: extra ``model.generate`` arguments (default greedy: ``do_sample=False``).
@@ -157,7 +159,7 @@ class VLMJudge:
                  dtype="auto", device_map=None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  image_size: int | None = DEFAULT_IMAGE_SIZE, generate_kwargs: dict | None = None):
         self._configure(model_id, revision, prompt, parse, batch_size, max_new_tokens, image_size, generate_kwargs)
-        self.model, self.processor = load_vlm(model_id, revision, device, dtype, device_map)
+        self.model, self.processor = load_hf_vlm(model_id, revision, device, dtype, device_map)
 
     @classmethod
     def from_model(cls, model, processor, *, model_id: str | None = None, revision: str | None = None,
