@@ -85,7 +85,8 @@ def _judges_parser() -> argparse.ArgumentParser:
     f.add_argument("--genome", action="append", default=[], help="a Picbreeder genome (skull, butterfly, apple)")
     f.add_argument("--checkpoint", action="append", default=[], help="a compbook checkpoint (save_cppn)")
     f.add_argument("--concept", help="what the images show (default: the genome's name; required for checkpoints)")
-    f.add_argument("--judge", choices=("vlm", "ssim"), default="vlm")
+    f.add_argument("--judge", choices=("vlm", "ssim", "server"), default=None,
+                   help="default: server with --server, else vlm")
     f.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
     g = f.add_argument_group("VLM judge")
     g.add_argument("--model-id", default=None, help="default Qwen/Qwen3-VL-4B-Thinking")
@@ -96,6 +97,14 @@ def _judges_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-size", type=int, default=8, help="images per generate call")
     g.add_argument("--device", default=None)
     g.add_argument("--device-map", default=None, help="e.g. auto (needs accelerate)")
+    v = f.add_argument_group("server judge (any OpenAI-compatible server: vLLM, SGLang, transformers serve)")
+    v.add_argument("--server", help="its base URL, e.g. http://localhost:8000/v1")
+    v.add_argument("--model", help="the served model id (default Qwen/Qwen3-VL-4B-Thinking)")
+    v.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
+    v.add_argument("--timeout", type=float, default=60.0, help="seconds per request, retries included")
+    v.add_argument("--retries", type=int, default=3, help="after a 429, a 5xx or a dropped connection")
+    v.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    v.add_argument("--request-seed", type=int, default=0, help="the requests' sampling seed")
     s = f.add_argument_group("SSIM judge")
     s.add_argument("--threshold", type=float, default=0.5)
     e = f.add_argument_group("compositional_score (defaults: compbook.cppn.emc2's)")
@@ -111,10 +120,27 @@ def _judges_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _server_judge(args):
+    """``--judge server``: a :class:`~compbook.cppn.judges.server.ServerJudge` (the VLM options that apply)."""
+    import os
+    from .judges.server import ServerJudge
+    if not args.server:
+        raise SystemExit("fill: --judge server needs --server URL")
+    options = {k: v for k, v in (("model", args.model or args.model_id), ("prompt", args.prompt),
+                                  ("max_tokens", args.max_new_tokens), ("image_size", args.image_size))
+               if v is not None}
+    return ServerJudge(args.server, revision=args.revision, concurrency=args.concurrency, timeout=args.timeout,
+                       retries=args.retries, api_key=os.environ.get(args.api_key_env) or None,
+                       seed=args.request_seed, progress=True, **options)
+
+
 def _make_judge(args):
     from .judges.base import SSIMJudge
+    args.judge = args.judge or ("server" if args.server else "vlm")
     if args.judge == "ssim":
         return SSIMJudge(threshold=args.threshold)
+    if args.judge == "server":
+        return _server_judge(args)
     from .judges import vlm
     options = {k: v for k, v in (("model_id", args.model_id), ("prompt", args.prompt),
                                   ("max_new_tokens", args.max_new_tokens), ("image_size", args.image_size))
@@ -137,6 +163,7 @@ def _models(args) -> list[tuple[str, object, str]]:
 def _fill(args) -> int:
     """``fill``: run ``compositional_score`` with a ``CachedJudge(mode="fill")`` for each model."""
     from . import emc2
+    from ..serving import ServerError
     from .judges.cache import CachedJudge, cache_path
     models = _models(args)
     judge = _make_judge(args)
@@ -144,10 +171,18 @@ def _fill(args) -> int:
     kwargs = {k: v for k, v in (("delta", args.delta), ("res", args.res), ("policy", args.policy),
                                 ("seed", args.seed), ("engine", args.engine),
                                 ("batch_size", args.engine_batch_size), ("sample", args.sample)) if v is not None}
-    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries)")
+    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries"
+          + (f", {cached.recovered} recovered from an interrupted fill)" if cached.recovered else ")"))
     for name, model, concept in models:
         before = (cached.hits, cached.misses)
-        result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        try:
+            result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        except ServerError as e:
+            print(f"fill: {e}\n{len(cached)} verdicts are stored in {cached.path}; rerun the same command to "
+                  f"ask only the missing ones", file=sys.stderr)
+            return 1
+        finally:
+            getattr(judge, "close", lambda: None)()
         print(f"{name} ({concept}): score {result.score:.3f} over {len(result.verdicts)} weights; "
               f"{cached.hits - before[0]} stored, {cached.misses - before[1]} new verdicts")
     unparsed = getattr(judge, "unparsed", [])

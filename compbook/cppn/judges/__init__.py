@@ -6,7 +6,8 @@ Modules, in import order (each imports only those before it):
 * :mod:`.cache`: :class:`~.cache.CachedJudge`, verdicts stored in ``data/judge_cache/``;
 * :mod:`.augment`: declared transformations of the reference renders (training data of the CNN judge);
 * :mod:`.semantic`: CPU judges of "is this still a <concept>?" and :func:`default_cpu_judge`;
-* :mod:`.vlm`: :class:`~.vlm.VLMJudge`, the paper's kind of judge (transformers, imported when a model loads).
+* :mod:`.vlm`: :class:`~.vlm.VLMJudge`, the paper's kind of judge (transformers, imported when a model loads);
+* :mod:`.server`: :class:`~.server.ServerJudge`, the same question to any OpenAI-compatible server (at scale).
 
 The names below are importable from this package (``from compbook.cppn.judges import SSIMJudge``); each is
 looked up in its module on first use, so importing the package loads nothing else.
@@ -23,7 +24,9 @@ _EXPORTS = {
               "cache_path", "cache_digest", "read_cache", "write_cache", "CachedJudge", "stored_judge",
               "score_or_fall_back"),
     "semantic": ("default_cpu_judge",),
-    "vlm": ("VLMJudge", "vlm_identity", "parse_yes_no", "final_answer", "DEFAULT_MODEL", "DEFAULT_PROMPT"),
+    "vlm": ("VLMJudge", "vlm_identity", "parse_yes_no", "final_answer", "read_answer", "DEFAULT_MODEL",
+            "DEFAULT_PROMPT"),
+    "server": ("ServerJudge", "server_identity"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
