@@ -225,12 +225,23 @@ class ChatClient:
         payloads = list(payloads)
         if not payloads:
             return
+        failed = threading.Event()
+
+        def run(payload):
+            if failed.is_set():                # a request failed meanwhile: start no other
+                return None
+            try:
+                return self.request(payload)
+            except BaseException:
+                failed.set()
+                raise
+
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(payloads))) as pool:
-            futures = {pool.submit(self.request, p): i for i, p in enumerate(payloads)}
+            futures = {pool.submit(run, p): i for i, p in enumerate(payloads)}
             error = None
             try:
                 for future in as_completed(futures):
-                    if future.cancelled():
+                    if future.cancelled() or (future.exception() is None and future.result() is None):
                         continue
                     if future.exception() is not None:
                         if error is None:

@@ -39,13 +39,18 @@ class TransformersServe:
         self.log = Path(log or Path(folder) / "serve.log")
         self.url, self.model, self.proc = f"http://{HOST}:{self.port}/v1", self.folder, None
 
-    def start(self, wait: float = 90.0) -> "TransformersServe":
+    def launch(self) -> "TransformersServe":
+        """Start the process and return at once (:meth:`wait_ready` waits for it)."""
         exe = Path(sys.executable).with_name("transformers")
         cmd = [str(exe) if exe.exists() else "transformers", "serve", self.folder, "--trust-remote-code",
                "--host", HOST, "--port", str(self.port), "--device", "cpu", "--log-level", "warning"]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                "HF_MODULES_CACHE": str(Path(self.folder).parent / "hf_modules")}
         self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env=env)
+        return self
+
+    def wait_ready(self, wait: float = 120.0) -> "TransformersServe":
+        """Wait until ``/health`` answers; ``RuntimeError`` with the log when the process dies or is too slow."""
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -59,6 +64,17 @@ class TransformersServe:
                 time.sleep(0.3)
         self.kill()
         raise RuntimeError(f"transformers serve did not start within {wait} s: {self.log.read_text()[-2000:]}")
+
+    def start(self, wait: float = 120.0) -> "TransformersServe":
+        return self.launch().wait_ready(wait)
+
+    def take_over(self, spare: "TransformersServe") -> None:
+        """Become ``spare`` (another server of the same folder, launched beforehand): its process and port. A
+        restarted server without the wait for a second start (``transformers serve`` takes 10-40 s to start)."""
+        self.kill()
+        spare.wait_ready()
+        self.proc, self.port, self.log = spare.proc, spare.port, spare.log
+        self.url = f"http://{HOST}:{self.port}/v1"
 
     def kill(self) -> None:
         """SIGKILL: the server dies at once, requests in flight are dropped."""
