@@ -32,10 +32,11 @@ def free_port() -> int:
 
 
 class TransformersServe:
-    """``transformers serve <folder>`` on ``127.0.0.1:<port>`` (CPU, offline, one thread), its log in ``log``."""
+    """``transformers serve <folder> [extra options]`` on ``127.0.0.1:<port>`` (CPU, offline, one thread), its log
+    in ``log``."""
 
-    def __init__(self, folder, port=None, log=None):
-        self.folder, self.port = str(folder), port or free_port()
+    def __init__(self, folder, port=None, log=None, extra=()):
+        self.folder, self.port, self.extra = str(folder), port or free_port(), list(extra)
         self.log = Path(log or Path(folder) / "serve.log")
         self.url, self.model, self.proc = f"http://{HOST}:{self.port}/v1", self.folder, None
 
@@ -43,7 +44,7 @@ class TransformersServe:
         """Start the process and return at once (:meth:`wait_ready` waits for it)."""
         exe = Path(sys.executable).with_name("transformers")
         cmd = [str(exe) if exe.exists() else "transformers", "serve", self.folder, "--trust-remote-code",
-               "--host", HOST, "--port", str(self.port), "--device", "cpu", "--log-level", "warning"]
+               "--host", HOST, "--port", str(self.port), "--device", "cpu", "--log-level", "warning", *self.extra]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                "HF_MODULES_CACHE": str(Path(self.folder).parent / "hf_modules")}
         self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env=env)
@@ -89,6 +90,7 @@ class TransformersServe:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128      # many connections at once (socketserver's default backlog is 5)
 
 
 class _Handler(BaseHTTPRequestHandler):
