@@ -14,8 +14,10 @@ Every run judges the same ``--images`` random 64x64 images ("skull"), after one 
 thread in the benchmark and in the server (OMP_NUM_THREADS=1), so neither side gets more cores. The tiny model's
 answers mean nothing (random weights, ``--max-tokens`` tokens each); only the throughput is compared.
 
-What the ratios mean: on this CPU the served model competes with everything else for two cores, so concurrency
-buys little there; the fake server shows what the client does when the server has capacity to spare: images per
+What the ratios mean: the tiny model costs almost nothing per answer, so on this CPU the server's own cost per
+request (HTTP, the chat template, decoding the PNG, the processor) dominates, and the served model competes with
+the client for two cores: serving is slower than in-process batching there, and concurrency buys little. The fake
+server shows what the client does when the server has capacity to spare: images per
 second grow with concurrency until the server, not the client, is the limit. On a GPU server (vLLM or SGLang,
 continuous batching) one request leaves the GPU mostly idle and concurrent requests are batched together, so
 images per second grow nearly with concurrency up to the server's batch capacity (tens to hundreds of requests),
