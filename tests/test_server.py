@@ -92,8 +92,11 @@ def test_answers_are_read_as_vlm_judge_reads_them():
                completion("", reasoning="still thinking", finish="length"), completion("maybe"),
                completion("<think>hmm</think> No")]
     with FaultServer(replies) as server:
-        judge = ServerJudge(server.url, "m", concurrency=1, image_size=8)
+        judge = ServerJudge(server.url, "m", concurrency=1, image_size=8, progress=True)
         verdicts = judge(levels(0.1, 0.2, 0.3, 0.4, 0.5), "skull", questions=questions(5))
+    assert judge._bar.unit == " images" and "m answers" in judge._bar.desc     # the rate reads "images/s"
+    judge.close()
+    assert judge._bar is None
     texts = ["Yes.", "<think>a skull? no, yes</think>no", "<think>still thinking", "maybe", "<think>hmm</think> No"]
     assert verdicts.tolist() == [True, False, False, False, False]
     assert judge.last_details == [read_answer(t)[1] for t in texts]
