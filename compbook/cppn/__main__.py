@@ -4,7 +4,8 @@
 Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 
 * ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`), or ``--report``;
-* ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`);
+* ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`; ``fill --server URL``
+  asks any OpenAI-compatible server, :mod:`compbook.cppn.judges.server`);
 * ``semantic train|choose|validate``: the concept CNN's weights; choose the default CPU judge on held-out human
   verdicts; validate the choice on a later batch (:mod:`compbook.cppn.agreement`);
 * ``labelling sheets|relabel|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
@@ -90,7 +91,8 @@ def _judges_parser() -> argparse.ArgumentParser:
     f.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
     g = f.add_argument_group("VLM judge")
     g.add_argument("--model-id", default=None, help="default Qwen/Qwen3-VL-4B-Thinking")
-    g.add_argument("--revision", default=None, help="a commit hash pins the weights (default: main)")
+    g.add_argument("--revision", default=None,
+                   help="a commit hash pins the weights (default: main; with --server: the hash it loaded)")
     g.add_argument("--prompt", default=None, help="with {concept}; default compbook.cppn.judges.vlm.DEFAULT_PROMPT")
     g.add_argument("--max-new-tokens", type=int, default=None)
     g.add_argument("--image-size", type=int, default=None)
