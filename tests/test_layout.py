@@ -16,12 +16,13 @@ ROOT = Path(__file__).resolve().parents[1] / "compbook"
 
 #: the layers of compbook: a module may import from its own layer and the layers before it, never after.
 SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
-          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.sliders", "compbook.scenes"}
+          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.sliders", "compbook.scenes",
+          "compbook.serving", "compbook.journal"}
 PART_A_LAYERS = [
     {"paper", "network", "picbreeder", "fer", "store", "theory"},          # the papers' figures, the networks
     {"optim", "backprop", "train", "prune", "twins"},                       # training
     {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
-     "judges.registry"},                                                    # judging
+     "judges.registry", "judges.server"},                                   # judging
     {"labelling", "agreement", "labellers"},                                # human verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
     {"claims"},                                                             # claims

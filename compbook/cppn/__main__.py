@@ -5,7 +5,8 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 
 * ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`), or ``--report``;
 * ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`; ``--judge`` a name of
-  :mod:`compbook.cppn.judges.registry`);
+  :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
+  :mod:`compbook.cppn.judges.server`);
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
   held-out human verdicts; validate the choice on a later batch; the judge and the choice against a second
   labeller; a third labeller on the overlap set (:mod:`compbook.cppn.labellers`);
@@ -91,18 +92,28 @@ def _judges_parser() -> argparse.ArgumentParser:
     f.add_argument("--genome", action="append", default=[], help="a Picbreeder genome (skull, butterfly, apple)")
     f.add_argument("--checkpoint", action="append", default=[], help="a compbook checkpoint (save_cppn)")
     f.add_argument("--concept", help="what the images show (default: the genome's name; required for checkpoints)")
-    f.add_argument("--judge", choices=[n for n in JUDGES if n != "image-reference"], default="vlm",
-                   help="a judge of compbook.cppn.judges.registry (image-reference needs a target image)")
+    f.add_argument("--judge", choices=[n for n in JUDGES if n != "image-reference"], default=None,
+                   help="a judge of compbook.cppn.judges.registry (default: server with --server, else vlm;"
+                        " image-reference needs a target image)")
     f.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
     g = f.add_argument_group("VLM judge")
     g.add_argument("--model-id", default=None, help="default compbook.cppn.judges.vlm.DEFAULT_MODEL")
-    g.add_argument("--revision", default=None, help="a commit hash pins the weights (default: main)")
+    g.add_argument("--revision", default=None,
+                   help="a commit hash pins the weights (default: main; with --server: the hash it loaded)")
     g.add_argument("--prompt", default=None, help="with {concept}; default compbook.cppn.judges.vlm.DEFAULT_PROMPT")
     g.add_argument("--max-new-tokens", type=int, default=None)
     g.add_argument("--image-size", type=int, default=None)
     g.add_argument("--batch-size", type=int, default=8, help="images per generate call")
     g.add_argument("--device", default=None)
     g.add_argument("--device-map", default=None, help="e.g. auto (needs accelerate)")
+    v = f.add_argument_group("server judge (any OpenAI-compatible server: vLLM, SGLang, transformers serve)")
+    v.add_argument("--server", help="its base URL, e.g. http://localhost:8000/v1")
+    v.add_argument("--model", help="the served model id (default Qwen/Qwen3-VL-4B-Thinking)")
+    v.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
+    v.add_argument("--timeout", type=float, default=60.0, help="seconds per request, retries included")
+    v.add_argument("--retries", type=int, default=3, help="after a 429, a 5xx or a dropped connection")
+    v.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    v.add_argument("--request-seed", type=int, default=0, help="the requests' sampling seed")
     s = f.add_argument_group("SSIM and semantic judges")
     s.add_argument("--threshold", type=float, default=None,
                    help="ssim, reference, classifier (default: SSIM_THRESHOLD; choice.json's)")
@@ -119,9 +130,26 @@ def _judges_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _server_judge(args):
+    """``--judge server``: a :class:`~compbook.cppn.judges.server.ServerJudge` (the VLM options that apply)."""
+    import os
+    from .judges.registry import make_judge
+    if not args.server:
+        raise SystemExit("fill: --judge server needs --server URL")
+    options = {k: v for k, v in (("model", args.model or args.model_id), ("prompt", args.prompt),
+                                  ("max_tokens", args.max_new_tokens), ("image_size", args.image_size))
+               if v is not None}
+    return make_judge("server", base_url=args.server, revision=args.revision, concurrency=args.concurrency, timeout=args.timeout,
+                       retries=args.retries, api_key=os.environ.get(args.api_key_env) or None,
+                       seed=args.request_seed, progress=True, **options)
+
+
 def _make_judge(args):
     """The judge ``--judge`` names, from :func:`compbook.cppn.judges.registry.make_judge`."""
     from .judges.registry import make_judge
+    args.judge = args.judge or ("server" if args.server else "vlm")
+    if args.judge == "server":
+        return _server_judge(args)
     if args.judge != "vlm":
         given = {} if args.threshold is None else {"threshold": args.threshold}
         return make_judge(args.judge, **given)
@@ -146,6 +174,7 @@ def _models(args) -> list[tuple[str, object, str]]:
 def _fill(args) -> int:
     """``fill``: run ``compositional_score`` with a ``CachedJudge(mode="fill")`` for each model."""
     from . import emc2
+    from ..serving import ServerError
     from .judges.cache import CachedJudge, cache_path
     models = _models(args)
     judge = _make_judge(args)
@@ -153,10 +182,18 @@ def _fill(args) -> int:
     kwargs = {k: v for k, v in (("delta", args.delta), ("res", args.res), ("policy", args.policy),
                                 ("seed", args.seed), ("engine", args.engine),
                                 ("batch_size", args.engine_batch_size), ("sample", args.sample)) if v is not None}
-    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries)")
+    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries"
+          + (f", {cached.recovered} recovered from an interrupted fill)" if cached.recovered else ")"))
     for name, model, concept in models:
         before = (cached.hits, cached.misses)
-        result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        try:
+            result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        except ServerError as e:
+            print(f"fill: {e}\n{len(cached)} verdicts are stored in {cached.path}; rerun the same command to "
+                  f"ask only the missing ones", file=sys.stderr)
+            return 1
+        finally:
+            getattr(judge, "close", lambda: None)()
         print(f"{name} ({concept}): score {result.score:.3f} over {len(result.verdicts)} weights; "
               f"{cached.hits - before[0]} stored, {cached.misses - before[1]} new verdicts")
     unparsed = getattr(judge, "unparsed", [])

@@ -9,6 +9,7 @@ Modules, in import order (each imports only those before it):
 * :mod:`.semantic`: CPU judges of "is this still a <concept>?" and the default one (:func:`~.semantic.default_judge`);
 * :mod:`.vlm`: :class:`~.vlm.VLMJudge`, the paper's kind of judge (transformers, imported when a model loads);
 * :mod:`.registry`: every judge by name (:data:`~.registry.JUDGES`, :func:`~.registry.make_judge`).
+* :mod:`.server`: :class:`~.server.ServerJudge`, the same question to any OpenAI-compatible server (at scale).
 
 The names below are importable from this package (``from compbook.cppn.judges import make_judge``); each is
 looked up in its module on first use, so importing the package loads nothing else.
@@ -22,8 +23,10 @@ _EXPORTS = {
     "cache": ("CACHE_FORMAT", "CACHE_FOLDER", "CacheMiss", "entry_key", "cache_file_name", "cache_folder",
               "cache_path", "cache_digest", "read_cache", "write_cache", "CachedJudge", "stored_judge",
               "score_or_fall_back", "is_cache_file"),
-    "vlm": ("VLMJudge", "vlm_identity", "parse_yes_no", "final_answer", "DEFAULT_MODEL", "DEFAULT_PROMPT"),
+    "vlm": ("VLMJudge", "vlm_identity", "parse_yes_no", "final_answer", "read_answer", "DEFAULT_MODEL",
+            "DEFAULT_PROMPT"),
     "registry": ("JUDGES", "make_judge", "make_judges"),
+    "server": ("ServerJudge", "server_identity"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
@@ -39,6 +42,8 @@ def __getattr__(name):
         from . import vlm as module
     elif where == "registry":
         from . import registry as module
+    elif where == "server":
+        from . import server as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(module, name)

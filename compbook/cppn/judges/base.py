@@ -11,22 +11,24 @@ Every judge is a callable ``judge(images, concept, *, reference=None, questions=
 and has ``judge.identity``, a string naming everything that could change its answers (kind, model id, revision,
 prompt, thresholds), so two judges that could answer differently never share an identity. A judge may also set
 ``judge.last_details``: one short JSON-able dict per image of its last call (an SSIM value, a VLM's answer), which
-a cache stores beside the verdict.
+a cache stores beside the verdict. A judge whose answers arrive one by one (a server's) may also have
+``judge.stream(images, concept, *, reference=None, questions=None) -> iterator of (index, verdict, detail)``, in
+the order they arrive: :class:`~compbook.cppn.judges.cache.CachedJudge` then stores each verdict as it comes.
 
 This module: the protocol, the input checks every judge shares, and :class:`SSIMJudge` (CPU, no weights). The
 other judges: :mod:`.cache` (stored verdicts), :mod:`.semantic` (CPU judges of "is this still a <concept>?"),
-:mod:`.vlm` (the paper's kind of judge, a vision-language model).
+:mod:`.vlm` (the paper's kind of judge, a vision-language model), :mod:`.server` (the same, served).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Protocol, Sequence
 
 import numpy as np
 import torch
 
 from ... import checks
+from ...journal import canonical
 
 
 class Judge(Protocol):
@@ -79,10 +81,7 @@ def canonical_json(obj, where: str = "question") -> str:
     Tuples become lists, so ``(3, 1, 2)`` and ``[3, 1, 2]`` are the same question. Raises ``ValueError``
     naming ``where`` for anything JSON cannot hold exactly (tensors, NaN, sets, ...).
     """
-    try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{where} is not JSON-able ({e}): {obj!r:.200}") from e
+    return canonical(obj, where)
 
 
 def check_questions(questions, n: int) -> list[dict]:

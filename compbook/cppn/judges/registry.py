@@ -15,7 +15,9 @@ verdicts in ``data/judge_cache/``.
 * ``"ssim"``: SSIM to the network's own unperturbed render, at :data:`~compbook.cppn.judges.base.SSIM_THRESHOLD`
   unless ``threshold`` is given ("is this the same picture?");
 * ``"vlm"``: the paper's kind of judge, a transformers vision-language model (:class:`~.vlm.VLMJudge`; loads its
-  weights, so a GPU); keyword arguments go to :class:`~.vlm.VLMJudge`.
+  weights, so a GPU); keyword arguments go to :class:`~.vlm.VLMJudge`;
+* ``"server"``: the same question to any OpenAI-compatible server (:class:`~.server.ServerJudge`: vLLM, SGLang,
+  ``transformers serve``); needs ``base_url`` and ``model``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ def _vlm(**options):
     return VLMJudge(**options)
 
 
+def _server(**options):
+    from .server import ServerJudge
+    _bind("server", ServerJudge, options)
+    return ServerJudge(**options)
+
+
 def _bind(name: str, constructor, options: dict) -> None:
     try:
         inspect.signature(constructor).bind(**options)
@@ -61,6 +69,7 @@ JUDGES: dict[str, Callable] = {
     "image-reference": semantic.ImageReferenceJudge,
     "ssim": base.SSIMJudge,
     "vlm": _vlm,
+    "server": _server,
 }
 
 

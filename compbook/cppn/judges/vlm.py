@@ -26,6 +26,7 @@ import torch
 
 from ... import checks
 from ..paper import figure
+from ...serving import THINK_END, THINK_START
 from .base import check_concept, check_images, check_questions
 
 #: the paper's judge (:data:`compbook.cppn.paper.FIGURES`)
@@ -35,8 +36,6 @@ DEFAULT_PROMPT = ("Look at this image. Does it still clearly show a {concept}? "
                   "Answer with one word: yes or no.")
 DEFAULT_MAX_NEW_TOKENS = 1024
 DEFAULT_IMAGE_SIZE = 256
-THINK_END = "</think>"
-THINK_START = "<think>"
 
 
 # -- parsing a (thinking) model's answer ---------------------------------------------------------------------------
@@ -68,6 +67,15 @@ def parse_yes_no(text: str) -> bool | None:
         return None
     found = {w for w in re.findall(r"[a-z]+", answer.lower()) if w in ("yes", "no")}
     return found.pop() == "yes" if len(found) == 1 else None
+
+
+def read_answer(text: str, parse: Callable[[str], bool | None] = parse_yes_no) -> tuple[bool | None, dict]:
+    """``(verdict or None, detail)`` of one output ``text``: the detail a cache stores, ``{"answer": final
+    answer}`` (its last 300 characters; ``"<unfinished reasoning>"`` when the reasoning never ended), with
+    ``"unparsed": True`` when ``parse`` cannot read it (the verdict then counts as not preserved)."""
+    verdict, answer = parse(text), final_answer(text)
+    detail = {"answer": (answer if answer is not None else "<unfinished reasoning>")[-300:]}
+    return verdict, detail if verdict is not None else {**detail, "unparsed": True}
 
 
 # -- prompt and images ---------------------------------------------------------------------------------------------
@@ -214,14 +222,13 @@ class VLMJudge:
         for start in range(0, len(images), self.batch_size):
             batch = [to_pil(img, self.image_size) for img in images[start:start + self.batch_size]]
             for j, text in enumerate(self.generate(batch, concept)):
-                verdict, answer = self.parse(text), final_answer(text)
+                verdict, detail = read_answer(text, self.parse)
                 if verdict is None:
                     i = start + j
                     self.unparsed.append({"concept": concept, "index": i, "text": text[-2000:],
                                           "question": questions[i] if questions else None})
                 verdicts.append(bool(verdict))
-                details.append({"answer": (answer if answer is not None else "<unfinished reasoning>")[-300:],
-                                **({} if verdict is not None else {"unparsed": True})})
+                details.append(detail)
         self.last_details = details
         return torch.tensor(verdicts, dtype=torch.bool)
 
