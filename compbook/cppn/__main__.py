@@ -7,7 +7,7 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 * ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`);
 * ``semantic train|choose|validate``: the concept CNN's weights; choose the default CPU judge on held-out human
   verdicts; validate the choice on a later batch (:mod:`compbook.cppn.agreement`);
-* ``labelling sheets|relabel|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
+* ``labelling sheets|relabel|overlap|agreement|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
 * ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`);
 * ``fer``: FER's SGD networks against the Picbreeder renders (:mod:`compbook.cppn.fer`);
@@ -28,6 +28,7 @@ from typing import Sequence
 
 import torch
 
+from .. import results
 from ..cli import dispatch
 
 PROG = "python -m compbook.cppn"
@@ -217,9 +218,7 @@ def _choose() -> int:
     torch.set_num_threads(1)
     key, answers = agreement.answered_items("human_key.json")
     result = agreement.choose(key, answers, labelling.render_items(key))
-    path = semantic.choice_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1))
+    path = results.write_json(semantic.choice_path(), result)
     _print_tables(result["tables"])
     print(f"thresholds {result['thresholds']}; chosen: {result['chosen']}")
     return 0
@@ -232,11 +231,11 @@ def _validate(key_name: str) -> int:
     from .judges import semantic
     torch.set_num_threads(1)
     key, answers = agreement.answered_items(key_name)
-    choice = json.loads(semantic.choice_path().read_text())
+    choice = semantic.read_choice()
     result = agreement.validate(key, answers, labelling.render_items(key), choice["thresholds"])
     result["key"] = key_name
     out = semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
-    out.write_text(json.dumps(result, indent=1))
+    results.write_json(out, result)
     _print_tables(result["tables"])
     print(f"wrote {out}")
     return 0
@@ -269,7 +268,7 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
     per_item = [{"item": it["item"], "concept": it["concept"], "kind": it["kind"], "delta": it["question"]["delta"],
                  "answer": a} | {k: round(float(v[j]), 4) for k, v in scores.items()}
                 for j, (it, a) in enumerate(zip(items, answers))]
-    out = {"command": (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
+    out = {"made_by": (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
                        f"{' '.join(first_keys)} --seed {seed}"),
            "key": key_name, "identity": identity, "first_keys": list(first_keys),
            "default": {"kind": choice["chosen"], "threshold": choice["thresholds"][choice["chosen"]]},
@@ -284,7 +283,7 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
                                              names=("labeller 1", "labeller 2"))}
     out["seconds"] = round(time.perf_counter() - t0, 1)
     path = sem.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
-    path.write_text(json.dumps(out, indent=1))
+    results.write_json(path, out)
     for k, v in out["fixed"].items():
         for r in v["rows"]:
             print(f"{k:10s} {r['network']:10s} n={r['n']:3d} can't tell {r['cant_tell']:2d} agree "
@@ -309,7 +308,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
     choice = sem.read_choice()
     kind, t = choice["chosen"], choice["thresholds"][choice["chosen"]]
     judge = agreement.judge_scores(kind, labelling.render_items(items), items)
-    out = {"command": f"{PROG} semantic overlap --key {key_name} --labeller '{labeller}'", "key": key_name,
+    out = {"made_by": f"{PROG} semantic overlap --key {key_name} --labeller '{labeller}'", "key": key_name,
            "identity": identity, "default": {"kind": kind, "threshold": t}, "groups": [], "items": []}
     for keys, who, _ in OVERLAP:
         idx = [j for j, it in enumerate(items) if it["labeller"] == who]
@@ -329,8 +328,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
                           "labeller": who, "of": items[j]["of"], "original": o, "third": third[j],
                           "judge_score": round(float(judge[j]), 4)} for j, o in zip(idx, orig)]
     out["seconds"] = round(time.perf_counter() - t0, 1)
-    path = sem.choice_path().parent / "overlap.json"
-    path.write_text(json.dumps(out, indent=1))
+    path = results.write_json(sem.choice_path().parent / "overlap.json", out)
     for g in out["groups"]:
         p = g["labellers"]
         print(f"{g['labeller']:16s} n={g['n']} exact {p['exact']:.2f} yes/no {p['agreement_yes_no']:.2f} "
@@ -417,6 +415,12 @@ def labelling(argv: Sequence[str]) -> int:
     o.add_argument("--out-key", required=True)
     o.add_argument("--out", required=True, help="folder for the sheets")
     o.add_argument("--seed", type=int, default=20, help="labeller 1's draw; labeller 2: +1, numbering: +2")
+    g = sub.add_parser("agreement", help="self-agreement: a re-label pass against the labeller's first answers")
+    g.add_argument("--relabel-key", required=True, help="the re-label key ('of': the original item)")
+    g.add_argument("--first", required=True, help="the first pass's labels (lines '<item> y|n|?')")
+    g.add_argument("--second", required=True, help="the re-label pass's labels")
+    g.add_argument("--note", required=True, help="what was re-labelled (stored with the result)")
+    g.add_argument("--out", required=True, help="the JSON to write (e.g. data/judge_cache/self_agreement.json)")
     t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
     t.add_argument("--key", nargs="+", required=True)
     t.add_argument("--labels", nargs="+", required=True)
@@ -439,6 +443,10 @@ def labelling(argv: Sequence[str]) -> int:
         print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")
     elif args.command == "overlap":
         _overlap(args.out_key, args.out, args.seed)
+    elif args.command == "agreement":
+        from .agreement import self_agreement
+        out = self_agreement(lab.read_key(args.relabel_key), lab.read_labels(args.first), lab.read_labels(args.second))
+        print(f"wrote {results.write_json(args.out, out | {'note': args.note})}: {out}")
     else:
         items = [it for k in args.key for it in lab.read_key(k)]
         labels = {}
@@ -479,8 +487,7 @@ def _overlap(out_key: str, out: str, seed: int) -> None:
 # -- reread -----------------------------------------------------------------------------------------------------------
 def _write_reread(out: dict) -> None:
     from ..paths import data_dir
-    path = data_dir() / "emc2" / "reread.json"
-    path.write_text(json.dumps(out, indent=0))
+    path = results.write_json(data_dir() / "emc2" / "reread.json", out, indent=0)
     for r in out["rows"]:
         print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
               f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
@@ -508,7 +515,7 @@ def reread(argv: Sequence[str]) -> int:
     if args.concepts:
         from ..paths import data_dir
         part = data_dir() / "emc2" / f"reread_part_{'_'.join(out['concepts'])}.json"
-        part.write_text(json.dumps(out, indent=0))
+        results.write_json(part, out, indent=0)
         print(f"wrote {part} in {out['seconds']} s; merge the parts with --merge")
         return 0
     _write_reread(out)
@@ -519,6 +526,7 @@ def reread(argv: Sequence[str]) -> int:
 def experiments(argv: Sequence[str]) -> int:
     """``experiments --write [--chapters 6 7 8 9 theory 6fer 7fer 8fer]``: run and store
     (``data/emc2/partA_reread.json``)."""
+    from .. import checks
     from . import experiments as ex
     p = argparse.ArgumentParser(prog=f"{PROG} experiments")
     p.add_argument("--write", action="store_true", help=f"write {ex.stored_path().name}")
@@ -526,7 +534,7 @@ def experiments(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     path = ex.stored_path()
-    data = json.loads(path.read_text()) if path.is_file() else {}
+    data = checks.json_file(path, "stored Part A results") if path.is_file() else {}
     for ch in args.chapters:
         t0 = time.perf_counter()
         out = ex.RUNNERS[ch](**ex.STORED[ch])
@@ -535,7 +543,7 @@ def experiments(argv: Sequence[str]) -> int:
         data[ch if ch == "theory" else f"chapter{ch}"] = out
         print(f"chapter {ch}: {out['seconds']} s")
         if args.write:
-            path.write_text(json.dumps(data, indent=0, default=float))
+            results.write_json(path, data, f"{PROG} experiments --write", indent=0, default=float)
     if args.write:
         print(f"wrote {path}")
     return 0
@@ -596,14 +604,13 @@ def counting(argv: Sequence[str]) -> int:
     if args.cross_batch:
         from ..paths import data_dir
         out = c.cross_batch(seed=args.seed)
-        out["command"] = f"{PROG} counting --cross-batch --seed {args.seed}"
         path = Path(args.out) if args.out else data_dir() / c.CROSS_FILE
-        path.write_text(json.dumps(out, indent=1) + "\n")
+        results.write_json(path, out, f"{PROG} counting --cross-batch --seed {args.seed}")
         print(c.cross_batch_table(out).round(3).to_string())
         print(f"wrote {path} in {out['seconds']} s")
         return 0
     made_by = (f"{PROG} counting --sample {args.sample} --res {args.res} --seed {args.seed} --kinds "
-               f"{' '.join(args.kinds)}")
+               f"{' '.join(args.kinds)}" + (f" --out {args.out}" if args.out else ""))
     nets = c.default_networks(args.kinds, tuple(picbreeder.GENOMES))
     out = c.run(nets, res=args.res, sample=args.sample, seed=args.seed, progress=lambda s: print(s, flush=True))
     path = c.save(out, made_by, Path(args.out) if args.out else None)

@@ -26,7 +26,7 @@ import time
 import pandas as pd
 
 from .. import checks
-from . import experiment as ex
+from . import experiment as ex, paper
 from . import study as st
 from .objregions import LAYOUTS, VARIANTS, stored_object_vlm
 
@@ -69,7 +69,7 @@ def variant_runs(s: ex.Setting, variant: str, layout: str, counts=st.REGION_COUN
         return st.region_runs(s.train, counts, k, lam, seeds, base, where, retrain=retrain, log=log)
     runs = st.study_runs(s.train, dataclasses.replace(base, k=int(k), n_regions=None), (k,), (0.0, lam), seeds,
                          where, retrain=retrain)
-    n_paper = min(st.PAPER_REGIONS, len(s.train.patch_idx))
+    n_paper = min(paper.REGIONS, len(s.train.patch_idx))
     for r in runs:
         r["regions"] = n_paper if r["lam"] else 0
         r["method"] = f"S2AE, {n_paper} regions" if r["lam"] else "vanilla"
