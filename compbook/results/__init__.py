@@ -127,18 +127,36 @@ def read_registry(folder: Path) -> dict:
     return json.loads(json.dumps(_CACHE[key]))          # a copy: callers may change it
 
 
+def init(folder) -> Path:
+    """Start an empty registry in data folder ``folder`` (none there yet); returns its path."""
+    path = Path(folder) / REGISTRY
+    if path.exists():
+        raise ValueError(f"{path}: a registry is already there")
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    _write_registry(Path(folder), {"format": FORMAT, "artifacts": {}})
+    return path
+
+
 def _write_registry(folder: Path, reg: dict) -> None:
     order = ("path", "command", "note", "files")
     arts = {n: {k: a[k] for k in order if k in a} | {"files": dict(sorted(a["files"].items()))}
             for n, a in sorted(reg["artifacts"].items())}
-    text = json.dumps({"format": FORMAT, "artifacts": arts}, indent=1, ensure_ascii=False) + "\n"
-    path = folder / REGISTRY
+    atomic_write(folder / REGISTRY, json.dumps({"format": FORMAT, "artifacts": arts}, indent=1,
+                                               ensure_ascii=False) + "\n")
+
+
+def atomic_write(path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then a rename (an interrupted
+    write leaves the old file or none, never half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    return path
 
 
 @contextmanager
@@ -347,18 +365,15 @@ def write_json(path, obj: dict, command: str | None = None, indent: int | None =
     ``made_by``, else :func:`made_by`), atomically, and :func:`record` it; returns the path."""
     if not isinstance(obj, dict):
         raise ValueError(f"obj must be a dict (a JSON object with a made_by), got {type(obj).__name__}")
-    path = Path(path)
     cmd = command or obj.get("made_by") or made_by(path)
-    text = json.dumps(place_made_by(obj, cmd), indent=indent, **dumps) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    record(path, command=cmd)
-    return path
+    return write_text(path, json.dumps(place_made_by(obj, cmd), indent=indent, **dumps) + "\n", cmd)
+
+
+def write_text(path, text: str, command: str | None = None) -> Path:
+    """:func:`atomic_write` ``text`` to ``path`` and :func:`record` it (made by ``command``); returns the path."""
+    atomic_write(path, text)
+    record(path, command=command)
+    return Path(path)
 
 
 def joined(old: str | None, command: str) -> str:
@@ -419,9 +434,8 @@ def refresh(folder: Path, targets=None) -> tuple[list[str], list[str]]:
             if not a["files"]:
                 del reg["artifacts"][name]
                 changes.append(f"{name}: no files left, dropped")
-        for rel in data_files(folder):
-            if not wanted(rel) or artifact_of(reg, rel) and rel in reg["artifacts"][artifact_of(reg, rel)]["files"]:
-                continue
+        listed = {r for a in reg["artifacts"].values() for r in a["files"]}
+        for rel in [r for r in data_files(folder) if wanted(r) and r not in listed]:
             name = artifact_of(reg, rel)
             if name is None:
                 unregistered.append(rel)

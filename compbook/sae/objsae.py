@@ -161,7 +161,7 @@ def run(layouts=("grid2",), counts=st.REGION_COUNTS, n_seeds: int = len(st.SEEDS
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
     df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log))
-    log(f"wrote {st.write_table(df, f'{STORE}/table.json')}")
+    log(f"wrote {st.write_table(df, f'{STORE}/table.json', extend=True)}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(reading(df).T)
     return df

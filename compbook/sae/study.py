@@ -206,14 +206,18 @@ def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = Fal
     log("done")
 
 
-def write_table(df: pd.DataFrame, relative: str):
+def write_table(df: pd.DataFrame, relative: str, extend: bool = False):
     """Write a study table (no SAE objects) to ``data/<relative>``: ``{"made_by": ..., "rows": [JSON
-    records]}`` (:func:`compbook.results.write_json`); returns the path."""
+    records]}`` (:func:`compbook.results.write_json`); ``extend``: the table holds rows of earlier runs, so its
+    ``made_by`` keeps their commands. Returns the path."""
     from .. import results
     from ..paths import data_dir
 
     path = checks.safe_path(data_dir(), relative, "relative")
-    return results.write_json(path, {"rows": json.loads(df.to_json(orient="records"))})
+    command = None
+    if extend and path.is_file():
+        command = results.joined(checks.json_file(path, "stored table").get("made_by"), results.made_by(path))
+    return results.write_json(path, {"rows": json.loads(df.to_json(orient="records"))}, command)
 
 
 def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:

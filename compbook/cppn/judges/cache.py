@@ -128,14 +128,7 @@ def write_cache(path, identity: str, entries: dict) -> Path:
             f' "key": "sha256 of canonical JSON [identity, concept, question]",\n'
             f' "digest": {json.dumps(cache_digest(identity, entries))},\n "entries": {{\n'
             + ",\n".join(lines) + "\n }\n}\n")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    results.record(path, command=made_by)
-    return path
+    return results.write_text(path, text, made_by)
 
 
 class CachedJudge:
