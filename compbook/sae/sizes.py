@@ -12,7 +12,7 @@ import dataclasses
 
 from .. import checks
 from ..config import ModeConfig
-from .s2ae import TrainConfig
+from .s2ae import SAETrainConfig
 
 #: Where the CPU store's tables are (written by ``python -m compbook.sae study`` and ``objsae``).
 CPU_TABLES = {"study": "sae/study/table.json", "optimiser": "sae/study/optimiser_table.json",
@@ -60,14 +60,14 @@ class PartCRun(ModeConfig):
         if 0.0 not in self.lams or 0.01 not in self.lams:
             raise ValueError(f"lams={self.lams!r}: need 0 (vanilla) and 0.01 (the paper's S2AE)")
 
-    def setting(self) -> TrainConfig:
+    def setting(self) -> SAETrainConfig:
         """Chapters 14 and 16's first SAE: ``k`` for ``setting_steps`` steps."""
-        return TrainConfig(d_sae=self.d_sae, k=self.k, steps=self.setting_steps, batch_images=self.batch_images,
+        return SAETrainConfig(d_sae=self.d_sae, k=self.k, steps=self.setting_steps, batch_images=self.batch_images,
                            lr=self.lr)
 
-    def base(self) -> TrainConfig:
+    def base(self) -> SAETrainConfig:
         """The study's SAE training config (k and lambda set per run; k here: the smallest of ``ks``)."""
-        return TrainConfig(d_sae=self.d_sae, k=min(self.ks), steps=self.steps, batch_images=self.batch_images,
+        return SAETrainConfig(d_sae=self.d_sae, k=min(self.ks), steps=self.steps, batch_images=self.batch_images,
                            lr=self.lr)
 
     def table(self, name: str) -> str:
