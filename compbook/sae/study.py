@@ -35,7 +35,7 @@ import torch
 from .. import checks
 from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, verdict
 from . import experiment as ex, paper
-from .s2ae import SAEData, TrainConfig, check_data
+from .s2ae import SAEData, SAETrainConfig, check_data
 from .sizes import PartCRun
 
 #: The CPU sizes (Part C's size table, :class:`compbook.sae.sizes.PartCRun`): the functions' defaults.
@@ -56,11 +56,11 @@ def store_of(k: int, store: str = STORE, optimiser: str = "ours") -> str:
     return f"{store}/k{k}" if optimiser == "ours" else f"{store}/{optimiser}_k{k}"
 
 
-def study_runs(train: SAEData, base: TrainConfig = BASE, ks=KS, lams=LAMS, seeds=SEEDS, store: str = STORE,
+def study_runs(train: SAEData, base: SAETrainConfig = BASE, ks=KS, lams=LAMS, seeds=SEEDS, store: str = STORE,
                retrain: bool = False, progress: bool = False, log=None) -> list:
     """One SAE per (k, lambda, seed), loaded from ``data/<store>/k{k}/`` when stored for this config and data,
     else trained and stored: [{"k", "lam", "method", "seed", "sae", "train s"}]."""
-    checks.instance(base, "base", TrainConfig)
+    checks.instance(base, "base", SAETrainConfig)
     ks = checks.integers(ks, "ks", 1, ndim=1, min_size=1).tolist()
     lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
     checks.integers(seeds, "seeds", 0, ndim=1, min_size=1)
@@ -231,7 +231,7 @@ def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
     return pd.read_json(io.StringIO(json.dumps(rows)), orient="records")
 
 
-def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: TrainConfig = BASE,
+def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: SAETrainConfig = BASE,
                    store: str = STORE, retrain: bool = False) -> list:
     """The reference optimiser's SAEs (:mod:`compbook.sae.refopt`) at ``k``, same data, seeds and budget."""
     from .refopt import ReferenceTrainConfig, train_sae_reference
@@ -265,7 +265,7 @@ def region_store(n_regions: int, store: str = STORE) -> str:
 
 
 def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 0.01, seeds=REGION_SEEDS,
-                base: TrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None) -> list:
+                base: SAETrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None) -> list:
     """Vanilla and S2AE with the paper's regions at ``k`` (the study's stored SAEs, ``data/<store>/k{k}/``) and
     S2AE with each region count of ``counts`` (``data/<store>/regions/n{n}/``), same data, seeds and budget:
     [{"k", "lam", "regions", "method", "seed", "sae", "train s"}]; method "vanilla" or "S2AE, {n} regions"."""
