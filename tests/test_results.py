@@ -1,4 +1,5 @@
-"""compbook.results: the registry of stored results (data/registry.json), its loader, its checks and its writers."""
+"""compbook.results (the registry of stored results, data/registry.json: its loader and writers) and
+compbook.results.upkeep (its checks)."""
 
 import contextlib
 import io
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 from compbook import checkpoints, paths, results
+from compbook.results import upkeep
 from compbook.cppn.judges.cache import CachedJudge, read_cache, write_cache
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,13 +26,13 @@ REGISTRY = json.loads((DATA / results.REGISTRY).read_text())["artifacts"]
 # -- the project's registry ----------------------------------------------------------------------------------------
 def test_every_file_of_data_is_registered_with_its_digest():
     """Every file of data/ but the READMEs (documentation, not artifacts) and the registry itself."""
-    on_disk = results.data_files(DATA)
+    on_disk = upkeep.data_files(DATA)
     assert len(on_disk) > 400 and not [f for f in on_disk if f.endswith("README.md")]
     listed = {rel: sha for a in REGISTRY.values() for rel, sha in a["files"].items()}
     assert sorted(listed) == on_disk, "registered files and files on disk differ: python -m compbook.results refresh"
     wrong = [rel for rel, sha in listed.items() if results.sha256(DATA / rel) != sha]
     assert not wrong, f"digests differ: {wrong[:5]} (python -m compbook.results refresh)"
-    assert results.check(DATA) == []
+    assert upkeep.check(DATA) == []
 
 
 def test_registry_is_sorted_and_each_entry_names_its_files():
@@ -72,7 +74,7 @@ def test_the_registry_command_line_answers_help():
 
 def test_every_json_artifact_says_what_made_it():
     """One spelling: a top-level ``made_by`` (the command line) in every JSON of data/, no ``command`` key."""
-    for rel in results.data_files(DATA):
+    for rel in upkeep.data_files(DATA):
         if rel.endswith(".json"):
             d = json.loads((DATA / rel).read_text())
             assert isinstance(d, dict) and isinstance(d.get("made_by"), str) and d["made_by"], rel
@@ -131,7 +133,7 @@ def test_a_writer_records_and_load_reads(data):
     results.write_json(path, {"rows": [3]})       # re-running the command: the registry follows, loads work
     assert results.load("part/table").data["rows"] == [3]
     assert results.read_registry(data)["artifacts"]["part/table"]["command"] == "python -m compbook.sae study"
-    assert results.check(data) == []
+    assert upkeep.check(data) == []
 
 
 def test_an_edited_file_is_refused_naming_it_and_what_differs(data):
@@ -142,8 +144,8 @@ def test_an_edited_file_is_refused_naming_it_and_what_differs(data):
     with pytest.raises(ValueError, match="differs from the registry"):
         from compbook import checks
         checks.json_file(path)
-    assert any("sha256 differs" in p for p in results.check(data))
-    changes, unregistered = results.refresh(data)
+    assert any("sha256 differs" in p for p in upkeep.check(data))
+    changes, unregistered = upkeep.refresh(data)
     assert changes == ["t.json: new digest ('t')"] and unregistered == []
     assert results.load("t").data["x"] == 2
 
@@ -153,12 +155,12 @@ def test_an_unregistered_file_is_refused(data):
     from compbook import checks
     with pytest.raises(ValueError, match=r"stray\.json: not in the registry .*python -m compbook.results add"):
         checks.json_file(data / "stray.json")
-    assert results.check(data) == ["stray.json: not registered"]
-    assert results.refresh(data) == ([], ["stray.json"])
-    assert results.add(data, "stray.json") == "stray"        # the command: the file's own made_by
+    assert upkeep.check(data) == ["stray.json: not registered"]
+    assert upkeep.refresh(data) == ([], ["stray.json"])
+    assert upkeep.add(data, "stray.json") == "stray"        # the command: the file's own made_by
     assert results.load("stray").data["made_by"] == "python -m compbook.cppn counting"
     with pytest.raises(ValueError, match="already registered"):
-        results.add(data, "stray.json", "python -m compbook.cppn counting")
+        upkeep.add(data, "stray.json", "python -m compbook.cppn counting")
 
 
 def test_checkpoints_record_and_verify(data):
@@ -178,12 +180,12 @@ def test_checkpoints_record_and_verify(data):
 def test_a_folder_artifact_takes_new_files(data):
     (data / "runs").mkdir()
     (data / "runs" / "a.txt").write_text("a")
-    assert results.add(data, "runs", "python -m compbook.sae runs") == "runs"
+    assert upkeep.add(data, "runs", "python -m compbook.sae runs") == "runs"
     (data / "runs" / "b.txt").write_text("b")
-    assert results.check(data) == ["runs/b.txt: not registered"]
-    assert results.refresh(data, ["runs"]) == (["runs/b.txt: added to 'runs'"], [])
+    assert upkeep.check(data) == ["runs/b.txt: not registered"]
+    assert upkeep.refresh(data, ["runs"]) == (["runs/b.txt: added to 'runs'"], [])
     (data / "runs" / "a.txt").unlink()
-    assert results.refresh(data)[0] == ["runs/a.txt: missing, dropped from 'runs'"]
+    assert upkeep.refresh(data)[0] == ["runs/a.txt: missing, dropped from 'runs'"]
     (data / "runs" / "c.txt").write_text("c")
     results.record(data / "runs" / "c.txt")               # a writer's new file joins its folder
     assert sorted(results.read_registry(data)["artifacts"]["runs"]["files"]) == ["runs/b.txt", "runs/c.txt"]
@@ -240,3 +242,45 @@ def test_colab_downloads_are_verified(tmp_path, monkeypatch):
     (cache / "emc2" / "r.json").write_text('{"x": 2}')            # a stale or tampered download
     with pytest.raises(ValueError, match="differs from the registry"):
         results.load("emc2/r")
+
+
+def test_the_command_line_adds_refreshes_checks_and_stamps(data, capsys):
+    from compbook.results.__main__ import main
+    (data / "k.json").write_text('{"items": [1]}')
+    assert main(["check"]) == 1 and "k.json: not registered" in capsys.readouterr().out
+    assert main(["add", str(data / "k.json"), "--command", "python -m compbook.cppn labelling sheets"]) == 0
+    assert main(["check"]) == 0
+    assert main(["stamp", "k.json"]) == 0 and json.loads((data / "k.json").read_text())["made_by"].endswith("sheets")
+    (data / "k.json").write_text('{"made_by": "python -m compbook.cppn labelling sheets", "items": [2]}')
+    assert main(["check"]) == 1 and main(["refresh", "k.json"]) == 0 and main(["check"]) == 0
+    assert main(["show", "k"]) == 0 and "k: made by python -m compbook.cppn labelling sheets" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text, first", [
+    ('{\n "format": "compbook-judge-cache/1",\n "identity": "x",\n "entries": {\n  "a": {"v": 1},\n  "b": {"v": 2}\n }\n}\n',
+     "format"),
+    ('{\n"note": "a key",\n"items": [\n{\n"item": 1\n}\n]\n}', "made_by"),
+    ('{"rows": [1, 2]}\n', "made_by"),
+])
+def test_stamp_inserts_made_by_and_keeps_the_layout(data, text, first):
+    path = data / "old.json"
+    path.write_text(text)
+    assert upkeep.stamp(path, "python -m compbook.cppn judges fill")
+    new = path.read_text()
+    d = json.loads(new)
+    assert list(d)[0] == first and d["made_by"] == "python -m compbook.cppn judges fill"
+    assert {k: v for k, v in d.items() if k != "made_by"} == json.loads(text)
+    assert new.count("\n") == text.count("\n") + (1 if text.startswith("{\n") else 0), "one line added, no other"
+    assert results.load("old").data == d
+    assert not upkeep.stamp(path, "python -m compbook.cppn judges fill"), "stamping twice changes nothing"
+
+
+def test_stamp_turns_an_old_command_key_into_made_by(data):
+    path = data / "c.json"
+    path.write_text(json.dumps({"rows": [1], "command": "python -m compbook.cppn counting"}, indent=1) + "\n")
+    assert upkeep.stamp(path)
+    d = json.loads(path.read_text())
+    assert d == {"made_by": "python -m compbook.cppn counting", "rows": [1]} and path.read_text().startswith('{\n "')
+    with pytest.raises(ValueError, match="give the command"):
+        (data / "n.json").write_text("{}")
+        upkeep.stamp(data / "n.json")

@@ -24,8 +24,8 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
   files outside such a folder (a test's temporary folder) are not registered and load as before.
 * :func:`record` (called by every writer: :func:`write_json`, :func:`compbook.checkpoints.save`, the judge caches)
   puts a written file's new digest into the registry, so re-running a project command updates the registry.
-* ``python -m compbook.results check|refresh|add`` checks every file, re-registers changed files, registers a new
-  artifact.
+* :mod:`compbook.results.upkeep` (``python -m compbook.results check|refresh|add|stamp|show``) checks every
+  file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
 
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
 checkout (Colab), :func:`compbook.paths.data_file` downloads files and the registry the same way, and a
@@ -312,13 +312,17 @@ def made_by(path=None, command: str | None = None) -> str:
         return command
     if current_command():
         return current_command()
+    return registered_command(path) or shlex.join(["python", *list(getattr(sys, "orig_argv", sys.argv))[1:]])
+
+
+def registered_command(path) -> str | None:
+    """The registered command of the artifact that holds (or would hold) ``path``, or None."""
     folder = home(path) if path is not None else None
-    if folder is not None and (folder / REGISTRY).is_file():
-        reg = read_registry(folder)
-        name = artifact_of(reg, relative(path, folder))
-        if name:
-            return reg["artifacts"][name]["command"]
-    return shlex.join(["python", *list(getattr(sys, "orig_argv", sys.argv))[1:]])
+    if folder is None or not (folder / REGISTRY).is_file():
+        return None
+    reg = read_registry(folder)
+    name = artifact_of(reg, relative(path, folder))
+    return reg["artifacts"][name]["command"] if name else None
 
 
 def record(*files, command: str | None = None) -> None:
@@ -381,100 +385,3 @@ def joined(old: str | None, command: str) -> str:
     extend."""
     parts = [c for c in (old or "").split(" ; ") if c]
     return " ; ".join(parts + ([command] if command not in parts else []))
-
-
-# -- checking and refreshing -------------------------------------------------------------------------------------------
-def data_files(folder: Path) -> list[str]:
-    """Every file of data folder ``folder`` that should be registered (not the registry, the READMEs, hidden
-    files), relative, sorted."""
-    return sorted(relative(p, folder) for p in folder.rglob("*")
-                  if p.is_file() and p.name not in (REGISTRY, *UNREGISTERED)
-                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
-
-
-def check(folder: Path) -> list[str]:
-    """Every problem of ``folder``'s registry: a file missing, edited or unregistered; an artifact without a
-    project command. Empty when all is well."""
-    reg, out = read_registry(folder), []
-    listed = {}
-    for name, a in reg["artifacts"].items():
-        for c in a["command"].split(" ; "):
-            if not c.startswith(PROJECT_COMMAND):
-                out.append(f"{name}: command {c!r} is not a project command ({PROJECT_COMMAND}...)")
-        for rel, want in a["files"].items():
-            listed[rel] = name
-            if not (folder / rel).is_file():
-                out.append(f"{rel}: registered (artifact {name!r}) but missing")
-            elif sha256(folder / rel) != want:
-                out.append(f"{rel}: sha256 differs from the registry's (artifact {name!r})")
-    out += [f"{rel}: not registered" for rel in data_files(folder) if rel not in listed]
-    return out
-
-
-def refresh(folder: Path, targets=None) -> tuple[list[str], list[str]]:
-    """Re-register the files of ``folder`` (all, or those at or under the relative paths ``targets``): new
-    digests of changed files, new files of a registered checkpoint or folder added, missing files dropped (an
-    artifact with none left too). Returns ``(changes, unregistered)``: what changed, and files of no artifact
-    (register them with :func:`add`)."""
-    def wanted(rel):
-        return not targets or any(rel == t or rel.startswith(t.rstrip("/") + "/") or
-                                  rel.removesuffix(Path(rel).suffix) == t for t in targets)
-
-    changes, unregistered = [], []
-    with _locked(folder):
-        reg = read_registry(folder)
-        for name, a in list(reg["artifacts"].items()):
-            for rel in [r for r in a["files"] if wanted(r)]:
-                if not (folder / rel).is_file():
-                    del a["files"][rel]
-                    changes.append(f"{rel}: missing, dropped from {name!r}")
-                elif sha256(folder / rel) != a["files"][rel]:
-                    a["files"][rel] = sha256(folder / rel)
-                    changes.append(f"{rel}: new digest ({name!r})")
-            if not a["files"]:
-                del reg["artifacts"][name]
-                changes.append(f"{name}: no files left, dropped")
-        listed = {r for a in reg["artifacts"].values() for r in a["files"]}
-        for rel in [r for r in data_files(folder) if wanted(r) and r not in listed]:
-            name = artifact_of(reg, rel)
-            if name is None:
-                unregistered.append(rel)
-                continue
-            reg["artifacts"][name]["files"][rel] = sha256(folder / rel)
-            changes.append(f"{rel}: added to {name!r}")
-        if changes:
-            _write_registry(folder, reg)
-    return changes, unregistered
-
-
-def add(folder: Path, path: str, command: str | None = None, note: str | None = None) -> str:
-    """Register a new artifact at ``path`` (relative to ``folder``): a folder (every file under it), a checkpoint
-    stem or a file, made by ``command`` (default: the ``made_by`` its JSON records); returns its name.
-    ``ValueError`` if a file is already another artifact's or no command is known."""
-    path = path.strip("/") if (folder / path).is_dir() else path
-    if (folder / path).is_dir():
-        art, rels = path + "/", [r for r in data_files(folder) if r.startswith(path + "/")]
-    elif (folder / path).is_file():
-        art = _new_path(folder / path, path)
-        rels = [art] if art == path else [art + s for s in CHECKPOINT_SUFFIXES if (folder / (art + s)).is_file()]
-    elif any((folder / (path + s)).is_file() for s in CHECKPOINT_SUFFIXES):
-        art, rels = path, [path + s for s in CHECKPOINT_SUFFIXES if (folder / (path + s)).is_file()]
-    else:
-        raise FileNotFoundError(f"{folder / path}: no such file, checkpoint or folder")
-    if not rels:
-        raise ValueError(f"{folder / path}: holds no file to register")
-    with _locked(folder):
-        reg = read_registry(folder)
-        taken = {r: n for n, a in reg["artifacts"].items() for r in a["files"]}
-        clash = sorted({taken[r] for r in rels if r in taken})
-        if clash or name_of(art) in reg["artifacts"]:
-            raise ValueError(f"{path}: already registered (artifact {clash or name_of(art)}); use refresh")
-        if command is None:
-            side = folder / (art if art.endswith(".json") else art + ".json")
-            command = _parse(side, side.read_text()).get("made_by") if side.is_file() else None
-        if not command:
-            raise ValueError(f"{path}: give the command that makes it (--command); its JSON records none")
-        entry = {"path": art, "command": command, "files": {r: sha256(folder / r) for r in rels}}
-        reg["artifacts"][name_of(art)] = entry | ({"note": note} if note else {})
-        _write_registry(folder, reg)
-    return name_of(art)
