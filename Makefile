@@ -15,7 +15,7 @@ HEADLESS := COMPBOOK_WIDGETS=static TQDM_DISABLE=1
 
 setup:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
-	$(PYTHON) -m pip install -q -e ".[book,test]"
+	$(PYTHON) -m pip install -q -e ".[book,test,serving]"
 
 book: setup
 	$(HEADLESS) jupyter-book build --all .

@@ -20,7 +20,7 @@ import torch
 from compbook import scenes as S
 from compbook.binding import clevr, data as D
 from compbook.binding.encoders import DualEncoder
-from compbook.binding.train import TrainConfig, train_stack
+from compbook.binding.train import DualTrainConfig, train_stack
 
 N_MODELS = 16
 
@@ -60,7 +60,7 @@ def main():
     enc = clevr.encoder_config(setup)
     sets = clevr.scene_sets(setup)
     pairs = D.build_pairs(S.clevr2d(), sets["train"], sets["train_objects"], res=setup.res, max_len=clevr.MAX_LEN)
-    cfg = TrainConfig(steps=a.steps, batch=setup.batch, warmup=5)
+    cfg = DualTrainConfig(steps=a.steps, batch=setup.batch, warmup=5)
     runs = {
         "loop, plain modules": lambda: plain_loop(enc, cfg, pairs, a.steps),
         "loop, stack of 1": lambda: [train_stack(enc, cfg, pairs, 1, progress=False) for _ in range(N_MODELS)],

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from compbook.sae.regions import average_linkage, region_distance, sklearn_regions
-from compbook.sae.s2ae import SAEData, TrainConfig, s2ae_loss
+from compbook.sae.s2ae import SAEData, SAETrainConfig, s2ae_loss
 from compbook.sae.topk import TopKSAE
 
 
@@ -90,7 +90,7 @@ def main():
                            ("S2AE, regions per step", 0.01, None)]:
         sae = TopKSAE(args.d_in, args.d_sae, args.k)
         opt = torch.optim.Adam(sae.parameters(), 1e-3)
-        cfg = TrainConfig(d_sae=args.d_sae, k=args.k, lam=lam)
+        cfg = SAETrainConfig(d_sae=args.d_sae, k=args.k, lam=lam)
         steps[name] = step_fn(sae, opt, data, cfg, idx, reg)
     rows = interleaved(steps, args.repeats)
     print("\n1. one training step (ms), ratio to vanilla")

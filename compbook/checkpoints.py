@@ -126,14 +126,3 @@ def load(path, *, format: str, names=None) -> tuple[dict[str, torch.Tensor], dic
         raise ValueError(f"{st_path}: tensor names differ from the expected ones "
                          f"(missing {sorted(set(names) - set(tensors))}, extra {sorted(set(tensors) - set(names))})")
     return tensors, header
-
-
-def __getattr__(name):
-    # one release: save_cppn / load_cppn / load_metadata / content_hash moved to compbook.cppn.store
-    if name in ("save_cppn", "load_cppn", "load_metadata", "content_hash", "FORMAT"):
-        import importlib
-        import warnings
-        warnings.warn(f"compbook.checkpoints.{name} moved to compbook.cppn.store.{name}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(importlib.import_module("compbook.cppn.store"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -297,7 +298,7 @@ def same_length(a, b, name_a: str, name_b: str) -> int:
     return len(a)
 
 
-_SAFE_NAME = __import__("re").compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 
 def safe_name(value, name: str) -> str:

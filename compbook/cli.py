@@ -8,10 +8,14 @@ from typing import Callable, Mapping, Sequence
 
 def dispatch(commands: Mapping[str, Callable[[list], int]], prog: str, doc: str,
              argv: Sequence[str] | None = None) -> int:
-    """Run ``commands[argv[0]](argv[1:])`` (``argv`` defaults to ``sys.argv[1:]``); usage and exit code 2 when
-    ``argv`` names no command."""
+    """Run ``commands[argv[0]](argv[1:])`` (``argv`` defaults to ``sys.argv[1:]``). ``-h`` / ``--help``: the
+    usage and ``doc`` on stdout, exit code 0; no command or an unknown one: the usage on stderr, exit code 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    usage = f"usage: {prog} {{{','.join(commands)}}} [options]\n\n{doc}"
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage)
+        return 0
     if not argv or argv[0] not in commands:
-        print(f"usage: {prog} {{{','.join(commands)}}} [options]\n\n{doc}", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])

@@ -9,6 +9,18 @@ from compbook.cppn import picbreeder
 GENOME_NAMES = ("skull", "butterfly", "apple")
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Small tensors: one torch thread is much faster than two fighting over a shared CPU, and is how the
+    command lines run (restored after the module). A module asks for it with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def genomes():
     """All three genomes; fails (does not skip) when the data folder is missing: the suite needs it."""
@@ -23,3 +35,19 @@ def reference_renders():
         path = picbreeder.find_genome(name, download=False).with_suffix(".png")
         out[name] = np.asarray(Image.open(path).convert("RGB"), dtype=np.float64) / 255.0
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tmp_path_factory):
+    """``transformers serve`` with the tiny random Qwen3-VL (tests/tiny_vlm.py) on a free localhost port, started
+    once for the session, with a spare launched beside it (a test that kills it restarts it with
+    ``tiny_server.take_over(tiny_server.spare)``); fails, never skips, without the serving extra."""
+    from servers import TransformersServe
+    from tiny_vlm import save_servable, tiny_qwen3_vl
+
+    folder = save_servable(*tiny_qwen3_vl(), tmp_path_factory.mktemp("served") / "tiny-qwen3-vl")
+    server = TransformersServe(folder).start()
+    server.spare = TransformersServe(folder, log=folder.parent / "spare.log").launch()   # for a restart
+    yield server
+    server.kill()
+    server.spare.kill()

@@ -224,9 +224,9 @@ CASES = {
     # -- compbook.cppn.theory --------------------------------------------------------------------------------------
     "welch_bound(inf, 2)": lambda c: theory.welch_bound(_inf, 2),
     "welch_bound(2.5, 2)": lambda c: theory.welch_bound(2.5, 2),
-    "coherence one row": lambda c: theory.coherence([[1.0, 0.0]]),
-    "coherence a zero row": lambda c: theory.coherence([[1.0, 0.0], [0.0, 0.0]]),
-    "coherence strings": lambda c: theory.coherence([["a", "b"], ["c", "d"]]),
+    "coherence one row": lambda c: theory.mutual_coherence([[1.0, 0.0]]),
+    "coherence a zero row": lambda c: theory.mutual_coherence([[1.0, 0.0], [0.0, 0.0]]),
+    "coherence strings": lambda c: theory.mutual_coherence([["a", "b"], ["c", "d"]]),
     "normalise_rows complex": lambda c: theory.normalise_rows([[1, 1j]]),
     "paley_etf(7)": lambda c: theory.paley_etf(7),
     "log_rho p=1.5": lambda c: theory.log_rho(c.dag, 2, 2, p=1.5),

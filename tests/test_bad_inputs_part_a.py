@@ -17,7 +17,7 @@ from refusal import assert_refused
 import torch
 
 from compbook.cppn import agreement, claims, labelling, network as cppn, reread
-from compbook.cppn.judges import semantic
+from compbook.cppn.judges import registry, semantic
 from compbook.paths import data_dir
 
 SECONDS = 1.0
@@ -77,8 +77,8 @@ class _NotAJudge:
 
 CASES = {
     # -- compbook.cppn.judges.semantic -------------------------------------------------------------------------
-    "check_concept 'dog'": lambda c: semantic.check_concept("dog"),
-    "check_concept ['skull']": lambda c: semantic.check_concept(["skull"]),
+    "check_known_concept 'dog'": lambda c: semantic.check_known_concept("dog"),
+    "check_known_concept ['skull']": lambda c: semantic.check_known_concept(["skull"]),
     "prepare a numpy array": lambda c: semantic.prepare(np.zeros((1, 8, 8, 3))),
     "prepare (8, 8, 3) without N": lambda c: semantic.prepare(torch.zeros(8, 8, 3)),
     "prepare NaN": lambda c: semantic.prepare(torch.full((1, 8, 8, 3), _nan)),
@@ -127,11 +127,10 @@ CASES = {
                                                                                 progress=False),
     "weights_path folder=5": lambda c: semantic.weights_path(5),
     "choice_path folder=5": lambda c: semantic.choice_path(5),
-    "make_judge kind 'ssim'": lambda c: semantic.make_judge("ssim", 0.5),
-    "make_judge threshold nan": lambda c: semantic.make_judge("reference", _nan),
-    "candidates a string": lambda c: semantic.candidates("reference"),
-    "candidates {'bogus': 0.5}": lambda c: semantic.candidates({"bogus": 0.5}),
-    "candidates {}": lambda c: semantic.candidates({}),
+    "make_judge unknown name": lambda c: registry.make_judge("oracle"),
+    "make_judge reference threshold nan": lambda c: registry.make_judge("reference", threshold=_nan),
+    "make_judge an unknown option": lambda c: registry.make_judge("ssim", colour="rgb"),
+    "make_judges a string": lambda c: registry.make_judges("ssim"),
     "read_choice truncated choice.json": lambda c: semantic.read_choice(c.dir / "choice_cut.json"),
     "read_choice threshold edited by hand": lambda c: semantic.read_choice(c.dir / "choice_edited.json"),
     "read_choice chosen swapped by hand": lambda c: semantic.read_choice(c.dir / "choice_swapped.json"),

@@ -115,8 +115,8 @@ CASES = {
     # -- experiment, study
     "method_name negative lambda": lambda c: experiment.method_name(-0.1),
     "method_name NaN lambda": lambda c: experiment.method_name(NAN),
-    "verdict NaN": lambda c: experiment.verdict(NAN, 0.1),
-    "verdict negative half-width": lambda c: experiment.verdict(0.1, -1.0),
+    "verdict NaN": lambda c: experiment.difference_verdict(NAN, 0.1),
+    "verdict negative half-width": lambda c: experiment.difference_verdict(0.1, -1.0),
     "paired_difference unknown column": lambda c: experiment.paired_difference(
         pd.DataFrame({"method": ["a", "b"], "seed": [0, 0], "EV": [1.0, 2.0]}), "nope", "a", "b"),
     "paired_difference unknown method": lambda c: experiment.paired_difference(

@@ -111,9 +111,9 @@ def c(tmp_path_factory):
     for folder, edit in (("twin_target", {"target": "apple"}), ("twin_seed", {"seed": 7}),
                          ("twin_steps", {"recipe": {**twin["recipe"], "steps": 20}}),
                          ("twin_norecipe", {"recipe": None}), ("twin_curve", {"loss_curve": "edited"})):
-        store.save_cppn(model, d / folder / twins.stem("skull", 64, 10, 0), {**twin, **edit})
+        store.save_cppn(model, d / folder / twins.twin_stem("skull", 64, 10, 0), {**twin, **edit})
     ns.twin_model = model
-    ns.net = counting.Network("tiny", "twin", "skull", CPPN([["tanh"] * 3, ["sin"] * 3], seed=0))
+    ns.net = counting.CountedNetwork("tiny", "twin", "skull", CPPN([["tanh"] * 3, ["sin"] * 3], seed=0))
     return ns
 
 
@@ -258,7 +258,7 @@ CASES = {
     "load_twins JSON says another seed": lambda c: twins.load_twins("skull", c.dir / "twin_seed"),
     "load_twins JSON says another step count": lambda c: twins.load_twins("skull", c.dir / "twin_steps"),
     "load_twins JSON without a recipe": lambda c: twins.load_twins("skull", c.dir / "twin_norecipe"),
-    "loss_curves JSON curve edited": lambda c: twins.loss_curves("skull", c.dir / "twin_curve"),
+    "stored_loss_curves JSON curve edited": lambda c: twins.stored_loss_curves("skull", c.dir / "twin_curve"),
     "report JSON says another target": lambda c: twins.report(c.dir / "twin_target"),
     "report JSON without a recipe": lambda c: twins.report(c.dir / "twin_norecipe"),
     # -- cppn.counting.deltas_for, layer_scales

@@ -10,7 +10,7 @@ from compbook import scenes as S
 from compbook.binding import data as D
 from compbook.binding import decomposition as dec
 from compbook.binding.encoders import EncoderConfig
-from compbook.binding.train import DualStack, TrainConfig, train_stack
+from compbook.binding.train import DualStack, DualTrainConfig, train_stack
 
 
 def _toy(seed=0, d=512, multiplicative=False):
@@ -140,7 +140,7 @@ def test_batched_loss_equals_each_model_alone():
 
 def test_training_is_deterministic_lr_is_stepped_and_loss_falls(tmp_path):
     sp, data, enc = _tiny_setup()
-    cfg = TrainConfig(steps=30, batch=16, warmup=5, eval_every=10)
+    cfg = DualTrainConfig(steps=30, batch=16, warmup=5, eval_every=10)
     calls = []
 
     def val(stack):

@@ -232,8 +232,8 @@ def test_full_mode_command_runs_tiny(tmp_path, monkeypatch):
 def test_verdict_rule():
     rec = {"config": {"eval_scenes": 2000}, "floors": {"swap_chance_sim": 1 / 6},
            "final": {"seen_binding": 0.95, "unseen_binding": 0.20}}
-    assert R.verdict(rec)[0]                      # 0.20 of 2000: Wilson low 0.18 > 1/6
+    assert R.go_no_go(rec)[0]                      # 0.20 of 2000: Wilson low 0.18 > 1/6
     rec["final"]["unseen_binding"] = 0.17
-    assert not R.verdict(rec)[0]
+    assert not R.go_no_go(rec)[0]
     rec["final"].update(seen_binding=0.89, unseen_binding=0.9)
-    assert not R.verdict(rec)[0]
+    assert not R.go_no_go(rec)[0]

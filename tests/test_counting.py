@@ -56,7 +56,7 @@ def test_genome_link_check_refuses_another_model():
 
 
 def test_dense_network_rules_coincide():
-    net = counting.Network("dense", "twin", "skull", uniform_cppn(3, 5, {"cache": 3, "sin": 2}))
+    net = counting.CountedNetwork("dense", "twin", "skull", uniform_cppn(3, 5, {"cache": 3, "sin": 2}))
     assert counting.counted_weights(net, "links") == counting.counted_weights(net, "nonzero")
     assert len(counting.counted_weights(net, "nonzero")) == 4 * 5 + 2 * 25 + 5 * 3
 
@@ -125,7 +125,7 @@ def test_table_intervals_and_pooling():
 @pytest.mark.parametrize("call", [lambda n: counting.counted_weights(n, "genome"),
                                   lambda n: counting.deltas_for(n, [], "double"),
                                   lambda n: counting.deltas_for(n, [], "fixed", scale=0),
-                                  lambda n: counting.make_judges(["vlm"])])
+                                  lambda n: counting.run([n], judges=["oracle"])])
 def test_bad_arguments(skull, call):
     with pytest.raises(ValueError):
         call(skull)

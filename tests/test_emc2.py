@@ -14,13 +14,7 @@ from compbook.cppn.picbreeder import layerize
 POLICIES = ("plus", "both", "noise")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: one torch thread is much faster than two on a shared CPU (restored after)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- networks ---------------------------------------------------------------------------------------------------

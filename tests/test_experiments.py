@@ -117,3 +117,22 @@ def test_fer_optimizers_keep_each_optimizers_best_rate():
     # same seed, same start: the two optimizers' first losses agree
     assert np.allclose(run.runs[("adam", 1e-3)].losses[0], run.runs[("muon", 1e-2)].losses[0])
     assert [len(m.activations) for m in run.final["adam"].models] == [2, 2]
+
+
+def test_run_stored_keeps_other_sections_and_writes_each_chapter(tmp_path, monkeypatch):
+    """``experiments --write --chapters 6``: the chapter's section is replaced (with its command, sample and
+    seconds), the file's other sections kept; without ``write`` the file is not touched."""
+    path = tmp_path / "partA.json"
+    path.write_text(json.dumps({"chapter7": {"kept": 1}}))
+    calls = []
+    monkeypatch.setattr(experiments, "stored_path", lambda: path)
+    monkeypatch.setitem(experiments.RUNNERS, "6", lambda seeds, sample: calls.append((seeds, sample)) or {"x": 2})
+    monkeypatch.setitem(experiments.STORED, "6", dict(seeds=[0], sample=3))
+    out = experiments.run_stored(["6"], write=False)
+    assert json.loads(path.read_text()) == {"chapter7": {"kept": 1}} and calls == [([0], 3)]
+    experiments.run_stored(["6"], write=True, command="cmd")
+    data = json.loads(path.read_text())
+    assert data["chapter7"] == {"kept": 1} and data["chapter6"]["x"] == 2 and data["chapter6"]["sample"] == 3
+    assert data["chapter6"]["made_by"] == "cmd --write --chapters 6" and out["chapter6"]["x"] == 2
+    with pytest.raises(ValueError):
+        experiments.run_stored(["5"])

@@ -14,6 +14,7 @@ from compbook.cppn.__main__ import main as cli
 from compbook.cppn.judges import vlm
 from compbook.cppn.judges import CacheMiss, CachedJudge, SSIMJudge, entry_key
 from compbook.cppn.judges.vlm import VLMJudge, final_answer, parse_yes_no, vlm_identity
+from tiny_vlm import tiny_qwen3_vl
 
 RES = 32
 
@@ -308,56 +309,6 @@ def test_vlm_judge_batches_parses_and_records_unparsed():
 
 
 # -- VLM judge on a tiny random Qwen3-VL (offline) --------------------------------------------------------------
-def tiny_qwen3_vl():
-    """A randomly initialised 1-layer Qwen3-VL and a processor built here: no download, no meaningful answers.
-
-    Tokenizer: byte-level BPE with no merges (every text round-trips) plus Qwen's special tokens; the chat
-    template is a short Qwen-style one (the real one is longer). The processor is transformers' own
-    Qwen3VLProcessor; its video part needs torchvision (absent here), so the video processor is left out.
-    """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (AutoModelForImageTextToText, PreTrainedTokenizerFast, Qwen2VLImageProcessorPil,
-                              Qwen3VLConfig, Qwen3VLProcessor)
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    tok = Tokenizer(models.BPE({c: i for i, c in enumerate(alphabet)}, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-               "<|image_pad|>", "<|video_pad|>"]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
-    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in ("<think>", "</think>")])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|endoftext|>", eos_token="<|im_end|>")
-    chat = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% for c in m['content'] %}"
-            "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
-            "{% else %}{{ c['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
-
-    class ImageOnlyProcessor(Qwen3VLProcessor):
-        def check_argument_for_proper_class(self, name, arg):
-            return None if arg is None else super().check_argument_for_proper_class(name, arg)
-
-    images = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, temporal_patch_size=2,
-                                      min_pixels=32 * 32, max_pixels=64 * 64)
-    processor = ImageOnlyProcessor(image_processor=images, tokenizer=tokenizer, chat_template=chat)
-    ids = {k: tokenizer.convert_tokens_to_ids(t) for k, t in
-           [("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
-            ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>")]}
-    config = Qwen3VLConfig(
-        text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=1, head_dim=16, vocab_size=len(tokenizer), max_position_embeddings=1024,
-                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                          "mrope_section": [2, 3, 3], "mrope_interleaved": True}),
-        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32,
-                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
-                           deepstack_visual_indexes=[0]), **ids)
-    torch.manual_seed(0)
-    model = AutoModelForImageTextToText.from_config(config).eval()
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return model, processor
-
-
 @pytest.fixture(scope="module")
 def tiny_vlm():
     return tiny_qwen3_vl()

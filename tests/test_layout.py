@@ -1,14 +1,13 @@
-"""The package's layout (issue 20): imports run one way, parts stay apart, old paths keep working for a release.
+"""The package's layout: imports run one way, parts stay apart, no module is imported by a computed name.
 
 The import graph is read from the source (every ``import`` statement, the ones inside functions too), so a
-circle hidden behind a function-level import fails here as well.
+circle hidden behind a function-level import fails here as well; ``importlib.import_module`` or ``__import__``
+would hide an import from it, so neither may appear.
 """
 
 import ast
-import importlib
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "compbook"
 
 #: the layers of compbook: a module may import from its own layer and the layers before it, never after.
-SHARED = {"compbook", "compbook._compat", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
+SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
           "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.sliders", "compbook.scenes",
-          "compbook.results", "compbook.results.upkeep", "compbook.results.__main__"}
+          "compbook.serving", "compbook.journal", "compbook.results", "compbook.results.upkeep",
+          "compbook.results.__main__"}
 PART_A_LAYERS = [
-    {"network", "picbreeder", "fer", "store", "theory"},                   # the networks
+    {"paper", "network", "picbreeder", "fer", "store", "theory"},          # the papers' figures, the networks
     {"optim", "backprop", "train", "prune", "twins"},                       # training
-    {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm"},
-    {"labelling", "agreement"},                                             # human verdicts
+    {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
+     "judges.registry", "judges.server"},                                   # judging
+    {"labelling", "agreement", "labellers"},                                # human verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
     {"claims"},                                                             # claims
     {"__main__"},                                                           # command lines
@@ -128,45 +129,49 @@ def test_imports_run_one_way(name):
 def test_no_argument_parsing_in_library_modules():
     """Command lines live in each part's ``__main__.py`` (the library modules hold no argparse)."""
     for name, path in MODULES.items():
-        if name.endswith("__main__") or name == "compbook._compat":
+        if name.endswith("__main__"):
             continue
         assert "argparse" not in path.read_text(), f"{name} parses arguments: move it to its part's __main__.py"
 
 
-@pytest.mark.parametrize("old, new", [("compbook.judges", "compbook.cppn.judges"),
-                                      ("compbook.train", "compbook.cppn.train"),
-                                      ("compbook.semantic", "compbook.cppn.judges.semantic"),
-                                      ("compbook.claims", "compbook.cppn.claims")])
-def test_old_import_paths_give_the_same_module_with_a_warning(old, new):
-    with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-        sys.modules.pop(old, None)
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new), "the alias must be the module itself, not a second copy"
-    assert module.__spec__.name == new, "the alias must leave the real module's spec alone"
+def test_no_import_by_computed_name():
+    """Every import is a statement the graph above reads: no ``importlib.import_module(`` or ``__import__(``."""
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                called = ast.unparse(node.func)
+                assert not called.endswith(("import_module", "__import__")), \
+                    f"{name}:{node.lineno} calls {called}(): import with a statement (the layout test reads those)"
 
 
-def test_old_network_names_still_import():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        from compbook.cppn import CPPN, uniform_cppn   # the package re-exports the network's names
+def test_lazy_names_of_the_packages():
+    """``from compbook.cppn import CPPN`` and ``from compbook.cppn.judges import make_judge`` work; a submodule
+    comes through the import system; an unknown name is an AttributeError."""
+    import compbook.cppn
+    import compbook.cppn.judges as judges
+    from compbook.cppn import CPPN, uniform_cppn, train
+    from compbook.cppn.judges import SSIMJudge, make_judge
     assert uniform_cppn(1, 2).render(4).shape == (4, 4, 3) and CPPN.__module__ == "compbook.cppn.network"
-    with pytest.warns(DeprecationWarning, match="compbook.cppn.store"):
-        from compbook.checkpoints import save_cppn
-    from compbook.cppn.store import save_cppn as new
-    assert save_cppn is new
+    assert train.__name__ == "compbook.cppn.train" and make_judge.__module__ == "compbook.cppn.judges.registry"
+    assert SSIMJudge.__module__ == "compbook.cppn.judges.base"
+    assert set(judges.__all__) <= set(dir(judges))
+    for package in (compbook.cppn, judges):
+        with pytest.raises(AttributeError):
+            package.no_such_name
 
 
-def test_old_command_line_runs_the_new_one(tmp_path):
-    """``python -m compbook.twins --report`` still runs: it is ``python -m compbook.cppn twins --report``."""
-    old = subprocess.run([sys.executable, "-m", "compbook.twins", "--help"], capture_output=True, text=True)
-    new = subprocess.run([sys.executable, "-m", "compbook.cppn", "twins", "--help"], capture_output=True, text=True)
-    assert old.returncode == new.returncode == 0, old.stderr
-    assert old.stdout == new.stdout and "python -m compbook.cppn twins" in new.stdout
-    assert "is now python -m compbook.cppn twins" in old.stderr
+def test_old_paths_are_gone():
+    """The old Part A module paths and ``python -m`` spellings of 0.1 are removed (CHANGELOG.md)."""
+    for old in ("compbook.judges", "compbook.train", "compbook.twins"):
+        with pytest.raises(ModuleNotFoundError):
+            __import__(old)
+    import compbook.checkpoints
+    assert not hasattr(compbook.checkpoints, "save_cppn")
 
 
 def test_importing_the_package_loads_no_part():
     code = ("import sys, compbook, compbook.cppn, compbook.cppn.judges; "
             "print(sorted(m for m in sys.modules if m.startswith('compbook.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert eval(out) == ["compbook._compat", "compbook.cppn", "compbook.cppn.judges"]
+    assert eval(out) == ["compbook.cppn", "compbook.cppn.judges"]

@@ -10,13 +10,7 @@ LAYOUT = {"sin": 2, "gaussian": 2, "tanh": 2, "sigmoid": 2}
 RES = 16
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """These networks are tiny: one thread is faster than two fighting over a shared CPU (restored after)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -103,10 +103,10 @@ def test_bad_inputs_name_the_argument():
 
 def test_report_on_a_real_sae_is_consistent():
     from compbook.sae import experiment as ex
-    from compbook.sae.s2ae import TrainConfig
+    from compbook.sae.s2ae import SAETrainConfig
 
     s = ex.load_setting(40, 30, 2)
-    runs = ex.train_runs(s.train, TrainConfig(d_sae=64, k=4, steps=20, batch_images=8), seeds=(0,))
+    runs = ex.train_runs(s.train, SAETrainConfig(d_sae=64, k=4, steps=20, batch_images=8), seeds=(0,))
     df = cm.compare_crossmodal(runs, s.test, cm.concept_labels(s.test_scenes), top_n=10, min_fires=3)
     assert list(df.method) == ["vanilla", "S2AE (lambda=0.01)"]
     for _, r in df.iterrows():

@@ -42,13 +42,13 @@ def tiny_data(shift=0.0):
 
 
 def test_stored_runs_reload_only_the_same_question(tmp_path, monkeypatch):
-    from compbook.sae.s2ae import TrainConfig
+    from compbook.sae.s2ae import SAETrainConfig
 
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     calls = []
     real = ex.train_sae
     monkeypatch.setattr(ex, "train_sae", lambda *a, **k: calls.append(1) or real(*a, **k))
-    cfg = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
+    cfg = SAETrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
     first = ex.stored_runs(tiny_data(), cfg, seeds=(0,), lams=(0.0, 0.01))
     assert len(calls) == 2 and len(list((tmp_path / "sae" / "runs").glob("lam0p01_seed0_*.safetensors"))) == 1
     again = ex.stored_runs(tiny_data(), cfg, seeds=(0,), lams=(0.0, 0.01))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from compbook.sae import refopt as ro
-from compbook.sae.s2ae import SAEData, TrainConfig, train_sae
+from compbook.sae.s2ae import SAEData, SAETrainConfig, train_sae
 from compbook.sae.topk import TopKSAE
 
 
@@ -36,7 +36,7 @@ def test_linear_decay():
 
 
 def test_with_our_options_it_is_our_trainer():
-    cfg = TrainConfig(d_sae=16, k=2, steps=5, batch_images=2, n_regions=2, lam=0.01, lr=1e-2)
+    cfg = SAETrainConfig(d_sae=16, k=2, steps=5, batch_images=2, n_regions=2, lam=0.01, lr=1e-2)
     ours = train_sae(tiny_data(), cfg, progress=False)
     same = ro.train_sae_reference(tiny_data(), ro.ReferenceTrainConfig(
         **cfg.__dict__, schedule="constant", clip=None, init="ours", b_dec_init="mean"), progress=False)
@@ -47,7 +47,7 @@ def test_with_our_options_it_is_our_trainer():
 
 
 def test_reference_options_change_training():
-    cfg = TrainConfig(d_sae=16, k=2, steps=6, batch_images=2, n_regions=2, lr=1e-2)
+    cfg = SAETrainConfig(d_sae=16, k=2, steps=6, batch_images=2, n_regions=2, lr=1e-2)
     ours = train_sae(tiny_data(), cfg, progress=False)
     ref = ro.train_sae_reference(tiny_data(), ro.ReferenceTrainConfig(**cfg.__dict__), progress=False)
     assert ref.losses != pytest.approx(ours.losses)

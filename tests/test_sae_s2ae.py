@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from compbook.sae import binarize_ste, exclusive_sparsity, group_sparsity
-from compbook.sae.s2ae import SAEData, TrainConfig, batch_penalties, train_sae
+from compbook.sae.s2ae import SAEData, SAETrainConfig, batch_penalties, train_sae
 
 
 def loop_profiles(z_hat, regions):
@@ -105,14 +105,14 @@ def toy_data(n=24, p=16, t=20, d=8, seed=0):
 
 def test_trainer_deterministic_and_learns():
     data = toy_data()
-    cfg = TrainConfig(d_sae=32, k=4, lam=0.01, n_regions=5, steps=30, batch_images=8, seed=3)
+    cfg = SAETrainConfig(d_sae=32, k=4, lam=0.01, n_regions=5, steps=30, batch_images=8, seed=3)
     with pytest.raises(ValueError, match="n_regions=17"):
-        train_sae(data, TrainConfig(d_sae=32, k=4, lam=0.01, n_regions=17, steps=1), progress=False)
+        train_sae(data, SAETrainConfig(d_sae=32, k=4, lam=0.01, n_regions=17, steps=1), progress=False)
     a, b = train_sae(data, cfg, progress=False), train_sae(data, cfg, progress=False)
     assert torch.equal(a.sae.W_enc, b.sae.W_enc), "same seed and data must give the same SAE"
     assert a.losses[-1] < a.losses[0]
     assert torch.allclose(a.sae.W_dec.norm(dim=1), torch.ones(32), atol=1e-5)
-    every = train_sae(data, TrainConfig(**{**cfg.__dict__, "regions_every_step": True}), progress=False)
+    every = train_sae(data, SAETrainConfig(**{**cfg.__dict__, "regions_every_step": True}), progress=False)
     assert torch.allclose(every.sae.W_enc, a.sae.W_enc), "regions recomputed per step: same (frozen) attention"
 
 

@@ -9,7 +9,7 @@ import torch
 
 from compbook.sae import experiment as ex
 from compbook.sae import study as st
-from compbook.sae.s2ae import SAEData, TrainConfig
+from compbook.sae.s2ae import SAEData, SAETrainConfig
 from compbook.sae.topk import TopKSAE
 
 
@@ -89,7 +89,7 @@ def test_study_runs_store_per_k_and_resume(tmp_path, monkeypatch):
     calls = []
     real = ex.train_sae
     monkeypatch.setattr(ex, "train_sae", lambda *a, **k: calls.append(a[1].k) or real(*a, **k))
-    base = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
+    base = SAETrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
     runs = st.study_runs(tiny_data(), base, ks=(2, 4), lams=(0.0, 0.01), seeds=(0,))
     assert sorted(calls) == [2, 2, 4, 4]
     assert [(r["k"], r["lam"]) for r in runs] == [(2, 0.0), (2, 0.01), (4, 0.0), (4, 0.01)]
@@ -107,7 +107,7 @@ def test_study_runs_store_per_k_and_resume(tmp_path, monkeypatch):
 
 def test_reference_runs_never_served_as_ours(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
-    base = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
+    base = SAETrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
     ours = st.study_runs(tiny_data(), base, ks=(2,), lams=(0.0,), seeds=(0,))
     ref = st.reference_runs(tiny_data(), 2, seeds=(0,), lams=(0.0,), base=base)
     assert not torch.equal(ours[0]["sae"].W_enc, ref[0]["sae"].W_enc)
@@ -123,7 +123,7 @@ def test_region_runs_store_per_count_resume_and_read(tmp_path, monkeypatch):
     real = ex.train_sae
     monkeypatch.setattr(ex, "train_sae",
                         lambda *a, **k: seen.append((a[1].lam, a[1].n_regions)) or real(*a, **k))
-    base = TrainConfig(d_sae=16, k=2, steps=3, batch_images=2)
+    base = SAETrainConfig(d_sae=16, k=2, steps=3, batch_images=2)
     runs = st.region_runs(tiny_data(), counts=(1, 2), k=2, lam=0.01, seeds=(0, 1), base=base)
     # vanilla and the paper's regions (min(20, 4 patches) = 4) once per seed, then each count per seed
     assert sorted(seen, key=str) == sorted([(0.0, None), (0.01, None)] * 2 + [(0.01, 1), (0.01, 2)] * 2, key=str)

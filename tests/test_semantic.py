@@ -81,7 +81,7 @@ def test_augmentation_batch_shapes_labels_and_determinism():
 
 def test_stored_classifier_recognises_the_references_and_rejects_noise():
     if not semantic.weights_path().is_file():
-        pytest.fail("data/semantic/concept_cnn.safetensors is missing: python -m compbook.cppn.judges.semantic train")
+        pytest.fail("data/semantic/concept_cnn.safetensors is missing: python -m compbook.cppn semantic train")
     j = semantic.ClassifierJudge()
     refs = _refs()
     for k, c in enumerate(semantic.CONCEPTS):
@@ -91,12 +91,12 @@ def test_stored_classifier_recognises_the_references_and_rejects_noise():
     assert (j.scores(noise, "skull") < 0.5).all()
 
 
-def test_default_cpu_judge_needs_no_reference_and_loads_fast():
+def test_default_judge_needs_no_reference_and_loads_fast():
     import time
     if not semantic.choice_path().is_file():
-        pytest.fail("data/semantic/choice.json is missing: python -m compbook.cppn.judges.semantic choose")
+        pytest.fail("data/semantic/choice.json is missing: python -m compbook.cppn semantic choose")
     t0 = time.perf_counter()
-    judge = judges.default_cpu_judge()
+    judge = semantic.default_judge()
     assert time.perf_counter() - t0 < 5
     v = judge(_refs(), "butterfly")
     assert v.dtype == torch.bool and v.tolist()[1] is True

@@ -86,7 +86,7 @@ def _sweep(depths, scores, losses):
 def test_depth_tables_on_fake_sweeps():
     sweeps = {"a": _sweep([1, 2, 4], [0.1, 0.5, 0.2], [0.3, 0.2, 0.1]),
               "b": _sweep([1, 2, 4], [0.0, 0.1, 0.9], [0.5, 0.4, 0.3])}
-    iv = {n: {j: [{"score": s, "ci95": [s - 0.1, s + 0.1]} for s in sw.mean()] for j in tables.JUDGES}
+    iv = {n: {j: [{"score": s, "ci95": [s - 0.1, s + 0.1]} for s in sw.mean()] for j in panel.JUDGE_NAMES}
           for n, sw in sweeps.items()}
     t = tables.depth_table(sweeps, iv)
     assert t.shape == (6, 3)
@@ -142,7 +142,7 @@ def test_etf_table_flags_a_frame_that_is_not_an_etf():
 def test_coherence_sweep_is_minimise_coherence():
     got = theory.coherence_sweep([3, 4], [2], steps=50, restarts=2)
     assert list(got) == [(3, 2), (4, 2)]
-    assert got[4, 2] == theory.coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
+    assert got[4, 2] == theory.mutual_coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
 
 
 def test_log10_rho_grid_and_relabelling_peak():

@@ -19,9 +19,9 @@ def naive_coherence(F):
 
 def test_coherence_matches_naive_loop_and_ignores_row_scale():
     F = np.random.default_rng(0).standard_normal((7, 3))
-    assert T.coherence(F) == pytest.approx(naive_coherence(F), abs=1e-14)
-    assert T.coherence(F * np.arange(1, 8)[:, None]) == pytest.approx(T.coherence(F), abs=1e-14)
-    assert T.coherence(np.array([[1.0, 0.0], [-1.0, 0.0]])) == pytest.approx(1.0)
+    assert T.mutual_coherence(F) == pytest.approx(naive_coherence(F), abs=1e-14)
+    assert T.mutual_coherence(F * np.arange(1, 8)[:, None]) == pytest.approx(T.mutual_coherence(F), abs=1e-14)
+    assert T.mutual_coherence(np.array([[1.0, 0.0], [-1.0, 0.0]])) == pytest.approx(1.0)
 
 
 def test_welch_bound_formula_and_exact_zero_when_r_le_d():
@@ -30,7 +30,7 @@ def test_welch_bound_formula_and_exact_zero_when_r_le_d():
     for d in range(1, 8):
         for r in range(1, d + 1):
             assert T.welch_bound(r, d) == 0.0
-            assert T.coherence(T.orthonormal_frame(max(r, 2), max(d, 2), seed=r)) == pytest.approx(0.0, abs=1e-12)
+            assert T.mutual_coherence(T.orthonormal_frame(max(r, 2), max(d, 2), seed=r)) == pytest.approx(0.0, abs=1e-12)
     # the bound grows with r and tends to 1/sqrt(d)
     assert all(T.welch_bound(r, 4) < T.welch_bound(r + 1, 4) for r in range(5, 40))
     assert T.welch_bound(10**6, 4) == pytest.approx(0.5, rel=1e-5)
@@ -53,13 +53,13 @@ def test_known_etfs_meet_the_welch_bound(name):
     assert np.allclose(np.linalg.norm(F, axis=1), 1.0)
     assert G.max() - G.min() < 1e-9, "not equiangular"
     assert np.allclose(U.T @ U, (r / d) * np.eye(d), atol=1e-9), "not tight"
-    assert abs(T.coherence(F) - T.welch_bound(r, d)) < 1e-6
+    assert abs(T.mutual_coherence(F) - T.welch_bound(r, d)) < 1e-6
 
 
 def test_paley_q5_is_the_icosahedron_six_lines():
     F = T.paley_etf(5)
     assert F.shape == (6, 3)
-    assert T.coherence(F) == pytest.approx(1 / math.sqrt(5), abs=1e-12)
+    assert T.mutual_coherence(F) == pytest.approx(1 / math.sqrt(5), abs=1e-12)
 
 
 def test_surrogate_gradient_matches_torch_autograd():
@@ -84,19 +84,19 @@ OPTIMISED = [(3, 2), (4, 2), (5, 2), (4, 3), (6, 3), (7, 3), (5, 4), (8, 4), (6,
 def test_welch_bound_lower_bounds_every_optimised_frame(r, d):
     F = T.minimise_coherence(r, d, steps=600, seed=r * 10 + d)
     assert F.shape == (r, d)
-    assert T.coherence(F) >= T.welch_bound(r, d) - 1e-12
-    assert T.coherence(F) <= T.coherence(np.random.default_rng(0).standard_normal((r, d)))
+    assert T.mutual_coherence(F) >= T.welch_bound(r, d) - 1e-12
+    assert T.mutual_coherence(F) <= T.mutual_coherence(np.random.default_rng(0).standard_normal((r, d)))
 
 
 @pytest.mark.parametrize("r,d", [(3, 2), (4, 3), (5, 4), (6, 3), (6, 5), (10, 5)])
 def test_optimiser_reaches_the_bound_where_an_etf_exists(r, d):
-    assert T.coherence(T.minimise_coherence(r, d, steps=1500)) - T.welch_bound(r, d) < 1e-6
+    assert T.mutual_coherence(T.minimise_coherence(r, d, steps=1500)) - T.welch_bound(r, d) < 1e-6
 
 
 @pytest.mark.parametrize("r", [4, 5, 6])
 def test_optimiser_finds_the_known_plane_optimum_above_the_bound(r):
     """In R^2 the best r lines are equally spaced: coherence cos(pi/r) > Welch bound (no ETF for r >= 4)."""
-    c = T.coherence(T.minimise_coherence(r, 2, steps=1500))
+    c = T.mutual_coherence(T.minimise_coherence(r, 2, steps=1500))
     assert c == pytest.approx(math.cos(math.pi / r), abs=1e-6)
     assert c > T.welch_bound(r, 2) + 0.05
 
@@ -108,8 +108,8 @@ def test_optimiser_is_deterministic():
 @pytest.mark.parametrize("call", [
     lambda: T.welch_bound(0, 3), lambda: T.welch_bound(3, 0), lambda: T.welch_bound(2.5, 2),
     lambda: T.welch_bound(True, 2), lambda: T.welch_bound(None, 2), lambda: T.welch_bound("3", 2),
-    lambda: T.coherence(np.ones((1, 3))), lambda: T.coherence(np.zeros((3, 2))),
-    lambda: T.coherence(np.ones(3)), lambda: T.coherence(np.array([[1.0, np.nan], [0.0, 1.0]])),
+    lambda: T.mutual_coherence(np.ones((1, 3))), lambda: T.mutual_coherence(np.zeros((3, 2))),
+    lambda: T.mutual_coherence(np.ones(3)), lambda: T.mutual_coherence(np.array([[1.0, np.nan], [0.0, 1.0]])),
     lambda: T.simplex_etf(0), lambda: T.paley_etf(7), lambda: T.paley_etf(9), lambda: T.paley_etf(1),
     lambda: T.naimark_complement(np.random.default_rng(0).standard_normal((5, 2))),
     lambda: T.naimark_complement(np.eye(3)), lambda: T.orthonormal_frame(4, 3),
@@ -130,7 +130,7 @@ def test_local_sets_orthogonal_while_global_welch_bound_is_positive():
     groups = ring_groups(r, k)
     F = T.local_orthogonal_frame(groups, r, d)
     assert T.welch_bound(r, d) > 0.3                      # globally r > d: interference is unavoidable ...
-    assert T.coherence(F) >= T.welch_bound(r, d) - 1e-12
+    assert T.mutual_coherence(F) >= T.welch_bound(r, d) - 1e-12
     assert T.local_welch_bound(groups, d) == 0.0          # ... locally the bound is exactly zero
     assert T.local_coherence(F, groups) < 1e-12            # and attained: every node's inputs are orthogonal
     assert T.local_welch_bound(groups, 2) > 0              # arity 3 > d = 2: locally impossible too
@@ -305,7 +305,7 @@ def test_welch_bound_refuses_non_integers_with_value_error(r, d):
 def test_coherence_of_complex_vectors_uses_the_hermitian_product():
     """Used to drop the imaginary parts (with a ComplexWarning) and return 1.0."""
     F = np.array([[1, 0], [1, 1j]])
-    assert T.coherence(F) == pytest.approx(1 / math.sqrt(2))
-    assert T.coherence(np.array([[1, 1j], [1, -1j]])) == pytest.approx(0.0, abs=1e-12)   # orthogonal in C^2
+    assert T.mutual_coherence(F) == pytest.approx(1 / math.sqrt(2))
+    assert T.mutual_coherence(np.array([[1, 1j], [1, -1j]])) == pytest.approx(0.0, abs=1e-12)   # orthogonal in C^2
     with pytest.raises(ValueError, match="complex"):
         T.normalise_rows(F)                                   # the real-frame tools refuse complex input

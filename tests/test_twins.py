@@ -81,7 +81,7 @@ def test_the_fast_path_gives_the_plain_loss_trajectory():
 def test_load_twins_loads_the_longest_stored_run():
     """Older runs stay stored (the human verdicts were given on them); the chapters must get the longest."""
     for t in twins.TARGETS:
-        raw = [json.loads(p.read_text()) for p in twins.stored(t)]
+        raw = [json.loads(p.read_text()) for p in twins.stored_twins(t)]
         longest = max(r["metadata"]["recipe"]["steps"] for r in raw)
         want = sorted(r["content_hash"] for r in raw if r["metadata"]["recipe"]["steps"] == longest)
         assert sorted(checkpoints.content_hash(m) for m in twins.load_twins(t)) == want

@@ -7,8 +7,7 @@
   go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
 
-The library modules hold no argument parsing; ``python -m compbook.binding.sweep ...`` (the old spelling) still
-runs ``sweep`` for one release.
+The library modules hold no argument parsing.
 """
 
 from __future__ import annotations

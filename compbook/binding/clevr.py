@@ -19,7 +19,7 @@ from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig
 from .recognition import concept_recognition, recognition
-from .train import DualStack, TrainConfig, train_stack
+from .train import DualStack, DualTrainConfig, train_stack
 
 MAX_LEN = 12
 
@@ -114,7 +114,7 @@ def train(setup: Setup, swap_negatives: bool, progress: bool = True):
         r = evaluate(stack, sets["val"], setup.res)
         return (r["concept"] + r["object"]) / 2
 
-    cfg = TrainConfig(steps=setup.steps, batch=setup.batch, swap_negatives=swap_negatives, seed=setup.seed)
+    cfg = DualTrainConfig(steps=setup.steps, batch=setup.batch, swap_negatives=swap_negatives, seed=setup.seed)
     return train_stack(encoder_config(setup), cfg, data, setup.n_models, val_score=val_score, progress=progress), cfg
 
 
@@ -145,9 +145,3 @@ def load_or_train(swap_negatives: bool, retrain: bool = False, setup: Setup | No
         result.stack.save(path, info)
     result.stack.metadata = info
     return result.stack, setup, info
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.binding.clevr, for one release
-    import sys
-    from compbook.binding.__main__ import main
-    sys.exit(main(["clevr", *sys.argv[1:]]))

@@ -216,9 +216,3 @@ def load_complexity(n_values: int, directory=None) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
     return checks.json_file(path, "complexity table")
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.binding.complexity, for one release
-    import sys
-    from compbook.binding.__main__ import main
-    sys.exit(main(["complexity", *sys.argv[1:]]))

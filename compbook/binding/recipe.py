@@ -676,7 +676,7 @@ def coverage_table(records: list[dict]):
     return pd.DataFrame(rows).set_index("coverage")
 
 
-def verdict(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
+def go_no_go(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
     """Go if final seen binding >= ``seen_min`` and unseen binding's Wilson interval lies above chance."""
     f, n = record["final"], record["config"]["eval_scenes"]
     lo, _ = wilson(round(f["unseen_binding"] * n), n)
@@ -702,9 +702,3 @@ def run_one(cfg: RecipeConfig, out, checkpoint=None, command: str = "", prefix: 
     save(model.cpu(), record, stem)
     print(json.dumps({"final": record["final"], "floors": record["floors"], "seconds": record["seconds"]}))
     return record
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.binding.recipe, for one release
-    import sys
-    from compbook.binding.__main__ import main
-    sys.exit(main(["recipe", *sys.argv[1:]]))

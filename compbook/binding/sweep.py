@@ -289,9 +289,3 @@ def recipe_check(cfg: ControlledConfig, coverages, seed: int = 0, max_scenes: in
             "bind_unseen": test_binding(res.params, cfg, splits, n_scenes).tolist(),
             "recognition": test_recognition(res.params, cfg, splits, n_scenes).tolist(),
             "final_loss": res.losses[-1].tolist(), "seconds": round(res.seconds, 1)}
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.binding.sweep, for one release
-    import sys
-    from compbook.binding.__main__ import main
-    sys.exit(main(["sweep", *sys.argv[1:]]))

@@ -139,7 +139,7 @@ class _MethodModule(torch.nn.Module):
         return getattr(self.m, self.method)(*args)
 
 
-def lr_lambda(cfg: TrainConfig):
+def lr_lambda(cfg: DualTrainConfig):
     """Step -> LR factor: linear warm-up over ``warmup`` steps, then cosine decay to 0 at ``steps``."""
     def f(step):
         if step < cfg.warmup:
@@ -201,7 +201,7 @@ def check_pair_data(data, enc: EncoderConfig) -> None:
         raise ValueError(f"data.swap_valid must be ({n},) bools, got {valid.dtype} {tuple(valid.shape)}")
 
 
-def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, val_score=None,
+def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 1, val_score=None,
                 progress: bool = True) -> TrainResult:
     """Train ``n_models`` dual encoders on ``data`` (a :class:`~compbook.binding.data.PairData`) at once.
 
@@ -245,7 +245,3 @@ def train_stack(enc: EncoderConfig, cfg: TrainConfig, data, n_models: int = 1, v
                 v.copy_(best_params[k])
     return TrainResult(stack, np.array(losses), np.array(lrs), np.array(vals), best_step,
                        time.perf_counter() - t0)
-
-
-#: the old name, for one release (Part B's dual encoders' training config; Parts B and C each had a ``TrainConfig``)
-TrainConfig = DualTrainConfig

@@ -23,25 +23,21 @@ from here as before (``from compbook.cppn import CPPN, uniform_cppn``); importin
 
 from __future__ import annotations
 
-import importlib
-
+#: the network's names, re-exported (``from compbook.cppn import CPPN``); a submodule is imported as usual
+#: (``from compbook.cppn import train``)
 _NETWORK = ("INPUT_NAMES", "COLOR_MODES", "ACTIVATIONS", "check_activation", "layout_from_counts",
             "coordinate_grid", "hsv_to_rgb", "outputs_to_rgb", "ActivationLayer", "grouped_layout",
             "active_runs", "init_weights", "CPPN", "uniform_cppn", "check_finite_outputs",
             "layer_activation_counts")
-_SUBMODULES = ("network", "picbreeder", "fer", "store", "theory", "optim", "backprop", "train", "prune", "twins",
-               "emc2", "judges", "labelling", "agreement", "panel", "depth", "reread", "counting", "experiments",
-               "tables", "claims")
 __all__ = list(_NETWORK)
 
 
 def __getattr__(name):
     if name in _NETWORK:
-        return getattr(importlib.import_module(".network", __name__), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
+        from . import network
+        return getattr(network, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_NETWORK) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(_NETWORK))

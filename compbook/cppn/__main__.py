@@ -4,17 +4,20 @@
 Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 
 * ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`), or ``--report``;
-* ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`);
-* ``semantic train|choose|validate``: the concept CNN's weights; choose the default CPU judge on held-out human
-  verdicts; validate the choice on a later batch (:mod:`compbook.cppn.agreement`);
+* ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`; ``--judge`` a name of
+  :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
+  :mod:`compbook.cppn.judges.server`);
+* ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
+  held-out human verdicts; validate the choice on a later batch; the judge and the choice against a second
+  labeller; a third labeller on the overlap set (:mod:`compbook.cppn.labellers`);
 * ``labelling sheets|relabel|overlap|agreement|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
 * ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`);
 * ``fer``: FER's SGD networks against the Picbreeder renders (:mod:`compbook.cppn.fer`);
 * ``counting``: the score under every counting rule, delta policy and judge (:mod:`compbook.cppn.counting`).
 
-The library modules hold no argument parsing: each command below reads its options and calls them. The old
-spellings (``python -m compbook.cppn twins ...``) still run these for one release (:mod:`compbook._compat`).
+The library modules hold no argument parsing: each command below reads its options, calls them, prints and
+writes what they return.
 """
 
 from __future__ import annotations
@@ -38,11 +41,12 @@ PROG = "python -m compbook.cppn"
 def twins(argv: Sequence[str]) -> int:
     """``twins --target T [--steps N --res R --seeds ...]`` or ``twins --report``."""
     from . import store, twins as tw
+    from .paper import figure
     p = argparse.ArgumentParser(prog=f"{PROG} twins", description=tw.__doc__.split("\n")[0])
     p.add_argument("--target", choices=tw.TARGETS, action="append", default=[])
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--res", type=int, default=64)
-    p.add_argument("--lr", type=float, default=None, help="default: FER's (3e-3, apple 3e-4)")
+    p.add_argument("--lr", type=float, default=None, help="default: FER's (paper.figure('fer_lr'))")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-minutes", type=float, default=None, help="stop after this wall time (steps recorded)")
@@ -51,11 +55,13 @@ def twins(argv: Sequence[str]) -> int:
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
     p.add_argument("--arch", choices=["picbreeder", "fer"], default="picbreeder",
-                   help="fer: FER's activation mix per layer, our minibatch + cosine recipe (issue 24)")
+                   help="fer: FER's activation mix per layer, our minibatch + cosine recipe")
     p.add_argument("--minibatch-steps", type=int, default=6000, help="--arch fer: random-pixel steps")
     p.add_argument("--full-steps", type=int, default=400, help="--arch fer: full-batch cosine steps")
     p.add_argument("--straight-through", action="store_true", help="--arch fer: straight-through clips")
     args = p.parse_args(argv)
+    if args.arch == "fer" and not args.target:
+        p.error("--arch fer trains the targets given with --target")
     torch.set_num_threads(args.threads)
     if args.arch == "fer":
         return _fer_twins(args)
@@ -68,7 +74,7 @@ def twins(argv: Sequence[str]) -> int:
         for w in tw.save_twins(recipe, models, losses, seconds, args.out):
             m = store.load_metadata(w)
             print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
-                  f"{m['psnr_256']:.1f} dB (256; FER {tw.FER_PSNR_256[t]})", flush=True)
+                  f"{m['psnr_256']:.1f} dB (256; FER {figure('fer_psnr_256')[t]})", flush=True)
         print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
               f"{time.perf_counter() - t0:.0f} s in all", flush=True)
     if args.report or not args.target:
@@ -79,6 +85,7 @@ def twins(argv: Sequence[str]) -> int:
 
 # -- judges -----------------------------------------------------------------------------------------------------------
 def _judges_parser() -> argparse.ArgumentParser:
+    from .judges.registry import JUDGES
     p = argparse.ArgumentParser(prog=f"{PROG} judges",
                                 description="Fill or inspect EMC2 judge caches (data/judge_cache/).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -86,19 +93,31 @@ def _judges_parser() -> argparse.ArgumentParser:
     f.add_argument("--genome", action="append", default=[], help="a Picbreeder genome (skull, butterfly, apple)")
     f.add_argument("--checkpoint", action="append", default=[], help="a compbook checkpoint (save_cppn)")
     f.add_argument("--concept", help="what the images show (default: the genome's name; required for checkpoints)")
-    f.add_argument("--judge", choices=("vlm", "ssim"), default="vlm")
+    f.add_argument("--judge", choices=[n for n in JUDGES if n != "image-reference"], default=None,
+                   help="a judge of compbook.cppn.judges.registry (default: server with --server, else vlm;"
+                        " image-reference needs a target image)")
     f.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
     g = f.add_argument_group("VLM judge")
-    g.add_argument("--model-id", default=None, help="default Qwen/Qwen3-VL-4B-Thinking")
-    g.add_argument("--revision", default=None, help="a commit hash pins the weights (default: main)")
+    g.add_argument("--model-id", default=None, help="default compbook.cppn.judges.vlm.DEFAULT_MODEL")
+    g.add_argument("--revision", default=None,
+                   help="a commit hash pins the weights (default: main; with --server: the hash it loaded)")
     g.add_argument("--prompt", default=None, help="with {concept}; default compbook.cppn.judges.vlm.DEFAULT_PROMPT")
     g.add_argument("--max-new-tokens", type=int, default=None)
     g.add_argument("--image-size", type=int, default=None)
     g.add_argument("--batch-size", type=int, default=8, help="images per generate call")
     g.add_argument("--device", default=None)
     g.add_argument("--device-map", default=None, help="e.g. auto (needs accelerate)")
-    s = f.add_argument_group("SSIM judge")
-    s.add_argument("--threshold", type=float, default=0.5)
+    v = f.add_argument_group("server judge (any OpenAI-compatible server: vLLM, SGLang, transformers serve)")
+    v.add_argument("--server", help="its base URL, e.g. http://localhost:8000/v1")
+    v.add_argument("--model", help="the served model id (default Qwen/Qwen3-VL-4B-Thinking)")
+    v.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
+    v.add_argument("--timeout", type=float, default=60.0, help="seconds per request, retries included")
+    v.add_argument("--retries", type=int, default=3, help="after a 429, a 5xx or a dropped connection")
+    v.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    v.add_argument("--request-seed", type=int, default=0, help="the requests' sampling seed")
+    s = f.add_argument_group("SSIM and semantic judges")
+    s.add_argument("--threshold", type=float, default=None,
+                   help="ssim, reference, classifier (default: SSIM_THRESHOLD; choice.json's)")
     e = f.add_argument_group("compositional_score (defaults: compbook.cppn.emc2's)")
     e.add_argument("--delta", type=float)
     e.add_argument("--res", type=int)
@@ -112,16 +131,34 @@ def _judges_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _server_judge(args):
+    """``--judge server``: a :class:`~compbook.cppn.judges.server.ServerJudge` (the VLM options that apply)."""
+    import os
+    from .judges.registry import make_judge
+    if not args.server:
+        raise SystemExit("fill: --judge server needs --server URL")
+    options = {k: v for k, v in (("model", args.model or args.model_id), ("prompt", args.prompt),
+                                  ("max_tokens", args.max_new_tokens), ("image_size", args.image_size))
+               if v is not None}
+    return make_judge("server", base_url=args.server, revision=args.revision, concurrency=args.concurrency, timeout=args.timeout,
+                       retries=args.retries, api_key=os.environ.get(args.api_key_env) or None,
+                       seed=args.request_seed, progress=True, **options)
+
+
 def _make_judge(args):
-    from .judges.base import SSIMJudge
-    if args.judge == "ssim":
-        return SSIMJudge(threshold=args.threshold)
-    from .judges import vlm
+    """The judge ``--judge`` names, from :func:`compbook.cppn.judges.registry.make_judge`."""
+    from .judges.registry import make_judge
+    args.judge = args.judge or ("server" if args.server else "vlm")
+    if args.judge == "server":
+        return _server_judge(args)
+    if args.judge != "vlm":
+        given = {} if args.threshold is None else {"threshold": args.threshold}
+        return make_judge(args.judge, **given)
     options = {k: v for k, v in (("model_id", args.model_id), ("prompt", args.prompt),
                                   ("max_new_tokens", args.max_new_tokens), ("image_size", args.image_size))
                if v is not None}
-    return vlm.VLMJudge(revision=args.revision, batch_size=args.batch_size, device=args.device,
-                        device_map=args.device_map, **options)
+    return make_judge("vlm", revision=args.revision, batch_size=args.batch_size, device=args.device,
+                      device_map=args.device_map, **options)
 
 
 def _models(args) -> list[tuple[str, object, str]]:
@@ -138,6 +175,7 @@ def _models(args) -> list[tuple[str, object, str]]:
 def _fill(args) -> int:
     """``fill``: run ``compositional_score`` with a ``CachedJudge(mode="fill")`` for each model."""
     from . import emc2
+    from ..serving import ServerError
     from .judges.cache import CachedJudge, cache_path
     models = _models(args)
     judge = _make_judge(args)
@@ -145,10 +183,18 @@ def _fill(args) -> int:
     kwargs = {k: v for k, v in (("delta", args.delta), ("res", args.res), ("policy", args.policy),
                                 ("seed", args.seed), ("engine", args.engine),
                                 ("batch_size", args.engine_batch_size), ("sample", args.sample)) if v is not None}
-    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries)")
+    print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries"
+          + (f", {cached.recovered} recovered from an interrupted fill)" if cached.recovered else ")"))
     for name, model, concept in models:
         before = (cached.hits, cached.misses)
-        result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        try:
+            result = emc2.compositional_score(model, cached, concept, progress=True, **kwargs)
+        except ServerError as e:
+            print(f"fill: {e}\n{len(cached)} verdicts are stored in {cached.path}; rerun the same command to "
+                  f"ask only the missing ones", file=sys.stderr)
+            return 1
+        finally:
+            getattr(judge, "close", lambda: None)()
         print(f"{name} ({concept}): score {result.score:.3f} over {len(result.verdicts)} weights; "
               f"{cached.hits - before[0]} stored, {cached.misses - before[1]} new verdicts")
     unparsed = getattr(judge, "unparsed", [])
@@ -159,27 +205,16 @@ def _fill(args) -> int:
     return 0
 
 
-def _is_cache_file(path: Path) -> bool:
-    """Whether ``path`` holds a judge cache (a JSON object with a judge-cache ``format``); the folder also holds
-    other JSON files (the human keys, self-agreement records), which are not caches."""
-    from .judges.cache import CACHE_FORMAT
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return True                   # unreadable: read_cache says what is wrong with it
-    return isinstance(data, dict) and str(data.get("format", "")).startswith(CACHE_FORMAT.split("/")[0])
-
-
 def _show(args) -> int:
     """``show``: identity, entry count and fraction preserved per concept of each cache file. In a folder, JSON
     files that are not caches are listed as skipped; a file named on the command line must be a cache (exit
     status 2 otherwise). A damaged cache (edited, truncated) stops the command with its ``ValueError``."""
-    from .judges.cache import cache_folder, read_cache
+    from .judges.cache import cache_folder, is_cache_file, read_cache
     paths = [Path(p) for p in args.paths] or [cache_folder()]
     files, skipped = [], []
     for p in paths:
         for f in (sorted(p.glob("*.json")) if p.is_dir() else [p]):
-            (files if _is_cache_file(f) else skipped).append((f, p.is_dir()))
+            (files if is_cache_file(f) else skipped).append((f, p.is_dir()))
     named = [str(f) for f, in_folder in skipped if not in_folder]
     if named:
         print(f"judges show: not a judge cache: {', '.join(named)}", file=sys.stderr)
@@ -211,79 +246,39 @@ def _print_tables(tables: dict) -> None:
                   f"{r['agreement']:.3f} bal.acc {r['balanced_accuracy']:.3f} kappa {r['kappa']:.3f}")
 
 
+def _write(path: Path, out: dict) -> None:
+    """Write a result with its ``made_by`` and record it in the registry (:func:`compbook.results.write_json`)."""
+    results.write_json(path, out)
+
+
 def _choose() -> int:
-    """Load the key and the human verdicts, run :func:`agreement.choose`, write ``data/semantic/choice.json``."""
-    from . import agreement, labelling
+    """``data/semantic/choice.json`` (:func:`labellers.choice_run`)."""
+    from . import labellers
     from .judges import semantic
-    torch.set_num_threads(1)
-    key, answers = agreement.answered_items("human_key.json")
-    result = agreement.choose(key, answers, labelling.render_items(key))
-    path = results.write_json(semantic.choice_path(), result)
+    result = labellers.choice_run()
+    _write(semantic.choice_path(), result)
     _print_tables(result["tables"])
     print(f"thresholds {result['thresholds']}; chosen: {result['chosen']}")
     return 0
 
 
 def _validate(key_name: str) -> int:
-    """:func:`agreement.validate` on a later labelled batch (its key in ``data/judge_cache/``) with the thresholds
-    of ``data/semantic/choice.json``; writes ``data/semantic/validation_<batch>.json``."""
-    from . import agreement, labelling
-    from .judges import semantic
-    torch.set_num_threads(1)
-    key, answers = agreement.answered_items(key_name)
-    choice = semantic.read_choice()
-    result = agreement.validate(key, answers, labelling.render_items(key), choice["thresholds"])
-    result["key"] = key_name
-    out = semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
-    results.write_json(out, result)
+    """``data/semantic/validation_<batch>.json`` (:func:`labellers.validation_run`)."""
+    from . import labellers
+    result = labellers.validation_run(key_name)
+    _write(out := labellers.validation_path(key_name), result)
     _print_tables(result["tables"])
     print(f"wrote {out}")
     return 0
 
 
-def _stored_answers(key_name: str, labeller: str) -> tuple[str, list, list]:
-    """``(identity, items, answers)``: ``labeller``'s stored verdicts on the items of ``key_name``."""
-    from . import agreement, labelling
-    identity = labelling.human_identity(labeller)
-    items, answers = agreement.answered([key_name], identity)
-    if not items:
-        raise SystemExit(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
-    return identity, items, answers
-
-
 def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], seed: int) -> int:
-    """The default judge at its fixed threshold against another labeller's verdicts on ``key_name``, their
-    verdicts per network kind and delta, and the choice made on one labeller validated on the other
-    (:func:`agreement.cross_labeller`); writes ``data/semantic/validation_<batch>.json``."""
-    from . import agreement, labelling
-    from .judges import semantic as sem
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    identity, items, answers = _stored_answers(key_name, labeller)
-    first_items, first_answers = agreement.answered(first_keys)
-    images, first_images = labelling.render_items(items), labelling.render_items(first_items)
-    choice = sem.read_choice()
-    fixed = {k: t for k, t in choice["thresholds"].items()} | {"ssim": 0.5}
-    scores = {k: agreement.judge_scores(k, images, items) for k in (*fixed, *agreement.VARIANTS)}
-    per_item = [{"item": it["item"], "concept": it["concept"], "kind": it["kind"], "delta": it["question"]["delta"],
-                 "answer": a} | {k: round(float(v[j]), 4) for k, v in scores.items()}
-                for j, (it, a) in enumerate(zip(items, answers))]
-    out = {"made_by": (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
-                       f"{' '.join(first_keys)} --seed {seed}"),
-           "key": key_name, "identity": identity, "first_keys": list(first_keys),
-           "default": {"kind": choice["chosen"], "threshold": choice["thresholds"][choice["chosen"]]},
-           "fixed": {k: {"threshold": t, "rows": agreement.labeller_rows(items, answers, scores[k] >= t, seed)}
-                     for k, t in fixed.items()},
-           "items": per_item,
-           "human": {"kind_delta": agreement.human_rows(items, answers),
-                     "concept_kind_delta": agreement.human_rows(items, answers, ("concept", "kind", "delta")),
-                     "first_kind_delta": agreement.human_rows(first_items, first_answers)},
-           "cross": agreement.cross_labeller((first_items, first_answers, first_images),
-                                             (items, answers, images), seed=seed,
-                                             names=("labeller 1", "labeller 2"))}
-    out["seconds"] = round(time.perf_counter() - t0, 1)
-    path = sem.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
-    results.write_json(path, out)
+    """``data/semantic/validation_<batch>.json`` (:func:`labellers.second_labeller_run`)."""
+    from . import labellers
+    command = (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
+               f"{' '.join(first_keys)} --seed {seed}")
+    out = labellers.second_labeller_run(key_name, labeller, first_keys, seed, command)
+    _write(path := labellers.validation_path(key_name), out)
     for k, v in out["fixed"].items():
         for r in v["rows"]:
             print(f"{k:10s} {r['network']:10s} n={r['n']:3d} can't tell {r['cant_tell']:2d} agree "
@@ -295,40 +290,12 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
 
 
 def _overlap_semantic(key_name: str, labeller: str) -> int:
-    """The overlap set (issue 24): ``labeller`` against each earlier labeller on that labeller's items
-    (:func:`agreement.pairwise`), their yes rates, ``labeller``'s yes rate reweighted to each earlier batch
-    (:func:`agreement.reweighted_yes`), and the default judge at its fixed threshold against ``labeller``;
-    writes ``data/semantic/overlap.json``."""
-    from collections import Counter
-    from . import agreement, labelling
-    from .judges import semantic as sem
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    identity, items, third = _stored_answers(key_name, labeller)
-    choice = sem.read_choice()
-    kind, t = choice["chosen"], choice["thresholds"][choice["chosen"]]
-    judge = agreement.judge_scores(kind, labelling.render_items(items), items)
-    out = {"made_by": f"{PROG} semantic overlap --key {key_name} --labeller '{labeller}'", "key": key_name,
-           "identity": identity, "default": {"kind": kind, "threshold": t}, "groups": [], "items": []}
-    for keys, who, _ in OVERLAP:
-        idx = [j for j, it in enumerate(items) if it["labeller"] == who]
-        sub = [items[j] for j in idx]
-        orig = labelling.answers_for(sub, identity=labelling.human_identity(who))
-        thr = [third[j] for j in idx]
-        verdict = ["yes" if judge[j] >= t else "no" for j in idx]
-        batch = Counter(agreement.answered(list(keys), labelling.human_identity(who))[1])
-        out["groups"].append({
-            "labeller": who, "batches": list(keys), "n": len(idx), "batch_counts": dict(batch),
-            "labellers": agreement.pairwise(orig, thr),
-            "third_yes_reweighted": agreement.reweighted_yes(orig, thr, batch),
-            "original_yes_batch": batch["yes"] / sum(batch.values()),
-            "judge_vs_third": agreement.pairwise(verdict, thr),
-            "judge_vs_original": agreement.pairwise(verdict, orig)})
-        out["items"] += [{"item": items[j]["item"], "concept": items[j]["concept"], "kind": items[j]["kind"],
-                          "labeller": who, "of": items[j]["of"], "original": o, "third": third[j],
-                          "judge_score": round(float(judge[j]), 4)} for j, o in zip(idx, orig)]
-    out["seconds"] = round(time.perf_counter() - t0, 1)
-    path = results.write_json(sem.choice_path().parent / "overlap.json", out)
+    """``data/semantic/overlap.json`` (:func:`labellers.overlap_run`)."""
+    from . import labellers
+    from .judges import semantic
+    out = labellers.overlap_run(key_name, labeller, f"{PROG} semantic overlap --key {key_name} --labeller "
+                                                    f"'{labeller}'")
+    _write(path := semantic.choice_path().parent / "overlap.json", out)
     for g in out["groups"]:
         p = g["labellers"]
         print(f"{g['labeller']:16s} n={g['n']} exact {p['exact']:.2f} yes/no {p['agreement_yes_no']:.2f} "
@@ -339,6 +306,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
 
 def semantic(argv: Sequence[str]) -> int:
     """``semantic train`` (the CNN's weights), ``semantic choose``, ``validate``, ``second`` or ``overlap``."""
+    from .labelling import HUMAN_KEYS
     p = argparse.ArgumentParser(prog=f"{PROG} semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -352,13 +320,14 @@ def semantic(argv: Sequence[str]) -> int:
     w = sub.add_parser("second", help="the default judge and the choice against another labeller's verdicts")
     w.add_argument("--key", default="human_key_batch3.json", help="its key, in data/judge_cache/")
     w.add_argument("--labeller", default="second labeller", help="the labeller whose verdicts are stored")
-    w.add_argument("--first-keys", nargs="+", default=["human_key.json", "human_key_batch2.json"],
+    w.add_argument("--first-keys", nargs="+", default=list(HUMAN_KEYS),
                    help="the first labeller's keys (the cross-labeller choice)")
     w.add_argument("--seed", type=int, default=0)
     o = sub.add_parser("overlap", help="a third labeller on items labellers 1 and 2 answered (overlap set)")
     o.add_argument("--key", default="human_key_overlap.json", help="its key, in data/judge_cache/")
     o.add_argument("--labeller", default="third labeller", help="the labeller whose verdicts are stored")
     args = p.parse_args(argv)
+    torch.set_num_threads(1 if args.command != "train" else args.threads)
     if args.command == "choose":
         return _choose()
     if args.command == "overlap":
@@ -369,7 +338,6 @@ def semantic(argv: Sequence[str]) -> int:
         return _validate(args.key)
     from .. import checkpoints
     from .judges import augment, semantic as sem
-    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     net, curve = sem.train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
     path = sem.weights_path()
@@ -383,7 +351,7 @@ def semantic(argv: Sequence[str]) -> int:
 
 # -- labelling --------------------------------------------------------------------------------------------------------
 def labelling(argv: Sequence[str]) -> int:
-    """``labelling sheets|relabel|store ...`` (see ``data/judge_cache/README.md``)."""
+    """``labelling sheets|relabel|overlap|store ...`` (see ``data/judge_cache/README.md``)."""
     from . import labelling as lab, twins as tw
     p = argparse.ArgumentParser(prog=f"{PROG} labelling")
     sub = p.add_subparsers(dest="command", required=True)
@@ -457,29 +425,13 @@ def labelling(argv: Sequence[str]) -> int:
     return 0
 
 
-#: the overlap draw (issue 24): per labeller, its keys and how many items of each answer
-OVERLAP = ((("human_key.json", "human_key_batch2.json"), "book authors", {"yes": 14, "no": 13, "can't tell": 13}),
-           (("human_key_batch3.json",), "second labeller", {"no": 12, "yes": 28}))
-OVERLAP_STARTS = {"skull": 20000, "butterfly": 21000, "apple": 22000}
-
-
 def _overlap(out_key: str, out: str, seed: int) -> None:
-    """Items labellers 1 and 2 answered (:data:`OVERLAP`, ``labelling.stratified_draw``), shuffled per
-    concept and numbered from :data:`OVERLAP_STARTS`: the key (``of``, ``batch``, ``labeller``) and sheets."""
-    from . import agreement, labelling as lab
+    """The overlap key and its sheets (:func:`labellers.overlap_items`)."""
+    from . import labellers, labelling as lab
     torch.set_num_threads(1)
-    items = []
-    for j, (keys, who, counts) in enumerate(OVERLAP):
-        got, answers = [], []
-        for k in keys:
-            its, ans = agreement.answered([k], lab.human_identity(who))
-            got += [it | {"batch": k, "labeller": who} for it in its]
-            answers += ans
-        items += [{f: v for f, v in it.items() if f != "answer"}
-                  for it in lab.stratified_draw(got, answers, counts, seed + j)]
-    items = lab.number_by_concept(items, OVERLAP_STARTS, seed + len(OVERLAP))
-    lab.write_key(out_key, items, f"overlap key (issue 24): 'of' is the original item of 'batch', answered "
-                  f"by 'labeller'; {PROG} labelling overlap --seed {seed}")
+    items = labellers.overlap_items(seed)
+    lab.write_key(out_key, items, f"overlap key: 'of' is the original item of 'batch', answered by 'labeller'; "
+                  f"{PROG} labelling overlap --seed {seed}")
     sheets = lab.write_sheets(items, lab.render_items(items), out)
     print(f"{len(items)} items, {len(sheets)} sheets in {out}; key {out_key}")
 
@@ -525,27 +477,16 @@ def reread(argv: Sequence[str]) -> int:
 # -- experiments ------------------------------------------------------------------------------------------------------
 def experiments(argv: Sequence[str]) -> int:
     """``experiments --write [--chapters 6 7 8 9 theory 6fer 7fer 8fer]``: run and store
-    (``data/emc2/partA_reread.json``)."""
-    from .. import checks
+    (``data/emc2/partA_reread.json``, :func:`experiments.run_stored`)."""
     from . import experiments as ex
-    p = argparse.ArgumentParser(prog=f"{PROG} experiments")
+    p = argparse.ArgumentParser(prog=f"{PROG} experiments", description=ex.__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help=f"write {ex.stored_path().name}")
     p.add_argument("--chapters", nargs="+", default=list(ex.RUNNERS), choices=list(ex.RUNNERS))
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    path = ex.stored_path()
-    data = checks.json_file(path, "stored Part A results") if path.is_file() else {}
-    for ch in args.chapters:
-        t0 = time.perf_counter()
-        out = ex.RUNNERS[ch](**ex.STORED[ch])
-        out |= {"made_by": f"{PROG} experiments --write --chapters {ch}", "sample": ex.STORED[ch]["sample"],
-                "seconds": round(time.perf_counter() - t0, 1)}
-        data[ch if ch == "theory" else f"chapter{ch}"] = out
-        print(f"chapter {ch}: {out['seconds']} s")
-        if args.write:
-            results.write_json(path, data, f"{PROG} experiments --write", indent=0, default=float)
+    ex.run_stored(args.chapters, args.write, f"{PROG} experiments", log=print)
     if args.write:
-        print(f"wrote {path}")
+        print(f"wrote {ex.stored_path()}")
     return 0
 
 
@@ -572,7 +513,7 @@ def _fer_twins(args) -> int:
     return 0
 
 
-# -- fer and counting (issue 24) --------------------------------------------------------------------------------------
+# -- fer and counting -------------------------------------------------------------------------------------------------
 def fer(argv: Sequence[str]) -> int:
     """``fer``: PSNR of FER's SGD networks against the Picbreeder renders at 256 px."""
     from . import fer as f, picbreeder

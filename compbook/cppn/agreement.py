@@ -1,4 +1,4 @@
-"""How well a CPU judge agrees with blind human verdicts (chapter 5, issue 11).
+"""How well a CPU judge agrees with blind human verdicts (chapter 5).
 
 Items are the labelling key's (:mod:`compbook.cppn.labelling`); "can't tell" answers are left out. The items are cut,
 seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
@@ -6,7 +6,7 @@ one with the best balanced accuracy there) and a *held-out* half (the default ju
 held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
 writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
 
-A second labeller (issue 24): :func:`labeller_rows` scores a judge at its fixed threshold against another
+A second labeller: :func:`labeller_rows` scores a judge at its fixed threshold against another
 labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
 with intervals (:func:`with_intervals`) and "can't tell" counts; :func:`cross_labeller` chooses on one labeller
 and validates on the other, each way round; :func:`human_rows` gives a labeller's verdicts per kind and delta.
@@ -26,10 +26,8 @@ import torch
 from .. import checks
 from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
 from .judges import semantic
-
-THRESHOLD_GRID = {"reference": np.round(np.arange(0.05, 0.96, 0.025), 3).tolist(),
-                  "classifier": np.round(np.arange(0.05, 0.96, 0.05), 3).tolist()}
-assert THRESHOLD_GRID == semantic.THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
+from .judges.base import SSIM_THRESHOLD
+from .judges.semantic import THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
 
 
 def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
@@ -64,7 +62,7 @@ def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
     return held
 
 
-ANSWERS = ("yes", "no", "can't tell", None)
+ANSWER_VALUES = ("yes", "no", "can't tell", None)
 
 
 def _check_items(items, keys, name: str = "items") -> list:
@@ -79,8 +77,8 @@ def _check_answers(items, answers) -> list:
     answers = checks.sequence(answers, "answers", 0)
     checks.same_length(items, answers, "items", "answers")
     for i, a in enumerate(answers):
-        if a not in ANSWERS:
-            raise ValueError(f"answers[{i}] must be one of {ANSWERS}, got {a!r}")
+        if a not in ANSWER_VALUES:
+            raise ValueError(f"answers[{i}] must be one of {ANSWER_VALUES}, got {a!r}")
     return answers
 
 
@@ -98,12 +96,14 @@ def labelled(items: Sequence[dict], answers: Sequence[str | None]) -> tuple[list
     return [items[j] for j in keep], np.array([answers[j] == "yes" for j in keep])
 
 
-#: Variants of the reference judge (issue 24, fixed before the second labeller's answers were read): the
+#: Variants of the reference judge (fixed before the second labeller's answers were read): the
 #: default averages the best-shift SSIM at 64, 32 and 16 px; ``reference-min`` takes the *lowest* of the three
 #: (a render must match at every scale: stricter on local damage that the coarse scales average away);
 #: ``reference-64`` keeps the 64 px scale only. Their thresholds use the reference grid.
 VARIANTS = {"reference-min": "min", "reference-64": (64,)}
 SCORE_KINDS = ("reference", "classifier", "ssim", *VARIANTS)
+#: how tables name SSIM to the own render at its threshold (not a candidate: it does not answer "is this a <concept>?")
+SSIM_LABEL = f"ssim (own render, {SSIM_THRESHOLD:g})"
 
 
 def grid(kind: str) -> list:
@@ -133,7 +133,7 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
         if kind == "reference":
             out[idx] = semantic.reference_scores(images[idx], c).numpy()
         elif kind == "classifier":
-            out[idx] = semantic.ClassifierJudge().scores(images[idx], c).numpy()
+            out[idx] = semantic.classifier_scores(images[idx], c).numpy()
         elif kind in VARIANTS:
             out[idx] = _variant_scores(kind, images[idx], c)
         elif kind == "ssim":
@@ -192,7 +192,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
            kinds=("reference", "classifier"), seed: int = 0) -> dict:
     """Thresholds on the calibration half, then the default by held-out balanced accuracy (kappa on ties).
 
-    ``images`` ``(N, 64, 64, 3)`` are the items' renders. SSIM (own render, threshold 0.5 as documented) is
+    ``images`` ``(N, 64, 64, 3)`` are the items' renders. SSIM (own render, at its documented threshold) is
     reported beside them but is not a candidate: it does not answer "is this a <concept>?".
     """
     items = _check_items(items, ("concept", "kind", "source"))
@@ -200,7 +200,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     _check_images(images, len(items))
     seed = checks.integer(seed, "seed", 0)
     for k in checks.sequence(kinds, "kinds"):
-        checks.choice(k, "kinds", (*semantic.KINDS, *VARIANTS))
+        checks.choice(k, "kinds", (*semantic.CANDIDATE_KINDS, *VARIANTS))
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
@@ -212,7 +212,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
         t = best_threshold(scores[k][~held], human[~held], grid(k))
         out["thresholds"][k] = t
         out["tables"][k] = table(items_l, human, scores[k] >= t, held)
-    out["tables"]["ssim (own render, 0.5)"] = table(items_l, human, scores["ssim"] >= 0.5, held)
+    out["tables"][SSIM_LABEL] = table(items_l, human, scores["ssim"] >= SSIM_THRESHOLD, held)
     held_rows = {k: out["tables"][k][0] for k in kinds}
     out["chosen"] = max(kinds, key=lambda k: (held_rows[k]["balanced_accuracy"], held_rows[k]["kappa"]))
     out["rule"] = ("candidate with the best held-out balanced accuracy (ties: kappa); thresholds: best "
@@ -233,19 +233,20 @@ def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
 
 def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
              thresholds: dict) -> dict:
-    """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render, 0.5) on
-    a new labelled batch that took no part in the choice: metric rows for all items and per network kind."""
+    """Every candidate at its *fixed* threshold (``thresholds``, from the choice) and SSIM (own render,
+    :data:`SSIM_LABEL`) on a new labelled batch that took no part in the choice: metric rows for all items and
+    per network kind."""
     items = _check_items(items, ("concept", "kind", "source"))
     answers = _check_answers(items, answers)
     _check_images(images, len(items))
     for k, t in checks.mapping(thresholds, "thresholds", 1).items():
-        checks.choice(k, "thresholds (a kind)", (*semantic.KINDS, *VARIANTS))
+        checks.choice(k, "thresholds (a kind)", (*semantic.CANDIDATE_KINDS, *VARIANTS))
         checks.real(t, f"thresholds[{k!r}]", -1, 1)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
     items_l, human = labelled(items, answers)
     imgs = images[keep]
     verdicts = {k: judge_scores(k, imgs, items_l) >= t for k, t in thresholds.items()}
-    verdicts["ssim (own render, 0.5)"] = judge_scores("ssim", imgs, items_l) >= 0.5
+    verdicts[SSIM_LABEL] = judge_scores("ssim", imgs, items_l) >= SSIM_THRESHOLD
     return {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
             "thresholds": dict(thresholds),
             "tables": {k: kind_rows(items_l, human, v) for k, v in verdicts.items()}}
@@ -267,7 +268,7 @@ def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[
             "n_yes_no_both": len(both), "agreement_yes_no": m["agreement"], "kappa_yes_no": m["kappa"]}
 
 
-# -- a second labeller (issue 24) -------------------------------------------------------------------------------------
+# -- a second labeller -------------------------------------------------------------------------------------
 def with_intervals(human: Sequence[bool], judge: Sequence[bool], n_boot: int = 2000, seed: int = 0) -> dict:
     """:func:`metrics` with 95% intervals: Wilson for the agreement and for the judge's recall on the human's
     yes items (``recall_yes``) and no items (``recall_no``); a seeded percentile bootstrap, resampling items
@@ -416,8 +417,8 @@ def pairwise(first: Sequence[str | None], second: Sequence[str | None]) -> dict:
     checks.same_length(first, second, "first", "second")
     for name, seq in (("first", first), ("second", second)):
         for i, a in enumerate(seq):
-            if a not in ANSWERS:
-                raise ValueError(f"{name}[{i}] must be one of {ANSWERS}, got {a!r}")
+            if a not in ANSWER_VALUES:
+                raise ValueError(f"{name}[{i}] must be one of {ANSWER_VALUES}, got {a!r}")
     pairs = [(a, b) for a, b in zip(first, second) if a is not None and b is not None]
     n = len(pairs)
     nan2 = [float("nan")] * 2

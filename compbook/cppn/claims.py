@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import checks
+from .paper import figure
 from .tables import pick
 # the verdict rule is the book's (compbook.stats.verdict, shared with Part C); re-exported here
 from ..stats import (DIRECTIONS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, RULES,  # noqa: F401 (re-exported)
@@ -29,14 +30,16 @@ from ..stats import (DIRECTIONS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, RULES
 
 
 def verdict_zero(row, tolerance: float = 0.02, rule: str = "separated") -> str:
-    """The paper says the score is 0: reproduced when the row's upper bound is at most ``tolerance`` (our
-    choice), not reproduced when its lower bound is above it; else inconclusive (``rule="point"``: the score)."""
+    """The paper says the score is its baselines' (``paper.figure("baseline_score")``, 0): reproduced when the
+    row's upper bound is at most that plus ``tolerance`` (our choice), not reproduced when its lower bound is
+    above it; else inconclusive (``rule="point"``: the score)."""
     tolerance = checks.real(tolerance, "tolerance", 0, 1)
     rule = checks.choice(rule, "rule", RULES)
     s, lo, hi = _interval(row, "row")
+    bar = figure("baseline_score") + tolerance
     if rule == "point":
-        return REPRODUCED if s <= tolerance else NOT_REPRODUCED
-    return REPRODUCED if hi <= tolerance else NOT_REPRODUCED if lo > tolerance else INCONCLUSIVE
+        return REPRODUCED if s <= bar else NOT_REPRODUCED
+    return REPRODUCED if hi <= bar else NOT_REPRODUCED if lo > bar else INCONCLUSIVE
 
 
 def probability_verdict(p: float, level: float = 0.95, rule: str = "separated") -> str:
@@ -417,13 +420,6 @@ def load() -> tuple[dict, dict]:
     from ..paths import data_dir
     return (checks.json_file(data_dir() / "emc2" / "reread.json", "stored re-read"),
             checks.json_file(stored_path(), "stored Part A results"))
-
-
-# -- the theory checks the command stores -------------------------------------------------------------------------
-def run_theory() -> dict:
-    """Chapters 3 and 4's checks (:func:`compbook.cppn.experiments.run_theory`, which now holds them)."""
-    from .experiments import run_theory as run
-    return run()
 
 
 # -- chapter 5's readings: Picbreeder against SGD ---------------------------------------------------------------

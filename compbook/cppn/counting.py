@@ -1,4 +1,4 @@
-"""What the compositional score counts, made explicit (chapter 5, issue 24).
+"""What the compositional score counts, made explicit (chapter 5).
 
 Paper A's score is "the fraction of non-zero parameters w such that the image rendered with w' = w + delta still
 has the same global identity". Three things in it are not fixed by the paper's text (the spec,
@@ -11,19 +11,20 @@ what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
   genome links, found from :func:`compbook.cppn.picbreeder.layerize`'s structure and checked against the genome
   by :func:`~compbook.cppn.picbreeder.genome_link_weights`; a dense SGD network has no copy weights, so for it
   both rules are the same set);
-- **policy**, the size of the change (:data:`POLICIES`), each with the same number :data:`SCALE` (0.5, our
+- **policy**, the size of the change (:data:`SIZE_POLICIES`), each with the same number :data:`SCALE` (0.5, our
   choice, the book's delta): ``"fixed"`` w + 0.5; ``"relative"`` w + 0.5 |w|; ``"layer"`` w + 0.5 s_l;
   ``"noise"`` w + 0.5 s_l N(0, 1) (seeded), where s_l is the layer's weight scale, our choice the root mean
   square of the counted non-zero weights of that layer (the standard deviation would be 0 in a layer with one
   weight, or one repeated value);
-- **judge**: ``"ssim"`` (:class:`~compbook.cppn.judges.SSIMJudge` at 0.5, against the unperturbed render) and
-  ``"default_cpu"`` (:func:`compbook.cppn.judges.default_cpu_judge`, "is this still a <concept>?").
+- **judge**, by its name in :mod:`compbook.cppn.judges.registry`: ``"ssim"`` (SSIM against the unperturbed render
+  at :data:`~compbook.cppn.judges.base.SSIM_THRESHOLD`) and ``"default"`` (the book's default CPU judge, "is this
+  still a <concept>?").
 
 The sample (our choice for a CPU run): per network and rule, ``sample`` weights drawn uniformly without
 replacement (seeded), *the same weights under every policy and judge* (a paired comparison); a network with fewer
 counted weights is scored on all of them (a census, its interval then only says how few weights there are).
 Networks: Picbreeder's three (layerized), FER's three SGD networks (:mod:`compbook.cppn.fer`), and the stored
-twins (:func:`compbook.cppn.twins.load_twins`), or any list of :class:`Network`.
+twins (:func:`compbook.cppn.twins.load_twins`), or any list of :class:`CountedNetwork`.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ import torch
 
 from .. import checks, stats
 from . import emc2, fer, picbreeder, store
+from .judges.registry import make_judges
 from .network import CPPN
 
-RULES = ("nonzero", "links")
-POLICIES = ("fixed", "relative", "layer", "noise")
-JUDGES = ("ssim", "default_cpu")
+COUNT_RULES = ("nonzero", "links")
+SIZE_POLICIES = ("fixed", "relative", "layer", "noise")
+#: the judges every network is scored under (names in :data:`compbook.cppn.judges.registry.JUDGES`)
+JUDGE_NAMES = ("ssim", "default")
 KINDS = ("picbreeder", "fer", "twin", "fertwin")   # fertwin: twins of FER's architecture (where stored)
 #: Our choice: the one number every policy uses (the book's delta 0.5).
 SCALE = 0.5
@@ -50,7 +53,7 @@ FILE = "emc2/counting.json"
 
 
 @dataclass
-class Network:
+class CountedNetwork:
     """A network to score: ``kind`` one of :data:`KINDS`, ``target`` its concept (skull, butterfly, apple),
     ``copies`` the layerization copy weights (bool masks, Picbreeder only; None: it has none)."""
     name: str
@@ -60,16 +63,16 @@ class Network:
     copies: list[torch.Tensor] | None = None
 
 
-def picbreeder_network(target: str) -> Network:
+def picbreeder_network(target: str) -> CountedNetwork:
     checks.choice(target, "target", picbreeder.GENOMES)
     g = picbreeder.load_genome(target)
     m = picbreeder.layerize(g)
     links = picbreeder.genome_link_weights(g, m)       # checks the copy masks against the genome
     copies = [(w.detach() != 0) & ~k for w, k in zip(m.effective_weights(), links)]
-    return Network(f"picbreeder {target}", "picbreeder", target, m, copies)
+    return CountedNetwork(f"picbreeder {target}", "picbreeder", target, m, copies)
 
 
-def default_networks(kinds: Sequence[str] = KINDS, targets: Sequence[str] = picbreeder.GENOMES) -> list[Network]:
+def default_networks(kinds: Sequence[str] = KINDS, targets: Sequence[str] = picbreeder.GENOMES) -> list[CountedNetwork]:
     """Picbreeder's layerized networks, FER's SGD networks and the stored twins, for ``targets``."""
     from . import twins
     for k in checks.sequence(kinds, "kinds"):
@@ -79,30 +82,30 @@ def default_networks(kinds: Sequence[str] = KINDS, targets: Sequence[str] = picb
         if "picbreeder" in kinds:
             out.append(picbreeder_network(t))
         if "fer" in kinds:
-            out.append(Network(f"fer {t}", "fer", t, fer.load_fer(t)))
+            out.append(CountedNetwork(f"fer {t}", "fer", t, fer.load_fer(t)))
         if "twin" in kinds:
             paths = twins._loaded_paths(t)
-            out += [Network(f"twin {t} {p.stem.split('_')[-1]}", "twin", t, m)
+            out += [CountedNetwork(f"twin {t} {p.stem.split('_')[-1]}", "twin", t, m)
                     for p, m in zip(paths, twins.load_twins(t))]
         if "fertwin" in kinds:
-            out += [Network(f"fertwin {t} {p.stem.split('_')[-1]}", "fertwin", t, store.load_cppn(p))
+            out += [CountedNetwork(f"fertwin {t} {p.stem.split('_')[-1]}", "fertwin", t, store.load_cppn(p))
                     for p in twins.stored_fer_twins(t)]
     return out
 
 
-def counted_weights(net: Network, rule: str) -> list[tuple[int, int, int]]:
+def counted_weights(net: CountedNetwork, rule: str) -> list[tuple[int, int, int]]:
     """The weights ``(layer, out, in)`` a rule counts, in lexicographic order."""
-    rule = checks.choice(rule, "rule", RULES)
+    rule = checks.choice(rule, "rule", COUNT_RULES)
     weights = emc2.nonzero_weights(net.model)
     if rule == "links" and net.copies is not None:
         weights = [(l, o, i) for l, o, i in weights if not bool(net.copies[l][o, i])]
     return weights
 
 
-def check_weights(net: Network, weights) -> list[tuple[int, int, int]]:
+def check_weights(net: CountedNetwork, weights) -> list[tuple[int, int, int]]:
     """``weights`` as a non-empty list of ``(layer, out, in)`` int triples that exist in ``net``'s model
     (``ValueError`` naming the first one that does not)."""
-    checks.instance(net, "net", Network)
+    checks.instance(net, "net", CountedNetwork)
     checks.sequence(weights, "weights")
     idx = checks.integers(weights, "weights", 0, ndim=2, min_size=1)
     if idx.shape[1] != 3:
@@ -115,7 +118,7 @@ def check_weights(net: Network, weights) -> list[tuple[int, int, int]]:
     return [tuple(w) for w in idx.tolist()]
 
 
-def layer_scales(net: Network, weights) -> dict[int, float]:
+def layer_scales(net: CountedNetwork, weights) -> dict[int, float]:
     """Per layer, the root mean square of the counted weights ``weights`` in it (the "layer" scale)."""
     weights = check_weights(net, weights)
     ws = [w.detach() for w in net.model.effective_weights()]
@@ -125,12 +128,12 @@ def layer_scales(net: Network, weights) -> dict[int, float]:
     return {l: float(np.sqrt(np.mean(np.square(v)))) for l, v in vals.items()}
 
 
-def deltas_for(net: Network, weights, policy: str, scale: float = SCALE, seed: int = 0,
+def deltas_for(net: CountedNetwork, weights, policy: str, scale: float = SCALE, seed: int = 0,
                scales: dict[int, float] | None = None) -> torch.Tensor:
     """The change of each weight under ``policy`` (float64). ``scales``: the layer scales (default: computed
     from ``weights``; pass the full counted set's when ``weights`` is a sample)."""
     weights = check_weights(net, weights)
-    policy = checks.choice(policy, "policy", POLICIES)
+    policy = checks.choice(policy, "policy", SIZE_POLICIES)
     scale = checks.real(scale, "scale", 0, low_open=True)
     seed = checks.integer(seed, "seed", 0)
     if scales is not None:
@@ -162,17 +165,9 @@ def sample_weights(weights, sample: int | None, seed: int = 0):
     return [weights[j] for j in keep.sort().values.tolist()]
 
 
-def make_judges(names: Sequence[str] = JUDGES) -> dict:
-    from .judges import SSIMJudge, default_cpu_judge
-    out = {}
-    for n in names:
-        checks.choice(n, "judge", JUDGES)
-        out[n] = SSIMJudge(0.5) if n == "ssim" else default_cpu_judge()
-    return out
-
-
 @torch.no_grad()
-def score_network(net: Network, judges: dict, rules: Sequence[str] = RULES, policies: Sequence[str] = POLICIES,
+def score_network(net: CountedNetwork, judges: dict, rules: Sequence[str] = COUNT_RULES,
+                  policies: Sequence[str] = SIZE_POLICIES,
                   res: int = 64, sample: int | None = 150, seed: int = 0, scale: float = SCALE,
                   batch_size: int = 64) -> list[dict]:
     """One row per (rule, policy, judge): ``k`` kept of ``n`` perturbations, and the judge's verdict on the
@@ -208,7 +203,7 @@ def score_network(net: Network, judges: dict, rules: Sequence[str] = RULES, poli
     return rows
 
 
-def run(networks: Sequence[Network] | None = None, judges: Sequence[str] = JUDGES, res: int = 64,
+def run(networks: Sequence[CountedNetwork] | None = None, judges: Sequence[str] = JUDGE_NAMES, res: int = 64,
         sample: int | None = 150, seed: int = 0, scale: float = SCALE, progress=None) -> dict:
     """Score every network under every rule x policy x judge; the dict :func:`save` stores."""
     checks.check_render_size(res, 64, 4, "counting's renders")
@@ -224,11 +219,11 @@ def run(networks: Sequence[Network] | None = None, judges: Sequence[str] = JUDGE
             "weight_stats": [weight_stats(n) for n in networks], "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def weight_stats(net: Network) -> dict:
+def weight_stats(net: CountedNetwork) -> dict:
     """How many weights each rule counts and their typical size (median |w|)."""
     out = {"network": net.name, "kind": net.kind}
     ws = [w.detach() for w in net.model.effective_weights()]
-    for rule in RULES:
+    for rule in COUNT_RULES:
         c = counted_weights(net, rule)
         out[f"n_{rule}"] = len(c)
         out[f"median_abs_w_{rule}"] = float(np.median([abs(float(ws[l][o, i])) for l, o, i in c]))
@@ -296,18 +291,18 @@ def wide(result: dict):
                          aggfunc="first", sort=False)[kinds]
 
 
-# -- the judge across labelled batches (issue 24, part 4) ------------------------------------------------------------
-HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
+# -- the judge across labelled batches ---------------------------------------------------------------------------
 CROSS_FILE = "emc2/judge_cross_batch.json"
 
 
-def cross_batch(keys: Sequence[str] = HUMAN_KEYS, seed: int = 0) -> dict:
+def cross_batch(keys: Sequence[str] | None = None, seed: int = 0) -> dict:
     """Choose the CPU judge on one stored human batch (:func:`compbook.cppn.agreement.choose`: thresholds on its
     calibration half, the candidate on its held-out half) and validate it, thresholds fixed, on the other
     (:func:`~compbook.cppn.agreement.validate`), each way round. Rows per network kind (all, picbreeder, sgd).
     Both batches are one labeller's (the book's authors): this measures how the choice moves with the batch,
-    not with the labeller."""
+    not with the labeller. ``keys``: default :data:`compbook.cppn.labelling.HUMAN_KEYS`."""
     from . import agreement, labelling
+    keys = labelling.HUMAN_KEYS if keys is None else keys
     if len(keys) != 2 or keys[0] == keys[1]:
         raise ValueError(f"keys must be two different stored batches, got {keys!r}")
     t0 = time.perf_counter()

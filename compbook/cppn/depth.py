@@ -27,6 +27,7 @@ from PIL import Image
 
 from .. import checks
 from .network import CPPN, uniform_cppn
+from .paper import figure
 from ..images import check_image as _as_image, resize, to_uint8
 from .train import OptimizerFactory, as_target, fit_many, mse
 
@@ -98,16 +99,17 @@ def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = 
 
 
 #: The book's default line: our ratios (this module's definition, 256 px renders by :func:`compbook.cppn.picbreeder.render`)
-#: of the three FER targets against their *layerized Picbreeder depths* (skull 12, butterfly 16, apple 33), i.e.
+#: of the three FER targets against their *layerized Picbreeder depths* (FER's, ``paper.figure("layerized_depths")``), i.e.
 #: the depth evolution found, not an optimal depth measured by a sweep (FER's numbers; our own
 #: :func:`compbook.cppn.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
 #: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The spec's hint 5.49 / 5.23 / 4.57 is another
 #: definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
 #: Layerized depths of the FER targets as FER reports them (our layerizer: skull 11).
-PICBREEDER_DEPTHS = {"skull": 12, "butterfly": 16, "apple": 33}
+PICBREEDER_DEPTHS = figure("layerized_depths")
 
 DEFAULT_LINE = fit_depth_line((5.236736, 4.601601, 4.127212), tuple(PICBREEDER_DEPTHS.values()), RATIO_RES,
-                              "layerized Picbreeder depths as FER reports them (skull 12, butterfly 16, apple 33)",
+                              "layerized Picbreeder depths as FER reports them ("
+                              + ", ".join(f"{k} {v}" for k, v in PICBREEDER_DEPTHS.items()) + ")",
                               tuple(PICBREEDER_DEPTHS))
 
 

@@ -18,6 +18,7 @@ from .. import checks
 from ..config import ModeConfig
 from . import panel, prune, train
 from .network import CPPN, uniform_cppn
+from .paper import figure
 
 
 # -- chapter 5: EMC2-Bench on Picbreeder and the SGD twins --------------------------------------------------------
@@ -376,10 +377,10 @@ def run_theory(seeds=(), sample=None) -> dict:
     gaps, etf = [], []
     for d in (2, 3, 4):
         for r in range(2, 9):
-            c = theory.coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
+            c = theory.mutual_coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
             gaps.append(c - theory.welch_bound(r, d))
         f = theory.simplex_etf(d)
-        etf.append(abs(theory.coherence(f) - theory.welch_bound(len(f), d)))
+        etf.append(abs(theory.mutual_coherence(f) - theory.welch_bound(len(f), d)))
     skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
     w0, l0 = skull.width, skull.depth
     grid = {(w, l): theory.log_rho(skull, w, l) for w in range(1, w0 + 6) for l in range(1, l0 + 6)}
@@ -397,7 +398,7 @@ def run_theory(seeds=(), sample=None) -> dict:
 RUNNERS = {"theory": run_theory, "6": run_chapter6, "7": run_chapter7, "8": run_chapter8, "9": run_chapter9}
 
 
-# -- FER's own SGD networks in chapters 6-8 (issue 24: the paper's SGD side) -------------------------------------
+# -- FER's own SGD networks in chapters 6-8 (the paper's SGD side) -------------------------------------
 FER_TARGETS = ("skull", "butterfly", "apple")
 FER_KINDS = ("fer", "fertwin")   # FER's published networks; our twins of FER's architecture (data/emc2/fertwin_*)
 
@@ -478,7 +479,7 @@ class FerOptimizerConfig(ModeConfig):
     steps: int = 3000
     grid: dict = field(default_factory=lambda: {"adam": [1e-3, 3e-3, 1e-2], "muon": [1e-2, 3e-2, 1e-1]})
     delta: float = 1.0               # chapter 8's
-    FULL = dict(res=256, steps=100_000)
+    FULL = dict(res=figure("fer_res"), steps=figure("fer_steps"))   # FER's
 
 
 def fer_optimizers(seeds, cfg: FerOptimizerConfig | None = None) -> OptimizerRun:
@@ -509,3 +510,31 @@ def run_chapter8_fer(seeds, sample: int | None) -> dict:
 STORED |= {"6fer": dict(seeds=[0, 1, 2], sample=200), "7fer": dict(seeds=[0, 1, 2], sample=100),
            "8fer": dict(seeds=[0, 1, 2], sample=200)}
 RUNNERS |= {"6fer": run_chapter6_fer, "7fer": run_chapter7_fer, "8fer": run_chapter8_fer}
+
+
+def run_stored(chapters, write: bool = False, command: str = "python -m compbook.cppn experiments",
+               log=None) -> dict:
+    """Run each of ``chapters`` (keys of :data:`RUNNERS`) with its :data:`STORED` settings, each section with
+    ``made_by``, ``sample`` and ``seconds``, into the stored file's content (:func:`stored_path`, its other
+    sections kept); with ``write``, the file is rewritten after each chapter (a long run keeps what it has; its
+    ``made_by``: ``command --write``, recorded in the registry).
+    ``log``: called with a line per chapter done."""
+    import time
+
+    from .. import results
+    for ch in checks.sequence(chapters, "chapters"):
+        checks.choice(ch, "chapters", RUNNERS)
+    path = stored_path()
+    data = checks.json_file(path, "stored Part A results") if path.is_file() else {}
+    for ch in chapters:
+        t0 = time.perf_counter()
+        out = RUNNERS[ch](**STORED[ch])
+        out |= {"made_by": f"{command} --write --chapters {ch}", "sample": STORED[ch]["sample"],
+                "seconds": round(time.perf_counter() - t0, 1)}
+        data[ch if ch == "theory" else f"chapter{ch}"] = out
+        if log:
+            log(f"chapter {ch}: {out['seconds']} s")
+        if write:
+            results.write_json(path, data, f"{command} --write", indent=0, default=float)
+    return data
+

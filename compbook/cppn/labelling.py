@@ -35,7 +35,9 @@ PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the conce
             "can't tell (stored false, detail can't tell); items shuffled across network kinds, seeds and "
             "deltas; key kept apart")
 LABELLER = "book authors"
-#: The labeller of the third batch (issue 24): an AI assistant in another session, blind to the key and to the
+#: the keys of :data:`LABELLER`'s two batches in ``data/judge_cache/`` (the first: earlier twins; the second: current)
+HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
+#: The labeller of the third batch: an AI assistant in another session, blind to the key and to the
 #: first labeller's answers; its verdicts have their own identity and cache file.
 SECOND_LABELLER = "second labeller"
 ANSWERS = {"y": "yes", "n": "no", "?": "can't tell"}
@@ -89,7 +91,7 @@ def networks(concepts: Sequence[str] = twins.TARGETS, kinds: Sequence[str] = ("p
                 out.append(Network(c, "fertwin", int(store.load_metadata(p)["seed"]), rel, load_network(rel)))
         if "sgd" not in kinds:
             continue
-        paths = twins.stored(c)
+        paths = twins.stored_twins(c)
         models = twins.load_twins(c)
         hashes = {store.content_hash(m): m for m in models}
         for p in paths:
@@ -462,7 +464,7 @@ def write_key(path, items, note: str) -> None:
     results.write_json(path, {"note": note, "protocol": PROTOCOL, "items": items}, indent=0)
 
 
-# -- an overlap set (issue 24): items other labellers answered, asked again -----------------------------------------
+# -- an overlap set: items other labellers answered, asked again -----------------------------------------
 def stratified_draw(items: Sequence[dict], answers: Sequence[str], counts: dict, seed: int = 0) -> list[dict]:
     """A seeded draw of answered key ``items``: ``counts[answer]`` items of each answer ("yes", "no",
     "can't tell"; every item of that answer where there are fewer), spread over concepts (round-robin over the

@@ -1,16 +1,17 @@
-"""Several judges on the same perturbed renders, each score with a 95% interval (chapters 5-9, issue 11).
+"""Several judges on the same perturbed renders, each score with a 95% interval (chapters 5-9).
 
 Part A's chapters score EMC2 (:mod:`compbook.cppn.emc2`) under two judges side by side: the book's default
-semantic judge (:func:`compbook.cppn.judges.default_cpu_judge`, "is this still a skull?", chosen on blind human
-verdicts) and SSIM to the network's own render (:class:`compbook.cppn.judges.SSIMJudge`, "is this the same
-picture?"). :class:`Panel` asks every judge about the same renders (rendered once); :func:`score_row` gives a
-score with its Wilson interval over the perturbations of one network, :func:`summary` a score pooled over
-several networks (seeds) with a two-level bootstrap interval (networks, then perturbations within each), so
-the spread between seeds counts.
+semantic judge (``make_judge("default")``, "is this still a skull?", chosen on blind human verdicts) and SSIM to
+the network's own render (``make_judge("ssim")``, "is this the same picture?"; both from
+:mod:`compbook.cppn.judges.registry`). :class:`Panel` asks every judge about the same renders (rendered once);
+:func:`score_row` gives a score with its Wilson interval over the perturbations of one network, :func:`summary` a
+score pooled over several networks (seeds) with a two-level bootstrap interval (networks, then perturbations within
+each), so the spread between seeds counts.
 
 Our choices, all parameters: renders are judged at :data:`SCORE_RES` = 64 px (the size the judges were
 checked on against human verdicts, whatever size a network was trained at: a CPPN draws at any size), SSIM's
-threshold is its documented 0.5, and two intervals "overlap" when neither lies wholly above the other.
+threshold is its documented one (:data:`compbook.cppn.judges.base.SSIM_THRESHOLD`), and two intervals "overlap"
+when neither lies wholly above the other.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import torch
 from ..stats import pooled_ci, wilson
 
 SCORE_RES = 64
-SSIM_THRESHOLD = 0.5
-#: Short names of the two judges of :func:`default_panel`, as tables show them.
+#: Short names of the two judges of :func:`default_panel`, as tables show them (their names in
+#: :data:`compbook.cppn.judges.registry.JUDGES`).
 DEFAULT, SSIM = "default", "ssim"
+JUDGE_NAMES = (DEFAULT, SSIM)
 
 
 def score_row(verdicts, **labels) -> dict:
@@ -63,21 +65,17 @@ class Panel:
 
 
 def default_panel(target=None, threshold: float | None = None) -> dict:
-    """``{"default": ..., "ssim": SSIMJudge(0.5)}``: the book's default CPU judge and SSIM to the own render.
+    """``{"default": ..., "ssim": ...}``: the book's default CPU judge and SSIM to the own render
+    (``make_judge("default")``, ``make_judge("ssim")``).
 
     With ``target`` (an image ``(H, W, 3)`` in [0, 1]) the first judge is instead the same multi-scale
-    comparison against ``target`` itself (:class:`compbook.cppn.judges.semantic.ImageReferenceJudge`, chapter 9's choice
-    for targets that are none of the three concepts), at ``threshold`` (default: the default judge's).
+    comparison against ``target`` itself (``make_judge("image-reference", ...)``, chapter 9's choice for targets
+    that are none of the three concepts), at ``threshold`` (default: the default judge's).
     """
-    from . import judges
-    from .judges import semantic
-    if target is None:
-        first = judges.default_cpu_judge()
-    else:
-        if threshold is None:
-            threshold = semantic.default_judge().threshold
-        first = semantic.ImageReferenceJudge(target, threshold)
-    return {DEFAULT: first, SSIM: judges.SSIMJudge(SSIM_THRESHOLD)}
+    from .judges.registry import make_judge
+    first = make_judge(DEFAULT) if target is None else \
+        make_judge("image-reference", target=target, threshold=threshold)
+    return {DEFAULT: first, SSIM: make_judge(SSIM)}
 
 
 def panel_verdicts(model, judge_map: dict, concept: str, delta: float = 0.5, res: int = SCORE_RES,

@@ -15,14 +15,10 @@ from typing import Sequence
 import numpy as np
 
 from .. import checks
-from . import labelling, panel, picbreeder, store, twins
-from .judges.base import SSIMJudge
+from . import agreement, labelling, panel, picbreeder, store, twins
 from .judges import semantic
+from .judges.registry import make_judge
 from .panel import panel_verdicts, score_row
-
-
-#: the labelled batches (``data/judge_cache/``): the first (earlier twins) and the second (current twins)
-HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
 
 
 def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
@@ -149,13 +145,15 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
         raise ValueError(f"made_by must be a str (the command line), got {type(made_by).__name__}")
     t0 = time.perf_counter()
     choice = semantic.read_choice()
-    judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": j
-                 for k, j in semantic.candidates(choice["thresholds"]).items()}
-    judge_map["ssim (own render, 0.5)"] = SSIMJudge(0.5)
+    judge_map = {f"{k}{' (default)' if k == choice['chosen'] else ''}": make_judge(k, threshold=t)
+                 for k, t in choice["thresholds"].items()}
+    ssim = make_judge("ssim")
+    judge_map[agreement.SSIM_LABEL] = ssim
     part = concepts is not None
     concepts = list(concepts or twins.TARGETS)
     rows = machine_scores(judge_map, tuple(deltas), sample, pb_sample, concepts=concepts)
-    key = [it for f in HUMAN_KEYS for it in checks.json_file(data_dir() / "judge_cache" / f, "human key")["items"]]
+    key = [it for f in labelling.HUMAN_KEYS
+           for it in checks.json_file(data_dir() / "judge_cache" / f, "human key")["items"]]
     current = {n.source for n in labelling.networks() if n.kind == "sgd"}
     human = human_scores(key, labelling.answers_for(key), current)
     out = {"made_by": made_by, "seconds": round(time.perf_counter() - t0, 1),

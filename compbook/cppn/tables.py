@@ -24,8 +24,6 @@ from .. import checks
 from ..stats import fmt, mean_ci
 from . import panel, theory
 
-JUDGES = (panel.DEFAULT, panel.SSIM)
-
 
 # -- stored runs and rows ------------------------------------------------------------------------------------------
 def stored(chapter: str) -> dict:
@@ -194,7 +192,7 @@ def unknown_summary(ratios: dict, predicted: dict, used: dict, rows: dict) -> pd
     """Chapter 9's closing table: ratio, predicted and trained depth, and each (judge, kind)'s score per target."""
     return pd.DataFrame({"ratio": ratios, "predicted": predicted, "trained": used,
                          **{f"{j} {k}": {n: pick(rows[n], name=k, judge=j)["score"] for n in rows}
-                            for j in JUDGES for k in ("dense", "SP")}}).round(3)
+                            for j in panel.JUDGE_NAMES for k in ("dense", "SP")}}).round(3)
 
 
 # -- chapters 3 and 4 ----------------------------------------------------------------------------------------------
@@ -260,7 +258,8 @@ def etf_table(frames: dict | None = None) -> pd.DataFrame:
     for name, F in (frames or etf_frames()).items():
         r, d = F.shape
         G = np.abs(F @ F.T)[~np.eye(r, dtype=bool)]
-        rows.append(dict(frame=name, r=r, d=d, coherence=theory.coherence(F), welch_bound=theory.welch_bound(r, d),
+        rows.append(dict(frame=name, r=r, d=d, coherence=theory.mutual_coherence(F),
+                         welch_bound=theory.welch_bound(r, d),
                          angle_spread=float(G.max() - G.min()),
                          tightness=float(np.abs(F.T @ F - r / d * np.eye(d)).max())))
     table = pd.DataFrame(rows).set_index("frame")
@@ -306,7 +305,7 @@ def ci_cell(row: dict) -> str:
     return f"{fmt(row)} n={row['n']}"
 
 
-# -- chapter 5: a second labeller (issue 24) -----------------------------------------------------------------------
+# -- chapter 5: a second labeller -----------------------------------------------------------------------
 #: how chapter 5 names the network kinds of the labelled items
 KIND_NAMES = {"picbreeder": "Picbreeder", "sgd": "our twins", "fer": "FER's SGD", "fertwin": "FER-arch twins"}
 

@@ -3,7 +3,7 @@
 Three small toolkits, all pure functions on numpy arrays (float64):
 
 * **Frames and the Welch bound** (chapter 4). ``F (r, d)`` holds r feature directions in R^d, one per row.
-  :func:`coherence` is the worst interference max_{i != j} |<f_i, f_j>| of the unit-normalised rows,
+  :func:`mutual_coherence` is the worst interference max_{i != j} |<f_i, f_j>| of the unit-normalised rows,
   :func:`welch_bound` its lower bound, :func:`simplex_etf` / :func:`paley_etf` / :func:`naimark_complement`
   build equiangular tight frames that meet it, :func:`minimise_coherence` searches for a good frame for any (r, d).
 * **Local interference** (chapter 2). With compositional sparsity a node reads only its k local primitives
@@ -39,7 +39,7 @@ _positive_int = checks.integer
 # -- frames, coherence and the Welch bound (chapter 4) ------------------------------------------------------------
 def normalise_rows(F) -> np.ndarray:
     """The rows of ``F (r, d)`` scaled to unit L2 norm (float64); raises ValueError on a zero or non-finite row,
-    or on complex entries (real frames only here; :func:`coherence` also takes complex frames)."""
+    or on complex entries (real frames only here; :func:`mutual_coherence` also takes complex frames)."""
     return _unit_rows(F, allow_complex=False)
 
 
@@ -61,7 +61,7 @@ def _unit_rows(F, allow_complex: bool) -> np.ndarray:
     return F / norms
 
 
-def coherence(F) -> float:
+def mutual_coherence(F) -> float:
     """max_{i != j} |<f_i, f_j>| over the unit-normalised rows of ``F (r, d)``, r >= 2: the worst interference.
 
     Complex frames use the Hermitian inner product ``<f_i, f_j> = sum_k f_ik conj(f_jk)``."""
@@ -247,7 +247,7 @@ def local_coherence(F, groups: Sequence[Sequence[int]]) -> float:
     """
     U = normalise_rows(F)
     groups = _check_groups(groups, U.shape[0])
-    return max([coherence(U[list(g)]) for g in groups if len(g) >= 2], default=0.0)
+    return max([mutual_coherence(U[list(g)]) for g in groups if len(g) >= 2], default=0.0)
 
 
 def local_welch_bound(groups: Sequence[Sequence[int]], d: int) -> float:
@@ -568,7 +568,7 @@ class WelchConfig(ModeConfig):
 def coherence_sweep(rs: Sequence[int], ds: Sequence[int], steps: int = 1500, restarts: int = 8) -> dict:
     """Chapter 4: ``{(r, d): coherence}`` of :func:`minimise_coherence` for every r of ``rs`` and d of ``ds``
     (seed ``100 r + d``, as the chapter's other frames)."""
-    return {(r, d): coherence(minimise_coherence(r, d, steps=steps, seed=r * 100 + d, restarts=restarts))
+    return {(r, d): mutual_coherence(minimise_coherence(r, d, steps=steps, seed=r * 100 + d, restarts=restarts))
             for d in ds for r in rs}
 
 
@@ -595,5 +595,5 @@ def dimension_sweep(groups: Sequence[Sequence[int]], r: int, ds: Sequence[int], 
     Returns ``{"d", "welch", "best_global", "local"}`` (lists, one entry per d)."""
     ds = list(ds)
     return {"d": ds, "welch": [welch_bound(r, d) for d in ds],
-            "best_global": [coherence(minimise_coherence(r, d, steps=steps, seed=0)) for d in ds],
+            "best_global": [mutual_coherence(minimise_coherence(r, d, steps=steps, seed=0)) for d in ds],
             "local": [local_coherence(local_orthogonal_frame(groups, r, d, seed=0), groups) for d in ds]}

@@ -106,7 +106,7 @@ def _train(template: CPPN, weights: list[torch.Tensor], masks: list[torch.Tensor
         if normalize_grad:
             _normalise_grads_(grads, batched=params[0].ndim == 3)
         for p, g in zip(params, grads):   # fused Adam reads a grad in its parameter's memory layout: autograd's
-            p.grad = g.contiguous()        # batched grads come transposed, and were misread (issue 11)
+            p.grad = g.contiguous()        # batched grads come transposed, and were misread
         opt.step()
         if not dense:
             with torch.no_grad():

@@ -1,4 +1,4 @@
-"""SGD twins of the Picbreeder networks, trained with FER's recipe (chapters 5-9, issue 11).
+"""SGD twins of the Picbreeder networks, trained with FER's recipe (chapters 5-9).
 
 A *twin* is a dense CPPN with the layerized Picbreeder network's architecture (same depth, widths and
 per-neuron activations, every connection present, ``CPPN(..., seed=s)`` initialisation), fitted to the genome's
@@ -16,7 +16,7 @@ Command line (what made ``data/emc2/``)::
 A run ends at ``--steps``, when every seed has plateaued (:func:`plateaued`, our rule), or after
 ``--max-minutes``; the JSON records which and the steps run (``data/emc2/README.md``).
 
-Twins of *FER's* architecture (issue 24; :class:`FerTwinRecipe`, ``data/emc2/fertwin_<target>_seed<s>``): FER's
+Twins of *FER's* architecture (:class:`FerTwinRecipe`, ``data/emc2/fertwin_<target>_seed<s>``): FER's
 uniform activation mix per layer, the true clip gradient, our minibatch-then-cosine CPU schedule, resumable::
 
     nice -n 5 python -m compbook.cppn twins --arch fer --target skull --seeds 0 --minibatch-steps 8000 --full-steps 300
@@ -35,12 +35,9 @@ import torch
 from . import store, picbreeder, train
 from .. import checks, images, paths
 from .network import CPPN
+from .paper import figure
 
 TARGETS = ("skull", "butterfly", "apple")
-#: FER's learning rates (fact, FER's code): 3e-3, the apple 3e-4.
-FER_LR = {"skull": 3e-3, "butterfly": 3e-3, "apple": 3e-4}
-#: FER's SGD figures against the reference renders at 256 px (``../shared/picbreeder/README.md``): PSNR in dB.
-FER_PSNR_256 = {"skull": 31.0, "butterfly": 31.5, "apple": 40.7}
 LOG_EVERY = 100
 FOLDER = "emc2"
 #: Our choice of "converged": a seed has *plateaued* when its best loss over the last ``PLATEAU_WINDOW`` steps is
@@ -75,7 +72,7 @@ class TwinRecipe:
         self.seeds = [int(s) for s in checks.integers(checks.sequence(self.seeds, "seeds"), "seeds", 0, ndim=1)]
         checks.choice(self.optimizer, "optimizer", train.OPTIMIZERS)
         if self.lr is None:
-            self.lr = FER_LR[self.target]
+            self.lr = figure("fer_lr")[self.target]
 
 
 def plateaued(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL) -> np.ndarray:
@@ -117,7 +114,7 @@ def stop_rule(recipe: TwinRecipe):
     return rule
 
 
-def stem(target: str, res: int, steps: int, seed: int) -> str:
+def twin_stem(target: str, res: int, steps: int, seed: int) -> str:
     """The checkpoint name under ``data/``: ``emc2/twin_<target>_<res>px_<steps>steps_seed<seed>``."""
     checks.choice(target, "target", TARGETS)
     res, steps, seed = checks.integer(res, "res"), checks.integer(steps, "steps"), checks.integer(seed, "seed", 0)
@@ -178,12 +175,12 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
                 "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
                 "final_mse_train_res": float(train.mse(model, picbreeder.render(
                     picbreeder.load_genome(recipe.target), recipe.res)))} | quality(model, recipe.target)
-        out.append(store.save_cppn(model, folder / stem(recipe.target, recipe.res, recipe.steps, seed),
+        out.append(store.save_cppn(model, folder / twin_stem(recipe.target, recipe.res, recipe.steps, seed),
                                    meta, made_by))
     return out
 
 
-def stored(target: str, folder=None) -> list[Path]:
+def stored_twins(target: str, folder=None) -> list[Path]:
     """JSON paths of the stored twins of ``target`` (all resolutions and step counts), sorted by name."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
@@ -193,7 +190,7 @@ def stored(target: str, folder=None) -> list[Path]:
 
 def load_twins(target: str, folder=None) -> list[CPPN]:
     """The stored twins of ``target``: of the longest run stored, one per seed (``FileNotFoundError`` if none)."""
-    if not stored(target, folder):
+    if not stored_twins(target, folder):
         raise FileNotFoundError(f"no stored twins of {target!r} in data/{FOLDER}/ "
                                 f"(make them: python -m compbook.cppn twins --target {target})")
     return [store.load_cppn(p) for p in _loaded_paths(target, folder)]
@@ -228,7 +225,7 @@ def stored_metadata(path) -> dict:
 
 def _loaded_paths(target: str, folder=None) -> list[Path]:
     """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``)."""
-    found = stored(target, folder)
+    found = stored_twins(target, folder)
     meta = [stored_metadata(p) for p in found]
     best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
     return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
@@ -251,7 +248,7 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
     not recorded), the best training loss logged, lr, MSE and PSNR at 64 and 256 px, FER's PSNR."""
     rows = []
     for t in TARGETS:
-        for p in (_loaded_paths(t, folder) if loaded_only else stored(t, folder)):
+        for p in (_loaded_paths(t, folder) if loaded_only else stored_twins(t, folder)):
             m = stored_metadata(p)
             run = m.get("run", {})
             rows.append({"target": t, "seed": m["seed"], "res": m["recipe"]["res"], "steps": m["recipe"]["steps"],
@@ -259,7 +256,7 @@ def report(folder=None, loaded_only: bool = False) -> list[dict]:
                          "plateau_at_end": _plateau_at_end(run), "best_loss": _best_loss(m),
                          "lr": m["recipe"]["lr"], "minutes": round(m["train_seconds_all_seeds"] / 60, 1),
                          "mse_64": m["mse_64"], "psnr_64": m["psnr_64"],
-                         "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": FER_PSNR_256[t]})
+                         "mse_256": m["mse_256"], "psnr_256": m["psnr_256"], "fer_psnr_256": figure("fer_psnr_256")[t]})
     return rows
 
 
@@ -280,7 +277,7 @@ def quality_table(sgd: dict, judge, res: int = 64):
                                                        "dB below FER": 1, "judge, unperturbed": 2})
 
 
-def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
+def stored_loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
     """The stored loss curves of the twins :func:`load_twins` loads: ``(steps (P,), losses (P, seeds))``, one
     point every ``loss_every`` steps (chapter 5)."""
     metas = [stored_metadata(p) for p in _loaded_paths(target, folder)]
@@ -288,7 +285,7 @@ def loss_curves(target: str, folder=None) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(len(losses)) * metas[0]["loss_every"], losses
 
 
-# -- twins of FER's architecture (issue 24) ---------------------------------------------------------------------------
+# -- twins of FER's architecture ---------------------------------------------------------------------------
 @dataclass
 class FerTwinRecipe:
     """A twin of FER's architecture (FER's uniform activation mix per layer, :data:`compbook.cppn.fer.FER_ARCH`),
@@ -321,7 +318,7 @@ class FerTwinRecipe:
         self.full_steps = checks.integer(self.full_steps, "full_steps", 0)
         if self.lr is not None:
             checks.real(self.lr, "lr", 0, low_open=True)
-        self.lr = FER_LR[self.target] if self.lr is None else float(self.lr)
+        self.lr = figure("fer_lr")[self.target] if self.lr is None else float(self.lr)
 
     @property
     def total_steps(self) -> int:

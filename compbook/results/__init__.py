@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import paths
+from ..journal import atomic_write_text
 
 REGISTRY = "registry.json"
 FORMAT = "compbook-registry/1"
@@ -141,22 +142,8 @@ def _write_registry(folder: Path, reg: dict) -> None:
     order = ("path", "command", "note", "files")
     arts = {n: {k: a[k] for k in order if k in a} | {"files": dict(sorted(a["files"].items()))}
             for n, a in sorted(reg["artifacts"].items())}
-    atomic_write(folder / REGISTRY, json.dumps({"format": FORMAT, "artifacts": arts}, indent=1,
+    atomic_write_text(folder / REGISTRY, json.dumps({"format": FORMAT, "artifacts": arts}, indent=1,
                                                ensure_ascii=False) + "\n")
-
-
-def atomic_write(path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then a rename (an interrupted
-    write leaves the old file or none, never half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 @contextmanager
@@ -374,8 +361,9 @@ def write_json(path, obj: dict, command: str | None = None, indent: int | None =
 
 
 def write_text(path, text: str, command: str | None = None) -> Path:
-    """:func:`atomic_write` ``text`` to ``path`` and :func:`record` it (made by ``command``); returns the path."""
-    atomic_write(path, text)
+    """Write ``text`` to ``path`` atomically (:func:`compbook.journal.atomic_write_text`) and :func:`record` it
+    (made by ``command``); returns the path."""
+    atomic_write_text(path, text)
     record(path, command=command)
     return Path(path)
 

@@ -8,8 +8,9 @@ import json
 import re
 from pathlib import Path
 
+from ..journal import atomic_write_text
 from . import (CHECKPOINT_SUFFIXES, PROJECT_COMMAND, REGISTRY, UNREGISTERED, _locked, _new_path, _parse,
-               _write_registry, artifact_of, atomic_write, name_of, place_made_by, read_registry, record,
+               _write_registry, artifact_of, name_of, place_made_by, read_registry, record,
                registered_command, relative, sha256)
 
 
@@ -136,6 +137,6 @@ def stamp(path, command: str | None = None) -> bool:
         new = "\n".join(lines)
     if list(_parse(path, new).items()) != list(want.items()):
         raise ValueError(f"{path}: could not insert made_by in place; rewrite it with write_json")
-    atomic_write(path, new)
+    atomic_write_text(path, new)
     record(path, command=command)
     return True

@@ -21,7 +21,8 @@
 * :mod:`compbook.sae.crossmodal`: cross-modal coherence and monosemanticity per modality (chapter 16).
 * :mod:`compbook.sae.coherence`: coherence under word / phrase / next-token labels, over live or bimodal latents.
 * :mod:`compbook.sae.interpret`: the hierarchical interpretation pipeline and the identification rate, with the
-  CPU describer / synthesiser of :mod:`compbook.sae.describe` or Qwen3-VL / Qwen3 (:mod:`compbook.sae.hf_interpret`).
+  CPU describer / synthesiser of :mod:`compbook.sae.describe` or Qwen3-VL / Qwen3 (:mod:`compbook.sae.hf_interpret`),
+  in process, or behind any OpenAI-compatible server (:mod:`compbook.sae.server_interpret`).
 """
 
 from .s2ae import binarize_ste, exclusive_sparsity, group_sparsity

@@ -9,8 +9,7 @@
 * ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
   (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.full`).
 
-The library modules hold no argument parsing; ``python -m compbook.sae.vlm ...`` (the old spelling) still runs
-``vlm`` for one release.
+The library modules hold no argument parsing.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ..stats import fmt_pm, t_interval
 
 from .metrics import latent_iou, sae_report
 from .regions import image_attention
-from .s2ae import LAMBDA, SAEData, TrainConfig, check_data, train_sae
+from .s2ae import LAMBDA, SAEData, SAETrainConfig, check_data, train_sae
 from .vlm import PAD, extract
 
 @torch.no_grad()
@@ -54,7 +54,7 @@ def method_name(lam: float) -> str:
     return "vanilla" if lam == 0 else f"S2AE (lambda={lam:g})"
 
 
-def train_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA),
+def train_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA),
                progress: bool = False) -> list:
     """One trained SAE per (seed, lambda), same data and budget: [{"method", "seed", "sae", "train s"}]."""
     runs = []
@@ -75,7 +75,7 @@ def data_digest(data: SAEData) -> str:
     return h.hexdigest()
 
 
-def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA), store: str = "sae/runs",
+def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA), store: str = "sae/runs",
                 retrain: bool = False, progress: bool = False, trainer=None) -> list:
     """:func:`train_runs`, with each SAE kept in ``data/<store>/`` (safetensors + JSON, named by lambda, seed and
     a hash of the question) and loaded again only when its stored training config *and* the digest of its
@@ -86,7 +86,7 @@ def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LA
     from ..paths import data_file
     from .topk import load_sae, save_sae
 
-    checks.instance(cfg, "cfg", TrainConfig)
+    checks.instance(cfg, "cfg", SAETrainConfig)
     seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()
     lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
     check_data(train, None, any(lam > 0 for lam in lams), "train")
@@ -125,7 +125,7 @@ def stored_runs(train: SAEData, cfg: TrainConfig, seeds=(0, 1, 2), lams=(0.0, LA
     return runs
 
 
-def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: TrainConfig, seeds=(0, 1, 2),
+def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: SAETrainConfig, seeds=(0, 1, 2),
             lams=(0.0, LAMBDA), progress: bool = False) -> pd.DataFrame:
     """One row per (lambda, seed): the same data, budget and seed for every lambda (0 = vanilla)."""
     return pd.DataFrame([{"method": r["method"], "seed": r["seed"], **score(r["sae"], test, test_masks),
@@ -159,7 +159,7 @@ def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[fl
     return t_interval((y - x).dropna().to_numpy(float))
 
 
-def verdict(mean: float, half: float) -> str:
+def difference_verdict(mean: float, half: float) -> str:
     """What a paired difference and its 95% half-width say: higher, lower, or not distinguishable from 0."""
     checks.real(mean, "mean")
     if not float(half) >= 0 and half == half:   # NaN or inf (one seed) allowed; a negative one is not

@@ -127,16 +127,49 @@ class Synthesis:
     agree: bool
 
 
-def describe_checked(describer, images: np.ndarray, masks: np.ndarray) -> list:
-    """``describer(images (K, H, W, 3), masks (K, H, W)) -> K strings``, with the shapes and the answer checked."""
+def _regions(images, masks) -> tuple[np.ndarray, np.ndarray]:
     images, masks = np.asarray(images), np.asarray(masks, bool)
     if masks.shape != images.shape[:3]:
         raise ValueError(f"masks: shape {masks.shape} does not match the images' {images.shape[:3]} (K, H, W)")
-    out = list(describer(images, masks))
-    if len(out) != len(images) or not all(isinstance(t, str) for t in out):
-        raise ValueError(f"describer: returned {len(out)} descriptions for {len(images)} regions "
+    return images, masks
+
+
+def _descriptions(out, k: int) -> list:
+    out = list(out)
+    if len(out) != k or not all(isinstance(t, str) for t in out):
+        raise ValueError(f"describer: returned {len(out)} descriptions for {k} regions "
                          "(expected one string per region)")
     return out
+
+
+def describe_checked(describer, images: np.ndarray, masks: np.ndarray) -> list:
+    """``describer(images (K, H, W, 3), masks (K, H, W)) -> K strings``, with the shapes and the answer checked."""
+    images, masks = _regions(images, masks)
+    return _descriptions(describer(images, masks), len(images))
+
+
+def describe_all(describer, regions: list) -> list:
+    """:func:`describe_checked` for every ``(images, masks)`` of ``regions`` (one latent's references each): a
+    describer with ``describe_many`` (a server's, :mod:`compbook.sae.server_interpret`) is asked about all of
+    them at once, any other one latent at a time."""
+    if not hasattr(describer, "describe_many"):
+        return [describe_checked(describer, im, m) for im, m in regions]
+    regions = [_regions(im, m) for im, m in regions]
+    out = list(describer.describe_many(regions))
+    if len(out) != len(regions):
+        raise ValueError(f"describer: describe_many returned {len(out)} lists for {len(regions)} latents")
+    return [_descriptions(o, len(im)) for o, (im, _) in zip(out, regions)]
+
+
+def synthesise_all(synthesiser, asks: list) -> list:
+    """``synthesiser(descriptions, words)`` for every pair of ``asks``; all at once through ``synthesise_many``
+    where the synthesiser has it (a server's)."""
+    if hasattr(synthesiser, "synthesise_many"):
+        out = list(synthesiser.synthesise_many(asks))
+        if len(out) != len(asks):
+            raise ValueError(f"synthesiser: synthesise_many returned {len(out)} answers for {len(asks)} latents")
+        return out
+    return [synthesiser(desc, words) for desc, words in asks]
 
 
 def top_words(z_txt: torch.Tensor, tokens: torch.Tensor, vocab, latent: int, top_n: int = 10) -> list:
@@ -170,20 +203,21 @@ def interpret(z_img, z_txt, scenes, regions, latents, describer, synthesiser, hi
     res = scenes.images.shape[1]
     masks = region_masks(z_img, refs, idx, scenes.grid, res)
     truth = ground_truth(z_img, scenes, idx)
-    rows = []
+    rows, regions = [], []
     for d, j in enumerate(idx.tolist()):
         keep = refs[d] >= 0
         if not keep.any():
             continue
         imgs = scenes.images[refs[d][keep].numpy()]
-        m = masks[d][keep.numpy()] if hierarchical else np.ones(imgs.shape[:3], bool)
-        desc = describe_checked(describer, imgs, m)
-        words = top_words(z_txt, scenes.tokens, scenes.vocab, j, top_n)
-        syn = synthesiser(desc, words)
-        rows.append({"latent": j, "references": refs[d][keep].tolist(), "descriptions": desc,
-                     "top words": words, "image concept": syn.image, "text concept": syn.text,
-                     "agree": syn.agree})
-    out = pd.DataFrame(rows)
+        regions.append((imgs, masks[d][keep.numpy()] if hierarchical else np.ones(imgs.shape[:3], bool)))
+        rows.append({"latent": j, "references": refs[d][keep].tolist(),
+                     "top words": top_words(z_txt, scenes.tokens, scenes.vocab, j, top_n)})
+    descriptions = describe_all(describer, regions)
+    syntheses = synthesise_all(synthesiser, [(desc, r["top words"]) for desc, r in zip(descriptions, rows)])
+    for r, desc, syn in zip(rows, descriptions, syntheses):
+        r |= {"descriptions": desc, "image concept": syn.image, "text concept": syn.text, "agree": syn.agree}
+    out = pd.DataFrame(rows, columns=["latent", "references", "descriptions", "top words", "image concept",
+                                      "text concept", "agree"])
     if out.empty:
         raise ValueError("latents: none of them fires on an image patch of these scenes")
     out = out.merge(truth, on="latent")

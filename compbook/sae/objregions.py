@@ -198,9 +198,3 @@ def region_table(n_test: int = 200, seed: int = 11, retrain: bool = False) -> pd
                          "concept-word accuracy": meta["accuracy"]["concept words"], **region_row(model, scenes),
                          "purity (proximity only)": base, "train s": meta["seconds"]})
     return pd.DataFrame(rows)
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.sae.objregions, for one release
-    import sys
-    from compbook.sae.__main__ import main
-    sys.exit(main(["objregions", *sys.argv[1:]]))

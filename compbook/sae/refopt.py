@@ -12,7 +12,7 @@ Facts read from the reference trainer (a ``transformers.Trainer`` with its defau
 Ours (:func:`compbook.sae.s2ae.train_sae`): Adam at a constant rate, no clipping, unit-norm random ``W_enc``
 columns with ``W_dec = W_enc.T``, ``b_enc = 0`` and ``b_dec`` at the data mean.
 
-:class:`ReferenceTrainConfig` is a :class:`~compbook.sae.s2ae.TrainConfig` with the reference's options as fields
+:class:`ReferenceTrainConfig` is a :class:`~compbook.sae.s2ae.SAETrainConfig` with the reference's options as fields
 (so a stored SAE of one never serves the other: the fields are part of the key of
 :func:`compbook.sae.experiment.stored_runs`); :func:`train_sae_reference` trains with them. The learning rate
 stays a parameter: the reference's example script sets none (so ``transformers``' 5e-5 for a 7B model's SAE);
@@ -28,7 +28,7 @@ import torch
 
 from .. import checks
 
-from .s2ae import SAEData, TrainConfig, TrainResult, fit_sae
+from .s2ae import SAEData, SAETrainConfig, TrainResult, fit_sae
 from .topk import TopKSAE
 
 SCHEDULES = ("linear", "constant")
@@ -37,8 +37,8 @@ B_DEC_INITS = ("zero", "mean")
 
 
 @dataclass
-class ReferenceTrainConfig(TrainConfig):
-    """:class:`TrainConfig` plus the reference trainer's optimisation (defaults: the reference's)."""
+class ReferenceTrainConfig(SAETrainConfig):
+    """:class:`SAETrainConfig` plus the reference trainer's optimisation (defaults: the reference's)."""
     schedule: str = "linear"        # "linear": lr decays linearly to 0 over ``steps``; "constant": ours
     clip: float | None = 1.0        # max gradient norm (None: no clipping, ours)
     init: str = "linear"            # "linear": nn.Linear's default; "ours": TopKSAE's
@@ -75,9 +75,9 @@ def linear_decay(step: int, steps: int) -> float:
     return max(0.0, (steps - step) / max(1, steps))
 
 
-def train_sae_reference(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainResult:
+def train_sae_reference(data: SAEData, cfg: SAETrainConfig, progress: bool = True) -> TrainResult:
     """Train like :func:`compbook.sae.s2ae.train_sae` (same batches, loss and penalties for the same seed) with
-    the optimisation of ``cfg`` (a :class:`ReferenceTrainConfig`; a plain :class:`TrainConfig` means ours)."""
+    the optimisation of ``cfg`` (a :class:`ReferenceTrainConfig`; a plain :class:`SAETrainConfig` means ours)."""
     ref = cfg if isinstance(cfg, ReferenceTrainConfig) else ReferenceTrainConfig(
         **{**cfg.__dict__, "schedule": "constant", "clip": None, "init": "ours", "b_dec_init": "mean"})
     sae = TopKSAE(data.acts.shape[-1], ref.d_sae, ref.k, seed=ref.seed)

@@ -14,7 +14,7 @@ Spec facts (``shared/spec/paper-c-s2ae.md``, the public trainer):
 computes both for a batch of images from the dense codes, and :func:`sparse_penalties` from the TopK's kept
 entries only (what the trainer uses: same values and gradients, a fraction of the work). :func:`train_sae` trains
 vanilla or S2AE SAEs on the activations of :mod:`compbook.sae.vlm`. Our choices, all parameters of
-:class:`TrainConfig`: Adam, learning rate, batch of whole images (all their tokens), ``b_dec`` initialised to the
+:class:`SAETrainConfig`: Adam, learning rate, batch of whole images (all their tokens), ``b_dec`` initialised to the
 data mean, penalties averaged over images, regions computed once per image (the VLM is frozen; the paper's
 trainer recomputes them each step, ``regions_every_step=True``, with the same result).
 """
@@ -203,7 +203,7 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
 
 
 def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: torch.Tensor,
-              regions: torch.Tensor | None, cfg: TrainConfig) -> torch.Tensor:
+              regions: torch.Tensor | None, cfg: SAETrainConfig) -> torch.Tensor:
     """One batch's loss: FVU over all valid tokens, plus ``lam (gs GS + es ES)`` over image patches (B, P)."""
     b, t, d = x.shape
     vals, idx = sae.encode_topk(x.reshape(b * t, d))
@@ -215,7 +215,7 @@ def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: tor
     return loss
 
 
-def train_sae(data: SAEData, cfg: TrainConfig, progress: bool = True) -> TrainResult:
+def train_sae(data: SAEData, cfg: SAETrainConfig, progress: bool = True) -> TrainResult:
     """Train a TopK SAE (``cfg.lam = 0``) or an S2AE (``cfg.lam > 0``) on ``data``; deterministic given ``cfg.seed``."""
     sae = TopKSAE(data.acts.shape[-1], cfg.d_sae, cfg.k, seed=cfg.seed)
     with torch.no_grad():
@@ -240,7 +240,7 @@ def check_data(data, d_in: int | None = None, needs_attention: bool = False, nam
     return data
 
 
-def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True, schedule=None,
+def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = True, schedule=None,
             clip: float | None = None, desc: str = "SAE") -> TrainResult:
     """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
     ``cfg.batch_images`` images, S2AE's penalties when ``cfg.lam > 0``, the decoder renormalised after each step.
@@ -289,7 +289,3 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: TrainConfig, progress: bool = True
     res.seconds = time.perf_counter() - t0
     sae.cpu()                                                # stored and scored on the CPU
     return res
-
-
-#: the old name, for one release (Part C's SAEs' training config; Parts B and C each had a ``TrainConfig``)
-TrainConfig = SAETrainConfig

@@ -356,9 +356,3 @@ def run_regions(counts=REGION_COUNTS, n_seeds: int | None = None, k: int = 32, l
         print(ex.summarise(df, ("EV", "L0 patches", "mIoU")))
         print(region_reading(df, paper.L0_SHARE, paper.MIOU_GAIN))
     log("done")
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.sae.study, for one release
-    import sys
-    from compbook.sae.__main__ import main
-    sys.exit(main(["study", *sys.argv[1:]]))

@@ -437,9 +437,3 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
     save_vlm(vlm, paths["vlm"], meta)
     save_vlm(text, paths["text"], meta)
     return vlm, text, meta
-
-
-if __name__ == "__main__":   # the old spelling python -m compbook.sae.vlm, for one release
-    import sys
-    from compbook.sae.__main__ import main
-    sys.exit(main(["vlm", *sys.argv[1:]]))

@@ -1,4 +1,4 @@
-"""Declared transformations for training the semantic classifier judge (:mod:`compbook.cppn.judges.semantic`, issue 11).
+"""Declared transformations for training the semantic classifier judge (:mod:`compbook.cppn.judges.semantic`).
 
 Our choice, stated in :data:`DECLARED` and stored beside the weights: the classifier never sees a network's
 perturbation. For each concept it learns "yes" from transformations of the concept's reference render that keep

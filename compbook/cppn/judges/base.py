@@ -11,22 +11,24 @@ Every judge is a callable ``judge(images, concept, *, reference=None, questions=
 and has ``judge.identity``, a string naming everything that could change its answers (kind, model id, revision,
 prompt, thresholds), so two judges that could answer differently never share an identity. A judge may also set
 ``judge.last_details``: one short JSON-able dict per image of its last call (an SSIM value, a VLM's answer), which
-a cache stores beside the verdict.
+a cache stores beside the verdict. A judge whose answers arrive one by one (a server's) may also have
+``judge.stream(images, concept, *, reference=None, questions=None) -> iterator of (index, verdict, detail)``, in
+the order they arrive: :class:`~compbook.cppn.judges.cache.CachedJudge` then stores each verdict as it comes.
 
 This module: the protocol, the input checks every judge shares, and :class:`SSIMJudge` (CPU, no weights). The
 other judges: :mod:`.cache` (stored verdicts), :mod:`.semantic` (CPU judges of "is this still a <concept>?"),
-:mod:`.vlm` (the paper's kind of judge, a vision-language model).
+:mod:`.vlm` (the paper's kind of judge, a vision-language model), :mod:`.server` (the same, served).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Protocol, Sequence
 
 import numpy as np
 import torch
 
 from ... import checks
+from ...journal import canonical
 
 
 class Judge(Protocol):
@@ -79,10 +81,7 @@ def canonical_json(obj, where: str = "question") -> str:
     Tuples become lists, so ``(3, 1, 2)`` and ``[3, 1, 2]`` are the same question. Raises ``ValueError``
     naming ``where`` for anything JSON cannot hold exactly (tensors, NaN, sets, ...).
     """
-    try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{where} is not JSON-able ({e}): {obj!r:.200}") from e
+    return canonical(obj, where)
 
 
 def check_questions(questions, n: int) -> list[dict]:
@@ -126,6 +125,10 @@ def ssim_scores(images: torch.Tensor, reference: torch.Tensor, color: str = "gre
                          for img in imgs], dtype=torch.float64)
 
 
+#: SSIM's threshold (our choice; the evidence is in :class:`SSIMJudge`'s docstring): the one place it is written
+SSIM_THRESHOLD = 0.5
+
+
 class SSIMJudge:
     """A CPU judge with no weights: an image is preserved when SSIM(image, reference) >= ``threshold``.
 
@@ -134,7 +137,7 @@ class SSIMJudge:
     for the paper's VLM judge where no VLM verdicts are stored, and the book says so wherever it is used.
 
     Our choices: grey-level SSIM (colour shifts that keep the shape are tolerated; ``color="rgb"`` for all
-    channels), scikit-image's default 7x7 window, and ``threshold=0.5``, picked from this evidence (computed for
+    channels), scikit-image's default 7x7 window, and ``threshold`` :data:`SSIM_THRESHOLD` = 0.5, picked from this evidence (computed for
     this docstring on the layerized Picbreeder skull at 64x64, 144 non-zero weights, each perturbed by +delta):
 
     - unrelated images never come close: butterfly 0.05, apple 0.13, three random dense tanh CPPNs 12x22
@@ -151,7 +154,7 @@ class SSIMJudge:
     it is a parameter, and part of ``identity``.
     """
 
-    def __init__(self, threshold: float = 0.5, color: str = "grey", win_size: int = 7):
+    def __init__(self, threshold: float = SSIM_THRESHOLD, color: str = "grey", win_size: int = 7):
         threshold = checks.real(threshold, "threshold", -1, 1)
         color = checks.choice(color, "color", ("grey", "rgb"))
         if checks.integer(win_size, "win_size", 3) % 2 == 0:

@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 
 from ... import checks, results
+from ...journal import Journal, journal_path, read_journal
 from .base import Judge, canonical_json, check_concept, check_images, check_questions
 
 CACHE_FORMAT = "compbook-judge-cache/1"
@@ -141,7 +142,9 @@ class CachedJudge:
         identity: that judge's identity when no judge is given (e.g. :func:`~compbook.cppn.judges.vlm.vlm_identity`, to read
             VLM verdicts on a CPU); with neither, the identity written in the file is used.
         mode: ``"strict"``: a question with no stored verdict raises :class:`CacheMiss` (a ``LookupError``)
-            naming it; ``"fill"``: misses go to ``judge`` and are stored (the file is rewritten after each call).
+            naming it; ``"fill"``: misses go to ``judge`` and are stored (the file is rewritten after each call;
+            a judge with ``stream`` has each verdict journaled as it arrives, see :meth:`_fill_streaming`, and a
+            journal a killed fill left is merged when the cache opens in fill mode: ``recovered`` counts them).
 
     A verdict is keyed by :func:`entry_key` (judge identity, concept, question dict; the engine's question holds
     the checkpoint's content hash, the weight, delta, policy and resolution), so it is never served for another
@@ -185,6 +188,32 @@ class CachedJudge:
         else:
             self._entries = {}
         self.identity: str = identity
+        self.recovered = self._recover() if mode == "fill" else 0
+
+    def _journal_header(self) -> dict:
+        return {"format": CACHE_FORMAT, "journal_of": self.identity}
+
+    def _recover(self) -> int:
+        """Merge the journal a killed fill left beside the file (see :meth:`_fill`); the number of verdicts it
+        added. A journal record whose key does not match its entry, or that contradicts a stored verdict, raises
+        ``ValueError``."""
+        records = read_journal(self.path, self._journal_header())
+        added = 0
+        for r in records:
+            key, e = r.get("key"), r.get("entry")
+            ok = (isinstance(e, dict) and isinstance(e.get("concept"), str) and isinstance(e.get("question"), dict)
+                  and isinstance(e.get("verdict"), bool))
+            if not ok or entry_key(self.identity, e["concept"], e["question"]) != key:
+                raise ValueError(f"{self.path}: journal record {str(key)[:12]}... is malformed or does not match "
+                                 f"its key; delete the journal to ask its questions again")
+            if key in self._entries and self._entries[key]["verdict"] != e["verdict"]:
+                raise ValueError(f"{self.path}: the journal's verdict for {key[:12]}... contradicts the stored one")
+            added += key not in self._entries
+            self._entries[key] = e
+        if records:
+            write_cache(self.path, self.identity, self._entries)
+        journal_path(self.path).unlink(missing_ok=True)
+        return added
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -199,7 +228,11 @@ class CachedJudge:
             raise ValueError("questions is required: CachedJudge keys each verdict by its question dict")
         questions = check_questions(questions, len(images))
         keys = [entry_key(self.identity, concept, q) for q in questions]
-        missing = [i for i, k in enumerate(keys) if k not in self._entries]
+        missing, asked = [], set()
+        for i, k in enumerate(keys):      # a question repeated within the call is asked once
+            if k not in self._entries and k not in asked:
+                asked.add(k)
+                missing.append(i)
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
         if missing and self.mode == "strict":
@@ -211,19 +244,41 @@ class CachedJudge:
             self._fill(images[missing], concept, reference, [questions[i] for i in missing], [keys[i] for i in missing])
         return torch.tensor([self._entries[k]["verdict"] for k in keys], dtype=torch.bool)
 
+    @staticmethod
+    def _entry(concept: str, question: dict, verdict, detail) -> dict:
+        entry = {"concept": concept, "question": json.loads(canonical_json(question)), "verdict": bool(verdict)}
+        if detail is not None:
+            canonical_json(detail, "judge.last_details")
+            entry["detail"] = detail
+        return entry
+
     def _fill(self, images, concept, reference, questions, keys) -> None:
+        if hasattr(self.judge, "stream"):
+            return self._fill_streaming(images, concept, reference, questions, keys)
         verdicts = self.judge(images, concept, reference=reference, questions=questions)
         if not isinstance(verdicts, torch.Tensor) or verdicts.dtype != torch.bool or verdicts.shape != (len(keys),):
             raise ValueError(f"judge {self.identity!r} returned {verdicts!r:.100}, not a BoolTensor ({len(keys)},)")
         details = getattr(self.judge, "last_details", None)
         details = details if isinstance(details, list) and len(details) == len(keys) else [None] * len(keys)
         for k, q, v, d in zip(keys, questions, verdicts.tolist(), details):
-            entry = {"concept": concept, "question": json.loads(canonical_json(q)), "verdict": bool(v)}
-            if d is not None:
-                canonical_json(d, "judge.last_details")
-                entry["detail"] = d
-            self._entries[k] = entry
+            self._entries[k] = self._entry(concept, q, v, d)
         write_cache(self.path, self.identity, self._entries)
+
+    def _fill_streaming(self, images, concept, reference, questions, keys) -> None:
+        """A judge with ``stream`` (a server judge) gives each verdict as it arrives: each one is appended to a
+        journal beside the cache at once (:class:`compbook.journal.Journal`); the cache file is sealed when the
+        call ends, even by an error. A run killed meanwhile leaves the journal, which the next fill merges."""
+        journal = Journal(self.path, self._journal_header())
+        try:
+            for i, v, d in self.judge.stream(images, concept, reference=reference, questions=questions):
+                if not isinstance(v, bool):
+                    raise ValueError(f"judge {self.identity!r} streamed verdict {v!r}, not a bool")
+                entry = self._entry(concept, questions[i], v, d)
+                journal.append({"key": keys[i], "entry": entry})
+                self._entries[keys[i]] = entry
+        finally:
+            write_cache(self.path, self.identity, self._entries)
+            journal.remove()
 
     def __repr__(self) -> str:
         return (f"CachedJudge({str(self.path)!r}, identity={self.identity!r}, mode={self.mode!r}, "
@@ -251,3 +306,14 @@ def score_or_fall_back(score: Callable, judge, fallback):
         return score(judge)
     except CacheMiss:
         return score(fallback)
+
+
+def is_cache_file(path) -> bool:
+    """Whether ``path`` holds a judge cache (a JSON object with a judge-cache ``format``); the cache folder also
+    holds other JSON files (the human keys, self-agreement records), which are not caches. An unreadable file
+    counts as a cache: :func:`read_cache` then says what is wrong with it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True
+    return isinstance(data, dict) and str(data.get("format", "")).startswith(CACHE_FORMAT.split("/")[0])

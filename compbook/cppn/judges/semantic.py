@@ -1,4 +1,4 @@
-"""Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5, issue 11).
+"""Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5).
 
 SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the same
 picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
@@ -40,7 +40,7 @@ FOLDER = "semantic"
 
 
 # -- input checks and resizing ---------------------------------------------------------------------------------
-def check_concept(concept) -> str:
+def check_known_concept(concept) -> str:
     """``concept`` if it is one of :data:`CONCEPTS`, else ``ValueError`` naming it."""
     if concept not in CONCEPTS:
         raise ValueError(f"concept must be one of {CONCEPTS}, got {concept!r}")
@@ -67,7 +67,7 @@ def prepare(images) -> torch.Tensor:
 def reference(concept: str) -> torch.Tensor:
     """The concept's Picbreeder reference render ``(3, 64, 64)`` float32 (the genome's float64 render)."""
     from .. import picbreeder
-    img = picbreeder.render(picbreeder.load_genome(check_concept(concept)), RES)
+    img = picbreeder.render(picbreeder.load_genome(check_known_concept(concept)), RES)
     return torch.from_numpy(img).float().permute(2, 0, 1).contiguous()
 
 
@@ -100,7 +100,7 @@ def _shifted(ref: torch.Tensor, shift: int) -> torch.Tensor:
 def reference_scores(images, concept: str, scales=(64, 32, 16), shift: int = 2) -> torch.Tensor:
     """Multi-scale score ``(N,)``: for each scale, the images and the reference shrunk (area) to it, the best
     RGB SSIM over shifts of the reference up to ``shift`` pixels, then the mean over scales."""
-    check_concept(concept)
+    check_known_concept(concept)
     _check_scales(scales, shift)
     return image_reference_scores(images, reference(concept), scales, shift)
 
@@ -211,11 +211,14 @@ class ImageReferenceJudge(_ThresholdJudge):
     """"Is this still the target?": :class:`ReferenceJudge`'s multi-scale comparison against a given image
     ``target`` ``(H, W, 3)`` in [0, 1] (resized to 64 px) instead of a concept's Picbreeder render. Chapter 9's
     choice for targets that are none of :data:`CONCEPTS` (a photograph, a two-object scene); its agreement with
-    human verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label."""
+    human verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label;
+    ``threshold`` defaults to the default judge's (:func:`default_judge`)."""
 
     kind = "image-reference"
 
-    def __init__(self, target, threshold: float = 0.625, scales=(64, 32, 16), shift: int = 2):
+    def __init__(self, target, threshold: float | None = None, scales=(64, 32, 16), shift: int = 2):
+        if threshold is None:                            # the default judge's (choice.json)
+            threshold = default_judge().threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [-1, 1], got {threshold!r}")
         scales, shift = _check_scales(scales, shift)
@@ -292,12 +295,19 @@ class ClassifierJudge(_ThresholdJudge):
         self.identity = f"semantic-classifier:concept_cnn@{digest}|threshold={self.threshold!r}"
         self.last_details: list[dict] = []
 
-    @torch.no_grad()
     def scores(self, images, concept: str) -> torch.Tensor:
-        j = CONCEPTS.index(check_concept(concept))
-        x = prepare(images)
-        return torch.cat([torch.sigmoid(self.net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
-            if len(x) else torch.zeros(0)
+        return classifier_scores(images, concept, self.net)
+
+
+@torch.no_grad()
+def classifier_scores(images, concept: str, net: ConceptNet | None = None) -> torch.Tensor:
+    """The CNN's probability ``(N,)`` that each of ``images`` shows ``concept`` (``net``: default the stored
+    one, :func:`load_classifier`)."""
+    j = CONCEPTS.index(check_known_concept(concept))
+    x = prepare(images)
+    net = load_classifier()[0] if net is None else checks.instance(net, "net", ConceptNet)
+    return torch.cat([torch.sigmoid(net(x[s:s + 256])[:, j]) for s in range(0, len(x), 256)]) \
+        if len(x) else torch.zeros(0)
 
 
 
@@ -348,35 +358,16 @@ def choice_path(folder=None) -> Path:
     return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
 
 
-def make_judge(kind: str, threshold: float):
-    """A semantic judge by kind (``"reference"`` or ``"classifier"``) and threshold."""
-    if kind == "reference":
-        return ReferenceJudge(threshold)
-    if kind == "classifier":
-        return ClassifierJudge(threshold)
-    raise ValueError(f"kind must be 'reference' or 'classifier', got {kind!r}")
-
-
-def candidates(thresholds: dict | None = None) -> dict:
-    """The candidate judges with the thresholds stored in ``choice.json`` (or given), by kind."""
-    if thresholds is None:
-        thresholds = read_choice()["thresholds"]
-    checks.mapping(thresholds, "thresholds", 1)
-    for k in thresholds:
-        checks.choice(k, "thresholds (a kind)", KINDS)
-    return {k: make_judge(k, t) for k, t in thresholds.items()}
-
-
 #: the candidate kinds ``choice.json`` may name
-KINDS = ("reference", "classifier")
-#: each kind's threshold grid (the calibration half picks one value of it; ``agreement.THRESHOLD_GRID``)
+CANDIDATE_KINDS = ("reference", "classifier")
+#: each kind's threshold grid (the calibration half picks one value of it, :func:`compbook.cppn.agreement.choose`)
 THRESHOLD_GRID = {"reference": [round(0.05 + 0.025 * i, 3) for i in range(37)],
                   "classifier": [round(0.05 + 0.05 * i, 3) for i in range(19)]}
 
 
 def read_choice(path=None) -> dict:
     """``choice.json`` (default :func:`choice_path`), checked: a JSON object whose ``thresholds`` name known kinds
-    with values from :data:`compbook.cppn.agreement.THRESHOLD_GRID`, whose ``chosen`` is one of them, and whose
+    with values from :data:`THRESHOLD_GRID`, whose ``chosen`` is one of them, and whose
     ``chosen`` is what the stored held-out rows give by the rule (best balanced accuracy, kappa on ties). A file
     truncated, edited by hand (a threshold or the choice changed) or of another config is refused."""
     path = choice_path() if path is None else path
@@ -387,8 +378,8 @@ def read_choice(path=None) -> dict:
     if not isinstance(th, dict) or not th or not isinstance(tables, dict):
         raise ValueError(f"{path}: needs 'thresholds' and 'tables' objects (is it data/semantic/choice.json?)")
     for k, t in th.items():
-        if k not in KINDS:
-            raise ValueError(f"{path}: unknown kind {k!r} in thresholds (known: {KINDS}); another config?")
+        if k not in CANDIDATE_KINDS:
+            raise ValueError(f"{path}: unknown kind {k!r} in thresholds (known: {CANDIDATE_KINDS}); another config?")
         if isinstance(t, bool) or not isinstance(t, (int, float)) or \
                 not any(abs(t - g) < 1e-9 for g in THRESHOLD_GRID[k]):
             raise ValueError(f"{path}: threshold of {k!r} is {t!r}, not a value of its grid (edited by hand?)")
@@ -408,11 +399,5 @@ def default_judge(path=None):
     """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold
     (``path``: another choice file; checked by :func:`read_choice`)."""
     choice = read_choice(path)
-    return make_judge(choice["chosen"], choice["thresholds"][choice["chosen"]])
-
-
-def default_cpu_judge():
-    """The book's default CPU judge for "is this still a <concept>?" (chapter 5): :func:`default_judge`, the
-    candidate chosen by agreement with held-out blind human verdicts (``data/semantic/choice.json``). Call it as
-    ``judge(images (N, H, W, 3) in [0, 1], concept)``, no reference needed."""
-    return default_judge()
+    kind = {"reference": ReferenceJudge, "classifier": ClassifierJudge}[choice["chosen"]]
+    return kind(choice["thresholds"][choice["chosen"]])

@@ -25,16 +25,17 @@ import numpy as np
 import torch
 
 from ... import checks
+from ..paper import figure
+from ...serving import THINK_END, THINK_START
 from .base import check_concept, check_images, check_questions
 
-DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Thinking"
+#: the paper's judge (:data:`compbook.cppn.paper.FIGURES`)
+DEFAULT_MODEL = figure("judge_model")
 #: Our choice of wording; ``{concept}`` is replaced by the concept ("skull").
 DEFAULT_PROMPT = ("Look at this image. Does it still clearly show a {concept}? "
                   "Answer with one word: yes or no.")
 DEFAULT_MAX_NEW_TOKENS = 1024
 DEFAULT_IMAGE_SIZE = 256
-THINK_END = "</think>"
-THINK_START = "<think>"
 
 
 # -- parsing a (thinking) model's answer ---------------------------------------------------------------------------
@@ -66,6 +67,15 @@ def parse_yes_no(text: str) -> bool | None:
         return None
     found = {w for w in re.findall(r"[a-z]+", answer.lower()) if w in ("yes", "no")}
     return found.pop() == "yes" if len(found) == 1 else None
+
+
+def read_answer(text: str, parse: Callable[[str], bool | None] = parse_yes_no) -> tuple[bool | None, dict]:
+    """``(verdict or None, detail)`` of one output ``text``: the detail a cache stores, ``{"answer": final
+    answer}`` (its last 300 characters; ``"<unfinished reasoning>"`` when the reasoning never ended), with
+    ``"unparsed": True`` when ``parse`` cannot read it (the verdict then counts as not preserved)."""
+    verdict, answer = parse(text), final_answer(text)
+    detail = {"answer": (answer if answer is not None else "<unfinished reasoning>")[-300:]}
+    return verdict, detail if verdict is not None else {**detail, "unparsed": True}
 
 
 # -- prompt and images ---------------------------------------------------------------------------------------------
@@ -110,7 +120,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def load_vlm(model_id: str = DEFAULT_MODEL, revision: str | None = None, device=None, dtype="auto",
+def load_hf_vlm(model_id: str = DEFAULT_MODEL, revision: str | None = None, device=None, dtype="auto",
              device_map=None):
     """``(model, processor)`` from the hub (or a local folder): ``AutoProcessor`` + ``AutoModelForImageTextToText``.
 
@@ -142,7 +152,7 @@ class VLMJudge:
         prompt: the question, with ``{concept}``; our choice of wording, :data:`DEFAULT_PROMPT`.
         parse: ``text -> True | False | None`` (None: unreadable, counted as False and kept in ``.unparsed``).
         batch_size: images per ``generate`` call.
-        device, dtype, device_map: where and how to load (see :func:`load_vlm`).
+        device, dtype, device_map: where and how to load (see :func:`load_hf_vlm`).
         max_new_tokens: generation budget; a thinking model that runs out mid-reasoning gives no answer.
         image_size: renders are resized to ``image_size x image_size`` pixels (None: as rendered).
         generate_kwargs: extra ``model.generate`` arguments (default greedy: ``do_sample=False``).
@@ -157,7 +167,7 @@ class VLMJudge:
                  dtype="auto", device_map=None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  image_size: int | None = DEFAULT_IMAGE_SIZE, generate_kwargs: dict | None = None):
         self._configure(model_id, revision, prompt, parse, batch_size, max_new_tokens, image_size, generate_kwargs)
-        self.model, self.processor = load_vlm(model_id, revision, device, dtype, device_map)
+        self.model, self.processor = load_hf_vlm(model_id, revision, device, dtype, device_map)
 
     @classmethod
     def from_model(cls, model, processor, *, model_id: str | None = None, revision: str | None = None,
@@ -212,14 +222,13 @@ class VLMJudge:
         for start in range(0, len(images), self.batch_size):
             batch = [to_pil(img, self.image_size) for img in images[start:start + self.batch_size]]
             for j, text in enumerate(self.generate(batch, concept)):
-                verdict, answer = self.parse(text), final_answer(text)
+                verdict, detail = read_answer(text, self.parse)
                 if verdict is None:
                     i = start + j
                     self.unparsed.append({"concept": concept, "index": i, "text": text[-2000:],
                                           "question": questions[i] if questions else None})
                 verdicts.append(bool(verdict))
-                details.append({"answer": (answer if answer is not None else "<unfinished reasoning>")[-300:],
-                                **({} if verdict is not None else {"unparsed": True})})
+                details.append(detail)
         self.last_details = details
         return torch.tensor(verdicts, dtype=torch.bool)
 

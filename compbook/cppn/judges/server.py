@@ -1,0 +1,136 @@
+"""The paper's judge at scale: a vision-language model behind any OpenAI-compatible server (chapter 5).
+
+:class:`ServerJudge` asks the same question as :class:`~compbook.cppn.judges.vlm.VLMJudge` ("does this image
+still clearly show a skull?"), one chat-completions request per image, to a server that batches the requests
+itself: vLLM or SGLang on GPUs (data parallel across them, a Ray cluster for several nodes), ``transformers
+serve``, or a hosted endpoint. Each image goes as a PNG ``image_url`` part (resized to ``image_size`` first, as
+``VLMJudge`` resizes it), at temperature 0 with a fixed ``seed``; the answer is read by the parser ``VLMJudge``
+uses (:func:`~compbook.cppn.judges.vlm.parse_yes_no`: a thinking model's reasoning skipped, an unreadable answer
+counted as not preserved and kept in ``judge.unparsed`` and the details). Requests run ``concurrency`` at a
+time, with the retries and deadlines of :class:`compbook.serving.ChatClient`.
+
+:meth:`ServerJudge.stream` gives each verdict as it arrives; :class:`~compbook.cppn.judges.cache.CachedJudge`
+journals each one at once, so ``python -m compbook.cppn judges fill --server URL --model ID`` killed halfway
+loses nothing and, rerun, asks only what is missing.
+
+``identity`` names the served model id, its revision, the prompt and the request's settings, and not the URL:
+the same model behind another address asks the same question. It differs from ``VLMJudge``'s identity (a server
+batches, resizes and decodes with its own code, so its answers may differ from in-process ``generate``'s).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Iterator
+
+import torch
+
+from ... import checks
+from ...serving import DEFAULT_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ChatClient, user_message
+from .base import check_concept, check_images, check_questions
+from .vlm import (DEFAULT_IMAGE_SIZE, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODEL, DEFAULT_PROMPT, format_prompt,
+                  parse_yes_no, read_answer, to_pil)
+
+
+def server_identity(model: str = DEFAULT_MODEL, revision: str | None = None, prompt: str = DEFAULT_PROMPT,
+                    max_tokens: int = DEFAULT_MAX_NEW_TOKENS, image_size: int | None = DEFAULT_IMAGE_SIZE,
+                    seed: int = 0, parser: str = "parse_yes_no") -> str:
+    """The identity of a :class:`ServerJudge` with these settings (computable without a server).
+
+    ``revision=None`` is written "unpinned": the server's weights are whatever it loaded; give the commit hash
+    it serves (``vllm serve MODEL --revision HASH``) for a cache that names its weights.
+    """
+    sampling = json.dumps({"temperature": 0, "seed": seed}, sort_keys=True, separators=(",", ":"))
+    return (f"server:{model}@{revision or 'unpinned'}|prompt={json.dumps(prompt)}|max_tokens={max_tokens}"
+            f"|image_size={image_size}|parser={parser}|sampling={sampling}")
+
+
+class ServerJudge:
+    """A judge that asks a served vision-language model about each image (see the module docstring).
+
+    Args:
+        base_url: the server, e.g. ``http://localhost:8000/v1`` (a malformed URL: ``ValueError``).
+        model: the model id the server serves (``Qwen/Qwen3-VL-4B-Thinking``).
+        revision: the weights' commit hash the server loaded (part of ``identity``; None: "unpinned").
+        prompt: the question, with ``{concept}`` (default: ``VLMJudge``'s).
+        concurrency, timeout, retries, api_key: see :class:`compbook.serving.ChatClient`.
+        max_tokens: the generation budget per answer (a thinking model needs room to finish reasoning).
+        image_size: images are resized to ``image_size x image_size`` before sending (None: as rendered).
+        seed: the request's sampling seed (decoding is greedy, temperature 0).
+        parse: ``text -> True | False | None`` (default :func:`~compbook.cppn.judges.vlm.parse_yes_no`).
+        progress: show a progress bar of the answers received, in images per second.
+
+    Calling it: ``judge(images (N, H, W, 3) in [0, 1], concept) -> BoolTensor (N,)``; ``last_details[i] =
+    {"answer": ...}`` as for ``VLMJudge``. ``judge.client.requests`` counts the HTTP attempts sent.
+    """
+
+    def __init__(self, base_url: str, model: str = DEFAULT_MODEL, *, revision: str | None = None,
+                 prompt: str = DEFAULT_PROMPT, concurrency: int = DEFAULT_CONCURRENCY,
+                 timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES, api_key: str | None = None,
+                 max_tokens: int = DEFAULT_MAX_NEW_TOKENS, image_size: int | None = DEFAULT_IMAGE_SIZE,
+                 seed: int = 0, parse: Callable[[str], bool | None] = parse_yes_no, progress: bool = False):
+        format_prompt(prompt, "concept")                   # validates the template
+        if revision is not None:
+            revision = checks.non_empty_str(revision, "revision")
+        if not callable(parse):
+            raise ValueError(f"parse must be callable text -> bool | None, got {parse!r}")
+        self.client = ChatClient(base_url, model, concurrency=concurrency, timeout=timeout, retries=retries,
+                                 api_key=api_key)
+        self.model, self.revision, self.prompt, self.parse = self.client.model, revision, prompt, parse
+        self.max_tokens = checks.integer(max_tokens, "max_tokens")
+        self.image_size = checks.optional_integer(image_size, "image_size")
+        self.seed = checks.integer(seed, "seed", 0)
+        self.progress = checks.boolean(progress, "progress")
+        self.identity = server_identity(self.model, revision, prompt, self.max_tokens, self.image_size, self.seed,
+                                        getattr(parse, "__name__", repr(parse)))
+        self.unparsed: list[dict] = []
+        self.last_details: list[dict] = []
+        self._bar = None
+
+    def payload(self, image: torch.Tensor, concept: str) -> dict:
+        """The request for one image ``(H, W, 3)`` in [0, 1] (without ``model``, which the client adds)."""
+        message = user_message(format_prompt(self.prompt, concept), [to_pil(image, self.image_size)])
+        return {"messages": [message], "temperature": 0, "seed": self.seed, "max_tokens": self.max_tokens}
+
+    def stream(self, images, concept, *, reference=None, questions=None) -> Iterator[tuple[int, bool, dict]]:
+        """``(index, verdict, detail)`` for each image, in the order the answers arrive. The inputs are checked
+        here, before any request; a request that fails for good raises :class:`compbook.serving.ServerError`
+        after the answers already in flight are given."""
+        images, concept = check_images(images), check_concept(concept)
+        questions = check_questions(questions, len(images)) if questions is not None else None
+        payloads = [self.payload(img, concept) for img in images]
+        return self._answers(payloads, concept, questions)
+
+    def _answers(self, payloads, concept, questions):
+        for i, reply in self.client.map(payloads):
+            verdict, detail = read_answer(reply.text, self.parse)
+            if verdict is None:
+                self.unparsed.append({"concept": concept, "index": i, "text": reply.text[-2000:],
+                                      "question": questions[i] if questions else None})
+            self._tick()
+            yield i, bool(verdict), detail
+
+    def _tick(self) -> None:
+        if not self.progress:
+            return
+        if self._bar is None:
+            from tqdm.auto import tqdm
+            self._bar = tqdm(desc=f"{self.model} answers", unit=" images", smoothing=0.1)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        """Close the progress bar (if shown)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __call__(self, images, concept, *, reference=None, questions=None) -> torch.Tensor:
+        n = len(check_images(images))
+        verdicts, details = [False] * n, [None] * n
+        for i, v, d in self.stream(images, concept, reference=reference, questions=questions):
+            verdicts[i], details[i] = v, d
+        self.last_details = details
+        return torch.tensor(verdicts, dtype=torch.bool)
+
+    def __repr__(self) -> str:
+        return f"ServerJudge({self.client.base_url!r}, {self.identity})"

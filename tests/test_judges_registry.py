@@ -1,0 +1,65 @@
+"""compbook.cppn.judges.registry: one name, one judge, the identities stored verdicts are keyed by."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from compbook.cppn import panel
+from compbook.cppn.judges import base, registry, semantic
+
+
+def test_names_build_their_classes_with_the_stored_thresholds():
+    choice = semantic.read_choice()
+    ref = registry.make_judge("reference")
+    cls = registry.make_judge("classifier")
+    assert isinstance(ref, semantic.ReferenceJudge) and ref.threshold == choice["thresholds"]["reference"]
+    assert isinstance(cls, semantic.ClassifierJudge) and cls.threshold == choice["thresholds"]["classifier"]
+    default = registry.make_judge("default")
+    assert type(default).kind == choice["chosen"]
+    assert default.threshold == choice["thresholds"][choice["chosen"]]
+    ssim = registry.make_judge("ssim")
+    assert isinstance(ssim, base.SSIMJudge) and ssim.threshold == base.SSIM_THRESHOLD
+    assert registry.make_judge("ssim", threshold=0.7).threshold == 0.7
+    target = torch.rand(16, 16, 3, generator=torch.Generator().manual_seed(0))
+    image = registry.make_judge("image-reference", target=target)
+    assert isinstance(image, semantic.ImageReferenceJudge) and image.threshold == default.threshold
+
+
+def test_identities_are_the_classes_own():
+    """Stored verdicts are keyed by identity: the registry must build exactly what the classes build."""
+    choice = semantic.read_choice()
+    assert registry.make_judge("ssim").identity == base.SSIMJudge(base.SSIM_THRESHOLD).identity \
+        == "ssim:grey,threshold=0.5|win_size=7|data_range=1"
+    t = choice["thresholds"]["reference"]
+    assert registry.make_judge("reference").identity == semantic.ReferenceJudge(t).identity
+    assert registry.make_judge("default").identity == semantic.default_judge().identity
+
+
+def test_identities_match_the_stored_runs():
+    """The counting run stores each judge's identity: the registry builds those very judges."""
+    from compbook.paths import data_file
+    stored = json.loads(data_file("emc2/counting.json").read_text())["judges"]
+    assert stored == {n: registry.make_judge(n).identity for n in stored}
+
+
+def test_the_panel_and_the_counting_run_use_the_registry():
+    from compbook.cppn import counting
+    p = panel.default_panel()
+    assert list(p) == list(panel.JUDGE_NAMES)
+    assert [j.identity for j in p.values()] == [registry.make_judge(n).identity for n in panel.JUDGE_NAMES]
+    assert set(counting.JUDGE_NAMES) <= set(registry.JUDGES)
+
+
+def test_make_judges_and_refusals():
+    js = registry.make_judges(["ssim", "default"])
+    assert list(js) == ["ssim", "default"]
+    imgs = torch.rand(2, 64, 64, 3, generator=torch.Generator().manual_seed(1))
+    assert js["ssim"](imgs, "skull", reference=imgs[0]).tolist()[0] is True
+    for call in (lambda: registry.make_judge("oracle"), lambda: registry.make_judge("ssim", colour="rgb"),
+                 lambda: registry.make_judge("default", threshold=0.5), lambda: registry.make_judges("ssim"),
+                 lambda: registry.make_judge("image-reference")):
+        with pytest.raises(ValueError):
+            call()
+    assert np.isclose(registry.make_judge("reference", threshold=0.3).threshold, 0.3)

@@ -1,0 +1,212 @@
+"""Tests for compbook.cppn.judges.server (ServerJudge) and the resumable fill: against local servers that fail on
+purpose, and end to end against ``transformers serve`` with the tiny random Qwen3-VL (tests/tiny_vlm.py)."""
+
+import base64
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from compbook.cppn.__main__ import main as cli
+from compbook.cppn.judges import CachedJudge, ServerJudge, read_cache, server_identity, vlm_identity
+from compbook.cppn.judges.cache import cache_file_name
+from compbook.cppn.judges.vlm import VLMJudge, read_answer, to_pil
+from compbook.journal import journal_path
+from compbook.serving import ServerError
+from servers import CountingProxy, FaultServer, completion, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def levels(*values, res=8):
+    return torch.tensor(values, dtype=torch.float32)[:, None, None, None].expand(-1, res, res, 3).contiguous()
+
+
+def questions(n, start=0):
+    return [{"model": "abc", "weight": [1, 0, k], "delta": 0.5, "policy": "plus", "res": 8}
+            for k in range(start, start + n)]
+
+
+# -- input, identity, request ---------------------------------------------------------------------------------------
+def test_bad_input_gets_a_value_error_before_any_request():
+    with FaultServer() as server:
+        judge = ServerJudge(server.url, "m", image_size=8)
+        bad = [(levels(1.5), "skull", None, r"\[0, 1\]"), (levels(-0.1), "skull", None, r"\[0, 1\]"),
+               (levels(0.5), "", None, "concept"), (levels(0.5), "  ", None, "concept"),
+               (levels(0.5, 0.6), "skull", questions(1), "questions"), (torch.zeros(8, 8, 3), "skull", None, "shape")]
+        for images, concept, qs, what in bad:
+            with pytest.raises(ValueError, match=what):
+                judge.stream(images, concept, questions=qs)
+            with pytest.raises(ValueError, match=what):
+                judge(images, concept, questions=qs)
+        for url in ("localhost:8000", "http://", "http://h:80/v1?q", "ftp://h/v1"):
+            with pytest.raises(ValueError, match="base_url"):
+                ServerJudge(url, "m")
+        for kwargs, what in [({"prompt": "no placeholder"}, "prompt"), ({"revision": ""}, "revision"),
+                             ({"concurrency": 0}, "concurrency"), ({"max_tokens": 0}, "max_tokens"),
+                             ({"timeout": -1}, "timeout")]:
+            with pytest.raises(ValueError, match=what):
+                ServerJudge(server.url, "m", **kwargs)
+        assert server.requests == 0
+
+
+def test_identity_names_model_revision_and_prompt_not_the_url():
+    a = ServerJudge("http://localhost:8000/v1", "Qwen/Qwen3-VL-4B-Thinking")
+    b = ServerJudge("https://gpu.example.org:443/v1", "Qwen/Qwen3-VL-4B-Thinking", concurrency=64, timeout=5)
+    assert a.identity == b.identity == server_identity() and "localhost" not in a.identity
+    variants = [server_identity(model="Qwen/Qwen3-VL-8B-Thinking"), server_identity(revision="0123abc"),
+                server_identity(prompt="Is this a {concept}?"), server_identity(max_tokens=64),
+                server_identity(image_size=448), server_identity(seed=1), server_identity(parser="other")]
+    assert len({a.identity, *variants}) == len(variants) + 1
+    assert "Qwen/Qwen3-VL-4B-Thinking@unpinned" in a.identity and a.identity != vlm_identity()
+    assert cache_file_name(a.identity).startswith("server-qwen-qwen3-vl-4b-thinking-unpinned-")
+
+
+def test_each_image_goes_as_the_resized_png_at_temperature_zero():
+    img = torch.rand(1, 20, 20, 3, generator=torch.Generator().manual_seed(0))
+    with FaultServer() as server:
+        judge = ServerJudge(server.url, "org/vlm", image_size=16, seed=7, max_tokens=33)
+        judge(img, "butterfly")
+    body = json.loads(server.bodies[0])
+    assert {k: body[k] for k in ("model", "temperature", "seed", "max_tokens")} == \
+        {"model": "org/vlm", "temperature": 0, "seed": 7, "max_tokens": 33}
+    (message,) = body["messages"]
+    image, text = message["content"]
+    assert text == {"type": "text", "text": "Look at this image. Does it still clearly show a butterfly? "
+                                            "Answer with one word: yes or no."}
+    png = base64.b64decode(image["image_url"]["url"].removeprefix("data:image/png;base64,"))
+    assert (np.asarray(Image.open(io.BytesIO(png))) == np.asarray(to_pil(img[0], 16))).all()
+
+
+def test_answers_are_read_as_vlm_judge_reads_them():
+    replies = [completion("Yes."), completion("no", reasoning="a skull? no, yes"),
+               completion("", reasoning="still thinking", finish="length"), completion("maybe"),
+               completion("<think>hmm</think> No")]
+    with FaultServer(replies) as server:
+        judge = ServerJudge(server.url, "m", concurrency=1, image_size=8, progress=True)
+        verdicts = judge(levels(0.1, 0.2, 0.3, 0.4, 0.5), "skull", questions=questions(5))
+    assert judge._bar.unit == " images" and "m answers" in judge._bar.desc     # the rate reads "images/s"
+    judge.close()
+    assert judge._bar is None
+    texts = ["Yes.", "<think>a skull? no, yes</think>no", "<think>still thinking", "maybe", "<think>hmm</think> No"]
+    assert verdicts.tolist() == [True, False, False, False, False]
+    assert judge.last_details == [read_answer(t)[1] for t in texts]
+    assert judge.last_details[2] == {"answer": "<unfinished reasoning>", "unparsed": True}
+    assert [(u["index"], u["question"]["weight"][2]) for u in judge.unparsed] == [(2, 2), (3, 3)]
+
+
+# -- the cache, filled as the answers arrive -------------------------------------------------------------------------
+def test_fill_stores_what_arrived_when_the_server_fails_and_resumes_with_the_rest(tmp_path):
+    script = [completion("yes"), completion("no"), completion("yes"), "404"]
+    with FaultServer(script) as server:
+        judge = ServerJudge(server.url, "m", concurrency=1, retries=0, image_size=8)
+        cached = CachedJudge(tmp_path, judge, mode="fill")
+        with pytest.raises(ServerError, match="HTTP 404"):
+            cached(levels(*np.linspace(0, 1, 6)), "skull", questions=questions(6))
+        assert len(CachedJudge(cached.path)) == 3 and not journal_path(cached.path).exists()
+        again = CachedJudge(tmp_path, judge, mode="fill")
+        verdicts = again(levels(*np.linspace(0, 1, 6)), "skull", questions=questions(6))
+    assert verdicts.tolist()[:3] == [True, False, True] and server.requests == 4 + 3
+    assert again.hits == 3 and again.misses == 3 and len(again) == 6
+
+
+def test_a_killed_fill_loses_nothing(tmp_path):
+    """A fill process killed (SIGKILL) halfway: every verdict it had received is in the journal, the next fill
+    merges it and asks only what is missing."""
+    code = ("import sys, torch\nfrom compbook.cppn.judges import CachedJudge, ServerJudge\n"
+            "judge = ServerJudge(sys.argv[1], 'm', concurrency=2, image_size=8)\n"
+            "imgs = torch.linspace(0, 1, 12)[:, None, None, None].expand(12, 8, 8, 3).contiguous()\n"
+            "qs = [{'weight': [1, 0, k]} for k in range(12)]\n"
+            "CachedJudge(sys.argv[2], judge, mode='fill')(imgs, 'skull', questions=qs)\n")
+    with FaultServer(delay=0.25) as server:
+        judge = ServerJudge(server.url, "m", concurrency=2, image_size=8)
+        path = tmp_path / cache_file_name(judge.identity)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen([sys.executable, "-c", code, server.url, str(tmp_path)], env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal_path(path).exists() and len(journal_path(path).read_text().splitlines()) >= 1 + 5:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL and not path.exists()     # killed before sealing anything
+        asked = server.requests
+        resumed = CachedJudge(tmp_path, judge, mode="fill")
+        assert 5 <= resumed.recovered == len(resumed) < 12 and not journal_path(path).exists()
+        imgs = torch.linspace(0, 1, 12)[:, None, None, None].expand(12, 8, 8, 3).contiguous()
+        resumed(imgs, "skull", questions=[{"weight": [1, 0, k]} for k in range(12)])
+        assert server.requests - asked == 12 - resumed.recovered and len(read_cache(path)[1]) == 12
+
+
+def test_a_bad_journal_is_refused(tmp_path):
+    judge = ServerJudge(f"http://127.0.0.1:{free_port()}/v1", "m")     # nothing is asked
+    path = tmp_path / cache_file_name(judge.identity)
+    header = json.dumps({"format": "compbook-judge-cache/1", "journal_of": judge.identity})
+    entry = {"concept": "skull", "question": {"q": 1}, "verdict": True}
+    journal_path(path).write_text(header + "\n" + json.dumps({"key": "0" * 64, "entry": entry}) + "\n")
+    with pytest.raises(ValueError, match="does not match its key"):
+        CachedJudge(tmp_path, judge, mode="fill")
+    journal_path(path).write_text(json.dumps({"format": "compbook-judge-cache/1", "journal_of": "x"}) + "\n")
+    with pytest.raises(ValueError, match="belongs to another"):
+        CachedJudge(tmp_path, judge, mode="fill")
+
+
+# -- end to end: transformers serve ---------------------------------------------------------------------------------
+def test_server_answers_equal_in_process_generation(tiny_server):
+    """The served tiny model answers what VLMJudge's in-process generate gives on the same weights and image."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_server.folder).eval()
+    processor = AutoProcessor.from_pretrained(tiny_server.folder, trust_remote_code=True)
+    local = VLMJudge.from_model(model, processor, model_id="tiny", batch_size=1, max_new_tokens=8, image_size=64)
+    served = ServerJudge(tiny_server.url, tiny_server.model, max_tokens=8, image_size=64, concurrency=2)
+    images = torch.stack([torch.zeros(64, 64, 3), torch.ones(64, 64, 3),
+                          torch.rand(64, 64, 3, generator=torch.Generator().manual_seed(3))])
+    texts = [local.generate([to_pil(im, 64)], "skull")[0] for im in images]
+    replies = dict(served.client.map([served.payload(im, "skull") for im in images]))
+    assert [replies[i].reasoning for i in range(3)] == texts and len(set(texts)) > 1
+    assert served(images, "skull").tolist() == local(images, "skull").tolist()
+
+
+def test_fill_through_transformers_serve_killed_mid_run_and_resumed(tiny_server, tmp_path, capsys):
+    """``judges fill --server``: the server is killed after 5 answers; the rerun (server restarted) asks only the
+    missing questions; the cache holds every verdict exactly once and no question was answered twice."""
+    proxy = CountingProxy(tiny_server, kill_after=5)
+    argv = ["judges", "fill", "--genome", "skull", "--server", proxy.url, "--model", tiny_server.model,
+            "--res", "32", "--sample", "12", "--engine-batch-size", "4", "--concurrency", "2", "--retries", "1",
+            "--timeout", "30", "--max-new-tokens", "3", "--image-size", "32", "--cache", str(tmp_path)]
+    with proxy:
+        assert cli(argv) == 1
+        err = capsys.readouterr().err
+        first = proxy.answered()
+        (path,) = tmp_path.glob("*.json")
+        assert f"{proxy.url}/chat/completions" in err and "rerun the same command" in err
+        assert 5 <= len(first) < 12 and len(read_cache(path)[1]) == len(first)
+        assert not journal_path(path).exists() and not tiny_server.running()
+        tiny_server.take_over(tiny_server.spare)          # the server restarted (the proxy's backend)
+        proxy.kill_after, proxy.records = None, []
+        assert cli(argv) == 0
+        out = capsys.readouterr().out
+        second = proxy.answered()
+    assert f"{len(first)} stored, {12 - len(first)} new verdicts" in out
+    assert len(second) == 12 - len(first) and len(proxy.records) == len(second)   # no retry, nothing twice
+    assert len(set(first + second)) == 12 and not set(first) & set(second)
+    identity, entries = read_cache(path)
+    assert len(entries) == 12 and identity.startswith(f"server:{tiny_server.model}@unpinned|")
+    assert all("answer" in e["detail"] for e in entries.values())
+    strict = CachedJudge(path)
+    assert cli(["judges", "fill", "--genome", "skull", "--judge", "ssim", "--res", "32", "--sample", "12",
+                "--cache", str(tmp_path / "ssim")]) == 0      # the same 12 questions, another judge
+    (ssim,) = (tmp_path / "ssim").glob("*.json")
+    assert sorted(e["question"]["weight"] for e in read_cache(ssim)[1].values()) == \
+        sorted(e["question"]["weight"] for e in strict.records())
