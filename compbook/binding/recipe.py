@@ -652,7 +652,7 @@ def stem_for(cfg: RecipeConfig, directory="data/binding", prefix: str = "recipe"
 def load_records(directory="data/binding", n_values: int = 50, seed: int = 0) -> list[dict]:
     """Every stored recipe model's JSON record for ``n_values`` and ``seed`` (C = 2), sorted by coverage."""
     n_values, seed = checks.integer(n_values, "n_values", 2), checks.integer(seed, "seed", 0)
-    recs = [json.loads(p.read_text()) for p in Path(directory).glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
+    recs = [checks.json_file(p, "recipe record") for p in Path(directory).glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
     return sorted(recs, key=lambda r: r["config"]["coverage"])
 
 
@@ -695,7 +695,8 @@ def run_one(cfg: RecipeConfig, out, checkpoint=None, command: str = "", prefix: 
     model, record = train(cfg, ckpt, sets, device=run_device())
     record["final"] = evaluate(model, cfg, sets)
     record["floors"] = floors(cfg, sets)
-    record["command"] = command
+    if command:
+        record["made_by"] = command
     record["mode"] = run_mode()
     record["threads"] = torch.get_num_threads()
     save(model.cpu(), record, stem)
