@@ -4,8 +4,9 @@
   :mod:`~compbook.checks` (argument checks), :mod:`~compbook.stats` (intervals and their formatting),
   :mod:`~compbook.checkpoints` (safetensors + JSON for every part), :mod:`~compbook.images`,
   :mod:`~compbook.plots`, :mod:`~compbook.sliders`, :mod:`~compbook.scenes` (scenes of Parts B and C),
-  :mod:`~compbook.serving` (an OpenAI-compatible chat client) and :mod:`~compbook.journal` (atomic files and
-  journals that survive a killed run);
+  :mod:`~compbook.results` (the registry of stored results in ``data/``), :mod:`~compbook.serving` (an
+  OpenAI-compatible chat client) and :mod:`~compbook.journal` (atomic files and journals that survive a killed
+  run);
 * Part A, chapters 1-9b: :mod:`compbook.cppn` (CPPNs, training, EMC2-Bench and its judges, claims);
 * Part B, chapters 10-13: :mod:`compbook.binding` (how embedding models bind concepts);
 * Part C, chapters 14-16: :mod:`compbook.sae` (sparse autoencoders, vanilla and S2AE).

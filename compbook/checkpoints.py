@@ -3,8 +3,10 @@
 A checkpoint is two files, ``NAME.safetensors`` and ``NAME.json``. The JSON sidecar holds a ``format`` string
 naming what the tensors are (``"compbook-cppn/1"``, ``"compbook-topk-sae/1"``, ...), the caller's header (a config,
 metadata) and ``tensor_digest``, a SHA-256 of every tensor's name, dtype, shape and bytes: a truncated or edited
-file is refused on load, never served. Writes go to temporary names in the same folder, then are renamed, so a
-failure leaves no half-written checkpoint behind.
+file is refused on load, never served. The sidecar also records ``made_by``, the command that made it. Writes go
+to temporary names in the same folder, then are renamed, so a failure leaves no half-written checkpoint behind;
+a checkpoint written into the registered ``data/`` is recorded in its registry, and one read from there is
+verified against it (:mod:`compbook.results`).
 
 Used by :mod:`compbook.cppn.store` (CPPNs), :mod:`compbook.binding` (dual encoders, controlled models) and
 :mod:`compbook.sae` (SAEs, the tiny VLM).
@@ -22,7 +24,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from . import checks
+from . import checks, results
 
 
 SUFFIXES = (".json", ".safetensors")
@@ -53,19 +55,22 @@ def tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
-def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str) -> Path:
-    """Write ``path.safetensors`` and ``path.json`` (``header`` plus ``format`` and ``tensor_digest``); returns
-    the JSON path. Everything is checked before anything is written; ``ValueError`` for a header that JSON cannot
-    hold exactly (NaN, tensors, sets)."""
+def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str, made_by: str | None = None) -> Path:
+    """Write ``path.safetensors`` and ``path.json`` (``header`` plus ``format``, ``made_by`` and
+    ``tensor_digest``) and record both in the registry (:func:`compbook.results.record`); returns the JSON path.
+    ``made_by``: the command that made it (default: ``header``'s, else :func:`compbook.results.made_by`).
+    Everything is checked before anything is written; ``ValueError`` for a header that JSON cannot hold exactly
+    (NaN, tensors, sets)."""
     cfg_path, st_path = files(path)
     if not isinstance(header, dict):
         raise ValueError(f"header must be a dict, got {type(header).__name__}")
     for k, v in tensors.items():
         checks.instance(v, f"tensors[{k!r}]", torch.Tensor)
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    command = made_by or header.get("made_by") or results.made_by(cfg_path)
     try:
-        text = json.dumps({"format": format} | header | {"tensor_digest": tensor_digest(tensors)}, indent=1,
-                          allow_nan=False)
+        text = json.dumps(results.place_made_by({"format": format} | header, command)
+                          | {"tensor_digest": tensor_digest(tensors)}, indent=1, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"metadata is not JSON-able ({e}): {header!r:.200}; nothing was written") from None
     cfg_path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,6 +83,7 @@ def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str
     finally:
         tmp_st.unlink(missing_ok=True)
         tmp_cfg.unlink(missing_ok=True)
+    results.record(st_path, cfg_path, command=command)
     return cfg_path
 
 
@@ -86,6 +92,7 @@ def read_header(path, *, format: str) -> dict:
     (``FileNotFoundError`` when it is missing)."""
     cfg_path = files(path)[0]
     checks.file_path(cfg_path, "checkpoint file")
+    results.verify(cfg_path)
     try:
         header = json.loads(cfg_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -107,6 +114,7 @@ def load(path, *, format: str, names=None) -> tuple[dict[str, torch.Tensor], dic
     header = read_header(path, format=format)
     cfg_path, st_path = files(path)
     checks.file_path(st_path, "checkpoint file")
+    results.verify(st_path)
     try:
         tensors = load_file(str(st_path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:

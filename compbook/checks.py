@@ -325,9 +325,14 @@ def safe_path(folder, relative, name: str) -> Path:
 
 def json_file(path, what: str = "JSON file", kind: type = dict):
     """The JSON content (a ``kind``, dict by default) of the file ``path``: ``ValueError`` naming the file when
-    it is a folder, not valid JSON (truncated?) or holds another kind (``FileNotFoundError`` when missing)."""
+    it is a folder, not valid JSON (truncated?), holds another kind, or is a file of the registered ``data/``
+    that its registry does not list with this digest (:func:`compbook.results.verify`; ``FileNotFoundError`` when
+    missing)."""
     import json
+
+    from . import results
     p = file_path(path, what)
+    results.verify(p)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

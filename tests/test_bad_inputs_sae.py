@@ -14,8 +14,8 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.sae import claims, coherence, crossmodal, data as sdata, describe, experiment, full, interpret, \
-    metrics, objregions, objsae, refopt, regions, s2ae, study, topk, vlm
+from compbook.sae import claims, coherence, crossmodal, data as sdata, describe, experiment, interpret, metrics, \
+    objregions, objsae, refopt, regions, s2ae, sizes, study, topk, vlm
 
 SECONDS = 1.0
 NAN = float("nan")
@@ -171,9 +171,9 @@ CASES = {
     "objsae store outside data": lambda c: objsae.store_of("4 prefix tokens", "grid2", store="../x"),
     "objsae setting unknown variant": lambda c: objsae.setting("huge"),
     "objsae reading without columns": lambda c: objsae.reading(pd.DataFrame({"layout": ["grid2"]})),
-    "PartCRun n_train 0": lambda c: full.PartCRun(n_train=0),
-    "PartCRun without the paper's lambda": lambda c: full.PartCRun(lams=(0.0, 0.003)),
-    "PartCRun store outside data": lambda c: full.PartCRun(store="../../etc"),
+    "PartCRun n_train 0": lambda c: sizes.PartCRun(n_train=0),
+    "PartCRun without the paper's lambda": lambda c: sizes.PartCRun(lams=(0.0, 0.003)),
+    "PartCRun store outside data": lambda c: sizes.PartCRun(store="../../etc"),
 }
 
 

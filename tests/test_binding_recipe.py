@@ -58,5 +58,5 @@ def test_full_mode_command_runs_tiny(tmp_path, monkeypatch):
     c = rec["config"]
     assert (c["n_layers"], c["d_model"], c["d_ff"], c["lr"]) == (6, 256, 2048, 3e-5) and rec["mode"] == "full"
     assert rec["steps"] == 2 and len(rec["log"]) == 1 and set(rec["floors"]) >= {"swap_chance_sim"}
-    assert "--steps 2" in rec["command"]
+    assert "--steps 2" in rec["made_by"]
     assert tmp_path.joinpath("recipe_C2V6_cov0.5_s0_state.json").exists()      # the resumable state

@@ -132,9 +132,9 @@ def test_bad_arguments(skull, call):
 
 
 def test_merge_checks_settings():
-    a = {"rows": [1], "weight_stats": [1], "res": 64, "scale": 0.5, "seed": 0, "command": "a", "seconds": 1}
-    b = dict(a, rows=[2], command="b")
+    a = {"rows": [1], "weight_stats": [1], "res": 64, "scale": 0.5, "seed": 0, "made_by": "a", "seconds": 1}
+    b = dict(a, rows=[2], made_by="b")
     m = counting.merge(a, b)
-    assert m["rows"] == [1, 2] and m["command"] == "a ; b" and m["seconds"] == 2
+    assert m["rows"] == [1, 2] and m["made_by"] == "a ; b" and m["seconds"] == 2
     with pytest.raises(ValueError, match="res differs"):
         counting.merge(a, dict(b, res=32))

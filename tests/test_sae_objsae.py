@@ -89,7 +89,7 @@ def test_reading_pairs_each_variant_with_its_own_vanilla():
 def test_full_run_at_tiny_size_writes_every_table(tmp_path, monkeypatch):
     """The GPU reader's command, at TINY size on the CPU: the stored VLMs linked into a scratch data folder."""
     from compbook.paths import data_dir
-    from compbook.sae import claims, full
+    from compbook.sae import claims, full, sizes
 
     src = data_dir() / "sae"
     (tmp_path / "sae" / "objvlm").mkdir(parents=True)
@@ -98,7 +98,7 @@ def test_full_run_at_tiny_size_writes_every_table(tmp_path, monkeypatch):
     for f in (src / "objvlm").glob("grid2_*"):
         os.symlink(f, tmp_path / "sae" / "objvlm" / f.name)
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
-    out = full.run(full.TINY, log=None)
+    out = full.run(sizes.TINY, log=None)
     assert set(out) == {"study", "optimiser", "regions", "objsae", "coherence", "identification", "claims"}
     for name in out:
         assert (tmp_path / "sae" / "tiny" / "tables" / f"{name}.json").is_file()
@@ -106,8 +106,8 @@ def test_full_run_at_tiny_size_writes_every_table(tmp_path, monkeypatch):
     assert len(out["study"]) == 2 * 2 * 2 and set(out["objsae"].variant) == set(orr.VARIANTS)
     assert len(list((tmp_path / "sae" / "tiny" / "objsae").rglob("*.safetensors"))) == 3 * 3 * 2
     with pytest.raises(ValueError, match="lams"):
-        full.PartCRun(lams=(0.0, 0.003))
-    assert full.PartCRun.full().d_sae > full.PartCRun().d_sae and full.PartCRun.full().store == "sae/full"
+        sizes.PartCRun(lams=(0.0, 0.003))
+    assert sizes.PartCRun.full().d_sae > sizes.PartCRun().d_sae and sizes.PartCRun.full().store == "sae/full"
 
 
 def test_merge_table_keeps_the_other_layouts(tmp_path, monkeypatch):

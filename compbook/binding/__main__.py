@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from dataclasses import asdict, replace
@@ -23,6 +24,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .. import results
 from ..cli import dispatch
 
 PROG = "python -m compbook.binding"
@@ -57,13 +59,14 @@ def complexity(argv: Sequence[str]) -> int:
     cfg = default_complexity()
     rows = controlled_complexity(load_sweep(args.n_values, args.sweep_dir), cfg)
     out = Path(args.sweep_dir) / f"complexity_V{args.n_values}.json"
-    out.write_text(json.dumps({"config": asdict(cfg), "rows": rows}, indent=1))
+    results.write_json(out, {"config": asdict(cfg), "rows": rows})
     print(out)
     return 0
 
 
 def sweep(argv: Sequence[str]) -> int:
     """``sweep [--sizes ...]``, ``sweep --rescore``, ``sweep --recipe-check NAME=JSON``."""
+    from .. import checks
     from ..paths import data_dir
     from .controlled import ControlledConfig
     from .sweep import default_sweep, recipe_check, rescore, run_size
@@ -89,9 +92,9 @@ def sweep(argv: Sequence[str]) -> int:
         path = Path(args.out) / "recipes.json"
         for v in args.sizes or sw.n_values:
             out = recipe_check(ControlledConfig(n_values=v, **json.loads(overrides)), args.coverages)
-            done = json.loads(path.read_text()) if path.exists() else []
-            done.append({"name": name, "n_objects": v ** 3} | out)
-            path.write_text(json.dumps(done, indent=1))
+            done = checks.json_file(path, "recipe checks") if path.exists() else {}
+            rows = done.get("rows", []) + [{"name": name, "n_objects": v ** 3} | out]
+            results.write_json(path, {"rows": rows}, results.joined(done.get("made_by"), results.made_by(path)))
             print(name, f"|O|={v ** 3}:", {k: np.round(out[k], 2).tolist() for k in
                                            ("bind_seen", "bind_unseen", "recognition")}, out["seconds"], "s")
         return 0
@@ -113,7 +116,7 @@ def sweep(argv: Sequence[str]) -> int:
 def recipe(argv: Sequence[str]) -> int:
     """``python -m compbook.binding recipe --coverages 0.5`` trains and stores one model per coverage, in
     sequence (CPU mode: the miniature; ``COMPBOOK_MODE=full``: the released recipe, on a GPU when present)."""
-    from .. import config
+    from .. import checks, config
     from .recipe import lr_probe, run_one, train_recipe
     from .recipe_config import RecipeConfig
     from .recipe_model import stem_for, store_dir
@@ -146,7 +149,7 @@ def recipe(argv: Sequence[str]) -> int:
                  ("n_object_queries", a.object_queries), ("n_swaps", a.swaps)):
         if v is not None:
             over[k] = v
-    command = "python -m compbook.binding recipe " + " ".join(argv)
+    command = results.current_command() or "python -m compbook.binding recipe " + shlex.join(argv)
     cfg = replace(RecipeConfig.for_mode(), coverage=a.coverages[0], **over)
     out = Path(a.out) if a.out is not None else store_dir()
     if a.time_steps:
@@ -158,19 +161,16 @@ def recipe(argv: Sequence[str]) -> int:
     if a.probes:
         from .recipe_checks import probe_records
         path = out / "recipe_probes.json"        # models already fitted are kept
-        old = json.loads(path.read_text())["rows"] if path.exists() else []
+        old = checks.json_file(path, "recipe probes")["rows"] if path.exists() else []
         rows = old + probe_records(out, skip={r["model"] for r in old})
-        rec = {"rows": rows, "command": command}
-        path.write_text(json.dumps(rec, indent=1) + "\n")
-        print(json.dumps(rec, indent=1))
+        results.write_json(path, {"rows": rows}, command)
+        print(json.dumps(rows, indent=1))
         return 0
     if a.lr_probe:
         t = time.perf_counter()
         res = lr_probe(cfg, a.lr_probe, a.probe_steps)
-        rec = {"config": asdict(cfg), "probe": res, "seconds": round(time.perf_counter() - t, 1),
-               "command": command}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "recipe_lr_probe.json").write_text(json.dumps(rec, indent=1) + "\n")
+        rec = {"config": asdict(cfg), "probe": res, "seconds": round(time.perf_counter() - t, 1)}
+        results.write_json(out / "recipe_lr_probe.json", rec, command)
         return 0
     for c in a.coverages:
         one = replace(cfg, coverage=c)

@@ -166,7 +166,8 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
     model, record = train_recipe(cfg, ckpt, sets, device=run_device())
     record["final"] = evaluate_recipe(model, cfg, sets)
     record["floors"] = floors(cfg, sets)
-    record["command"] = command
+    if command:
+        record["made_by"] = command
     record["mode"] = run_mode()
     record["threads"] = torch.get_num_threads()
     save_recipe(model.cpu(), record, stem)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -170,7 +169,7 @@ def load_records(directory=None, n_values: int = 50, seed: int = 0) -> list[dict
     :func:`~compbook.binding.recipe_model.store_dir`), sorted by coverage."""
     n_values, seed = checks.integer(n_values, "n_values", 2), checks.integer(seed, "seed", 0)
     directory = store_dir() if directory is None else Path(directory)
-    recs = [json.loads(p.read_text()) for p in directory.glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
+    recs = [checks.json_file(p, "recipe record") for p in directory.glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
     return sorted(recs, key=lambda r: r["config"]["coverage"])
 
 

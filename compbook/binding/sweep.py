@@ -10,7 +10,6 @@ validation history, test recognition, probe fits, timings). :func:`load_sweep` r
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checkpoints, checks
+from .. import checkpoints, checks, results
 from ..config import ModeConfig
 from ..paths import data_dir
 from .controlled import (ControlledConfig, check_training_size, encode, object_recognition, scene_tokens,
@@ -220,8 +219,8 @@ def rescore(n_values: int, directory=None) -> dict:
     sweep, splits = record_splits(rec)
     rec.update(test_scores(rec["params"], rec["config"], splits, sweep))
     path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}.json"
-    path.write_text(json.dumps({k: asdict(v) if k == "config" else v for k, v in rec.items() if k != "params"},
-                               indent=1))
+    results.write_json(path, {k: asdict(v) if k == "config" else v for k, v in rec.items() if k != "params"},
+                       results.joined(rec.get("made_by"), results.made_by(path)))
     return rec
 
 

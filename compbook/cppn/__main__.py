@@ -10,7 +10,7 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
   held-out human verdicts; validate the choice on a later batch; the judge and the choice against a second
   labeller; a third labeller on the overlap set (:mod:`compbook.cppn.labellers`);
-* ``labelling sheets|relabel|overlap|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
+* ``labelling sheets|relabel|overlap|agreement|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
 * ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`);
 * ``fer``: FER's SGD networks against the Picbreeder renders (:mod:`compbook.cppn.fer`);
@@ -31,6 +31,7 @@ from typing import Sequence
 
 import torch
 
+from .. import results
 from ..cli import dispatch
 
 PROG = "python -m compbook.cppn"
@@ -246,8 +247,8 @@ def _print_tables(tables: dict) -> None:
 
 
 def _write(path: Path, out: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
+    """Write a result with its ``made_by`` and record it in the registry (:func:`compbook.results.write_json`)."""
+    results.write_json(path, out)
 
 
 def _choose() -> int:
@@ -382,6 +383,12 @@ def labelling(argv: Sequence[str]) -> int:
     o.add_argument("--out-key", required=True)
     o.add_argument("--out", required=True, help="folder for the sheets")
     o.add_argument("--seed", type=int, default=20, help="labeller 1's draw; labeller 2: +1, numbering: +2")
+    g = sub.add_parser("agreement", help="self-agreement: a re-label pass against the labeller's first answers")
+    g.add_argument("--relabel-key", required=True, help="the re-label key ('of': the original item)")
+    g.add_argument("--first", required=True, help="the first pass's labels (lines '<item> y|n|?')")
+    g.add_argument("--second", required=True, help="the re-label pass's labels")
+    g.add_argument("--note", required=True, help="what was re-labelled (stored with the result)")
+    g.add_argument("--out", required=True, help="the JSON to write (e.g. data/judge_cache/self_agreement.json)")
     t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
     t.add_argument("--key", nargs="+", required=True)
     t.add_argument("--labels", nargs="+", required=True)
@@ -404,6 +411,10 @@ def labelling(argv: Sequence[str]) -> int:
         print(f"{len(items)} items, {len(sheets)} sheets in {args.out}")
     elif args.command == "overlap":
         _overlap(args.out_key, args.out, args.seed)
+    elif args.command == "agreement":
+        from .agreement import self_agreement
+        out = self_agreement(lab.read_key(args.relabel_key), lab.read_labels(args.first), lab.read_labels(args.second))
+        print(f"wrote {results.write_json(args.out, out | {'note': args.note})}: {out}")
     else:
         items = [it for k in args.key for it in lab.read_key(k)]
         labels = {}
@@ -428,8 +439,7 @@ def _overlap(out_key: str, out: str, seed: int) -> None:
 # -- reread -----------------------------------------------------------------------------------------------------------
 def _write_reread(out: dict) -> None:
     from ..paths import data_dir
-    path = data_dir() / "emc2" / "reread.json"
-    path.write_text(json.dumps(out, indent=0))
+    path = results.write_json(data_dir() / "emc2" / "reread.json", out, indent=0)
     for r in out["rows"]:
         print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
               f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
@@ -457,7 +467,7 @@ def reread(argv: Sequence[str]) -> int:
     if args.concepts:
         from ..paths import data_dir
         part = data_dir() / "emc2" / f"reread_part_{'_'.join(out['concepts'])}.json"
-        part.write_text(json.dumps(out, indent=0))
+        results.write_json(part, out, indent=0)
         print(f"wrote {part} in {out['seconds']} s; merge the parts with --merge")
         return 0
     _write_reread(out)
@@ -535,14 +545,13 @@ def counting(argv: Sequence[str]) -> int:
     if args.cross_batch:
         from ..paths import data_dir
         out = c.cross_batch(seed=args.seed)
-        out["command"] = f"{PROG} counting --cross-batch --seed {args.seed}"
         path = Path(args.out) if args.out else data_dir() / c.CROSS_FILE
-        path.write_text(json.dumps(out, indent=1) + "\n")
+        results.write_json(path, out, f"{PROG} counting --cross-batch --seed {args.seed}")
         print(c.cross_batch_table(out).round(3).to_string())
         print(f"wrote {path} in {out['seconds']} s")
         return 0
     made_by = (f"{PROG} counting --sample {args.sample} --res {args.res} --seed {args.seed} --kinds "
-               f"{' '.join(args.kinds)}")
+               f"{' '.join(args.kinds)}" + (f" --out {args.out}" if args.out else ""))
     nets = c.default_networks(args.kinds, tuple(picbreeder.GENOMES))
     out = c.run(nets, res=args.res, sample=args.sample, seed=args.seed, progress=lambda s: print(s, flush=True))
     path = c.save(out, made_by, Path(args.out) if args.out else None)

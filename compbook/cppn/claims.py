@@ -16,7 +16,6 @@ comparison). A claim about a value (``"scores 0"``) compares the interval with t
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Sequence
 
@@ -361,7 +360,7 @@ def labeller_claims(labelled: dict, rule: str = "separated") -> list[dict]:
 def load_labelled() -> dict:
     """The second labeller's stored validation run, ``data/semantic/validation_batch3.json``."""
     from ..paths import data_dir
-    return json.loads((data_dir() / "semantic" / "validation_batch3.json").read_text())
+    return checks.json_file(data_dir() / "semantic" / "validation_batch3.json", "stored validation")
 
 
 #: How the rows of :func:`fer_claims` begin (chapter 9b counts them apart).
@@ -419,8 +418,8 @@ def load() -> tuple[dict, dict]:
     """``(reread.json, partA_reread.json)`` from ``data/emc2/``."""
     from .experiments import stored_path
     from ..paths import data_dir
-    return (json.loads((data_dir() / "emc2" / "reread.json").read_text()),
-            json.loads(stored_path().read_text()))
+    return (checks.json_file(data_dir() / "emc2" / "reread.json", "stored re-read"),
+            checks.json_file(stored_path(), "stored Part A results"))
 
 
 # -- chapter 5's readings: Picbreeder against SGD ---------------------------------------------------------------

@@ -231,16 +231,14 @@ def weight_stats(net: CountedNetwork) -> dict:
 
 
 def save(result: dict, command: str, path=None):
-    import json
+    """Write ``result`` with its ``made_by`` (``command``) to ``path`` (default ``data/emc2/counting.json``)."""
+    from .. import results
     from ..paths import data_dir
-    path = data_dir() / FILE if path is None else path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(result, command=command), indent=1) + "\n")
-    return path
+    return results.write_json(data_dir() / FILE if path is None else path, result, command)
 
 
 def load(path=None) -> dict:
-    import json
+    """A stored result (default ``data/emc2/counting.json``), verified against the registry where registered."""
     from ..paths import data_dir
     path = data_dir() / FILE if path is None else Path(path)
     if not path.exists():
@@ -249,7 +247,7 @@ def load(path=None) -> dict:
 
 
 def merge(*results: dict) -> dict:
-    """Several stored runs as one (rows and weight stats concatenated; ``command`` lists each run's)."""
+    """Several stored runs as one (rows and weight stats concatenated; ``made_by`` lists each run's)."""
     if not results:
         raise ValueError("merge: give at least one result")
     keys = ("res", "scale", "seed")
@@ -259,7 +257,7 @@ def merge(*results: dict) -> dict:
                 raise ValueError(f"merge: {k} differs ({r.get(k)!r} vs {results[0].get(k)!r})")
     return dict(results[0], rows=[x for r in results for x in r["rows"]],
                 weight_stats=[x for r in results for x in r["weight_stats"]],
-                command=" ; ".join(r.get("command", "?") for r in results),
+                made_by=" ; ".join(r.get("made_by", "?") for r in results),
                 seconds=sum(r.get("seconds", 0) for r in results))
 
 

@@ -516,14 +516,16 @@ def run_stored(chapters, write: bool = False, command: str = "python -m compbook
                log=None) -> dict:
     """Run each of ``chapters`` (keys of :data:`RUNNERS`) with its :data:`STORED` settings, each section with
     ``made_by``, ``sample`` and ``seconds``, into the stored file's content (:func:`stored_path`, its other
-    sections kept); with ``write``, the file is rewritten after each chapter (a long run keeps what it has).
+    sections kept); with ``write``, the file is rewritten after each chapter (a long run keeps what it has; its
+    ``made_by``: ``command --write``, recorded in the registry).
     ``log``: called with a line per chapter done."""
-    import json
     import time
+
+    from .. import results
     for ch in checks.sequence(chapters, "chapters"):
         checks.choice(ch, "chapters", RUNNERS)
     path = stored_path()
-    data = json.loads(path.read_text()) if path.is_file() else {}
+    data = checks.json_file(path, "stored Part A results") if path.is_file() else {}
     for ch in chapters:
         t0 = time.perf_counter()
         out = RUNNERS[ch](**STORED[ch])
@@ -533,6 +535,6 @@ def run_stored(chapters, write: bool = False, command: str = "python -m compbook
         if log:
             log(f"chapter {ch}: {out['seconds']} s")
         if write:
-            path.write_text(json.dumps(data, indent=0, default=float))
+            results.write_json(path, data, f"{command} --write", indent=0, default=float)
     return data
 

@@ -63,7 +63,7 @@ def second_labeller_run(key_name: str, labeller: str, first_keys: Sequence[str],
                         command: str = "") -> dict:
     """The default judge at its fixed threshold against another labeller's verdicts on ``key_name``, their
     verdicts per network kind and delta, and the choice made on one labeller validated on the other
-    (:func:`agreement.cross_labeller`): the content of ``validation_batch3.json`` (``command``: what made it)."""
+    (:func:`agreement.cross_labeller`): the content of ``validation_batch3.json`` (``made_by``: ``command``)."""
     t0 = time.perf_counter()
     identity, items, answers = stored_answers(key_name, labeller)
     first_items, first_answers = agreement.answered(first_keys)
@@ -74,7 +74,7 @@ def second_labeller_run(key_name: str, labeller: str, first_keys: Sequence[str],
     per_item = [{"item": it["item"], "concept": it["concept"], "kind": it["kind"], "delta": it["question"]["delta"],
                  "answer": a} | {k: round(float(v[j]), 4) for k, v in scores.items()}
                 for j, (it, a) in enumerate(zip(items, answers))]
-    out = {"command": command, "key": key_name, "identity": identity, "first_keys": list(first_keys),
+    out = {"made_by": command, "key": key_name, "identity": identity, "first_keys": list(first_keys),
            "default": {"kind": choice["chosen"], "threshold": choice["thresholds"][choice["chosen"]]},
            "fixed": {k: {"threshold": t, "rows": agreement.labeller_rows(items, answers, scores[k] >= t, seed)}
                      for k, t in fixed.items()},
@@ -93,13 +93,13 @@ def overlap_run(key_name: str, labeller: str, command: str = "") -> dict:
     """The overlap set: ``labeller`` against each earlier labeller on that labeller's items
     (:func:`agreement.pairwise`), their yes rates, ``labeller``'s yes rate reweighted to each earlier batch
     (:func:`agreement.reweighted_yes`), and the default judge at its fixed threshold against ``labeller``: the
-    content of ``overlap.json`` (``command``: what made it)."""
+    content of ``overlap.json`` (``made_by``: ``command``)."""
     t0 = time.perf_counter()
     identity, items, third = stored_answers(key_name, labeller)
     choice = semantic.read_choice()
     kind, t = choice["chosen"], choice["thresholds"][choice["chosen"]]
     judge = agreement.judge_scores(kind, labelling.render_items(items), items)
-    out = {"command": command, "key": key_name, "identity": identity, "default": {"kind": kind, "threshold": t},
+    out = {"made_by": command, "key": key_name, "identity": identity, "default": {"kind": kind, "threshold": t},
            "groups": [], "items": []}
     for keys, who, _ in OVERLAP:
         idx = [j for j, it in enumerate(items) if it["labeller"] == who]

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
-from .. import checks
+from .. import checks, results
 from . import store, emc2, judges, picbreeder, twins
 
 PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the concept's Picbreeder reference "
@@ -461,8 +461,7 @@ def write_key(path, items, note: str) -> None:
     text = judges.canonical_json({"note": note, "protocol": PROTOCOL, "items": checks.sequence(items, "items", 0)},
                                  "items")
     del text      # checked: JSON-able, no NaN
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({"note": note, "protocol": PROTOCOL, "items": items}, indent=0))
+    results.write_json(path, {"note": note, "protocol": PROTOCOL, "items": items}, indent=0)
 
 
 # -- an overlap set: items other labellers answered, asked again -----------------------------------------

@@ -9,7 +9,6 @@ chapters load (a precomputed result: about ten CPU minutes).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Sequence
 
@@ -153,7 +152,8 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
     part = concepts is not None
     concepts = list(concepts or twins.TARGETS)
     rows = machine_scores(judge_map, tuple(deltas), sample, pb_sample, concepts=concepts)
-    key = [it for f in labelling.HUMAN_KEYS for it in json.loads((data_dir() / "judge_cache" / f).read_text())["items"]]
+    key = [it for f in labelling.HUMAN_KEYS
+           for it in checks.json_file(data_dir() / "judge_cache" / f, "human key")["items"]]
     current = {n.source for n in labelling.networks() if n.kind == "sgd"}
     human = human_scores(key, labelling.answers_for(key), current)
     out = {"made_by": made_by, "seconds": round(time.perf_counter() - t0, 1),

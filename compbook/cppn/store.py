@@ -20,8 +20,9 @@ from .network import CPPN
 FORMAT = "compbook-cppn/1"
 
 
-def save_cppn(model: CPPN, path, metadata: dict | None = None) -> Path:
-    """Write ``path.safetensors`` and ``path.json``; returns the JSON path. ``metadata`` must be JSON-able.
+def save_cppn(model: CPPN, path, metadata: dict | None = None, made_by: str | None = None) -> Path:
+    """Write ``path.safetensors`` and ``path.json``; returns the JSON path. ``metadata`` must be JSON-able;
+    ``made_by``: the command that made it (default: :func:`compbook.checkpoints.save`'s).
 
     Everything is checked before anything is written; a failure leaves no half-written checkpoint behind.
     """
@@ -33,7 +34,7 @@ def save_cppn(model: CPPN, path, metadata: dict | None = None) -> Path:
         tensors[f"weight{l}"], tensors[f"mask{l}"] = w, m
     header = {"activations": model.activations, "color": model.color, "content_hash": content_hash(model),
               "metadata": metadata or {}}
-    return _save(path, tensors, header, format=FORMAT)
+    return _save(path, tensors, header, format=FORMAT, made_by=made_by)
 
 
 def _read_config(path) -> dict:

@@ -14,7 +14,6 @@ A chapter calls one function per table instead of picking keys out of JSON itsel
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Sequence
 
@@ -31,7 +30,7 @@ def stored(chapter: str) -> dict:
     """One chapter's stored run (``"chapter6"`` ... ``"chapter9"``, ``"theory"``) from
     ``data/emc2/partA_reread.json``."""
     from .experiments import stored_path
-    data = json.loads(stored_path().read_text())
+    data = checks.json_file(stored_path(), "stored Part A results")
     if chapter not in data:
         raise ValueError(f"chapter must be one of {sorted(data)}, got {chapter!r}")
     return data[chapter]

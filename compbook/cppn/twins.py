@@ -162,9 +162,9 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
     for j, (seed, model) in enumerate(zip(recipe.seeds, models)):
         curve = losses[::LOG_EVERY, j].tolist()
         ran = {k: getattr(recipe, k) for k in ("max_steps", "stopped_by") if hasattr(recipe, k)}
+        made_by = (f"python -m compbook.cppn twins --target {recipe.target} --res {recipe.res} "
+                   f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}")
         meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
-                "made_by": f"python -m compbook.cppn twins --target {recipe.target} --res {recipe.res} "
-                           f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}",
                 "run": ran | {"plateau_window": PLATEAU_WINDOW, "plateau_tol": PLATEAU_TOL,
                               "plateau_step": plateau_steps(losses[:, j:j + 1])[0],
                               "loss_best_last_window": float(losses[-PLATEAU_WINDOW:, j].min()),
@@ -176,7 +176,7 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
                 "final_mse_train_res": float(train.mse(model, picbreeder.render(
                     picbreeder.load_genome(recipe.target), recipe.res)))} | quality(model, recipe.target)
         out.append(store.save_cppn(model, folder / twin_stem(recipe.target, recipe.res, recipe.steps, seed),
-                                         meta))
+                                   meta, made_by))
     return out
 
 
@@ -427,13 +427,13 @@ def save_fer_twin(recipe: FerTwinRecipe, model: CPPN, info: dict, folder=None) -
     """Store a finished twin of FER's architecture under ``data/emc2/fertwin_<target>_seed<s>`` (safetensors +
     JSON with the recipe, seconds, losses and PSNR at 64 and 256 px)."""
     folder = Path(folder) if folder is not None else paths.data_dir()
+    made_by = (f"python -m compbook.cppn twins --arch fer --target {recipe.target} --seeds {recipe.seed} "
+               f"--minibatch-steps {recipe.minibatch_steps} --full-steps {recipe.full_steps}"
+               + (" --straight-through" if recipe.straight_through else ""))
     meta = {"target": recipe.target, "seed": recipe.seed, "recipe": asdict(recipe), "threads": torch.get_num_threads(),
-            "made_by": f"python -m compbook.cppn twins --arch fer --target {recipe.target} --seeds {recipe.seed} "
-                       f"--minibatch-steps {recipe.minibatch_steps} --full-steps {recipe.full_steps}"
-                       + (" --straight-through" if recipe.straight_through else ""),
             "train_seconds": info["seconds"], "steps": info["steps"], "loss_every": info["loss_every"],
             "loss_curve": [round(x, 7) for x in info["losses"]]} | quality(model, recipe.target)
-    return store.save_cppn(model, folder / fer_twin_stem(recipe), meta)
+    return store.save_cppn(model, folder / fer_twin_stem(recipe), meta, made_by)
 
 
 def load_fer_twins(target: str, folder=None) -> list[CPPN]:

@@ -1,5 +1,7 @@
 """Part C: sparse autoencoders on a vision-language model's residual stream, vanilla vs S2AE (chapters 14-16).
 
+* :mod:`compbook.sae.sizes`: Part C's sizes, one table (:class:`~compbook.sae.sizes.PartCRun`, CPU and full mode).
+* :mod:`compbook.sae.paper`: the S2AE paper's figures, typed once.
 * :mod:`compbook.sae.topk`: :class:`TopKSAE` (SAELens names), :func:`fvu`, L0, dead latents, checkpoints.
 * :mod:`compbook.sae.regions`: patch regions from attention, batched average-linkage clustering.
 * :mod:`compbook.sae.s2ae`: straight-through binarisation, :func:`group_sparsity`, :func:`exclusive_sparsity`,

@@ -3,6 +3,7 @@
 * ``vlm [--retrain]``: train and store the book's tiny VLM and its text-only baseline (:mod:`compbook.sae.vlm`);
 * ``study [--reference]``: the k / lambda study of chapter 15 (:mod:`compbook.sae.study`, ``data/sae/study/``);
   ``study --regions 4 8``: S2AE with object-scale region counts at k = 32 (``data/sae/study/regions/``);
+* ``runs``: chapters 14 and 16's vanilla and S2AE SAEs per seed (``data/sae/runs/``);
 * ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.objregions`);
 * ``objsae``: vanilla and S2AE on those variants' activations (:mod:`compbook.sae.objsae`, ``data/sae/objsae/``);
 * ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
@@ -52,9 +53,27 @@ def study(argv: Sequence[str]) -> int:
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     if a.regions:
-        st.run_regions(a.regions, a.seeds or len(st.REGION_SEEDS), retrain=a.retrain)
+        st.run_regions(a.regions, a.seeds, retrain=a.retrain)
     else:
-        st.run(a.seeds or len(st.SEEDS), a.retrain, a.reference)
+        st.run(a.seeds, a.retrain, a.reference)
+    return 0
+
+
+def runs(argv: Sequence[str]) -> int:
+    """``runs [--retrain]``: chapters 14 and 16's first setting (``PartCRun.setting()``), vanilla and S2AE per
+    seed, stored in ``data/sae/runs/`` (:func:`compbook.sae.experiment.stored_runs`)."""
+    from . import experiment as ex
+    from .s2ae import LAMBDA
+    from .sizes import PartCRun
+    p = argparse.ArgumentParser(prog=f"{PROG} runs",
+                                description="Train (or load) chapter 16's vanilla and S2AE SAEs (data/sae/runs/).")
+    p.add_argument("--retrain", action="store_true", help="train even when data/sae/runs/ holds them")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    sz = PartCRun.for_mode()
+    s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
+    got = ex.stored_runs(s.train, sz.setting(), tuple(range(sz.setting_seeds)), (0.0, LAMBDA), retrain=a.retrain)
+    print(f"{len(got)} SAEs ({sz.setting()}); {sum(r['train s'] for r in got):.0f} s of training when trained")
     return 0
 
 
@@ -101,20 +120,21 @@ def objsae(argv: Sequence[str]) -> int:
 
 def full(argv: Sequence[str]) -> int:
     """``full [--tiny] [--retrain]``: :func:`compbook.sae.full.run` at the mode's size (``COMPBOOK_MODE=full``:
-    the paper-scale miniature, on a GPU where there is one) or at :data:`compbook.sae.full.TINY`."""
+    the paper-scale miniature, on a GPU where there is one) or at :data:`compbook.sae.sizes.TINY`."""
     from . import full as fu
+    from .sizes import TINY, PartCRun
     p = argparse.ArgumentParser(prog=f"{PROG} full", description=fu.__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="the toy size (seconds on a CPU; data/sae/tiny/)")
     p.add_argument("--retrain", action="store_true")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    cfg = fu.TINY if a.tiny else fu.PartCRun.for_mode()
+    cfg = TINY if a.tiny else PartCRun.for_mode()
     print(cfg)
     fu.show(fu.run(cfg, retrain=a.retrain))
     return 0
 
 
-COMMANDS = {"vlm": vlm, "study": study, "objregions": objregions, "objsae": objsae, "full": full}
+COMMANDS = {"vlm": vlm, "study": study, "runs": runs, "objregions": objregions, "objsae": objsae, "full": full}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,9 +9,9 @@ seed, or a value over seeds, with its 95% t-interval), the **verdict** and the *
 * reading: :func:`compbook.sae.study.reread`, that verdict refined by the paper's size (direction only: under
   half the paper's effect; not reproduced: the interval holds 0 but excludes half the paper's effect).
 
-The paper's relative figures (mIoU +6.06%, coherence +4.3%, consistency +3.08%, monosemanticity +2.37%) are read
-as relative to vanilla's value here, the L0 drop (60.81 of k = 256) as the same share of this k, the
-identification gap (98.8% vs 66.4%) in points: all our readings (parameters of :data:`CLAIMS`).
+The paper's figures are :data:`compbook.sae.paper.CLAIMS`. Its relative figures (mIoU, coherence, consistency,
+monosemanticity) are read as relative to vanilla's value here, the L0 drop as the same share of this k, the
+identification gap in points: all our readings (the size each entry of ``CLAIMS`` carries).
 """
 
 from __future__ import annotations
@@ -22,20 +22,9 @@ import pandas as pd
 from .. import checks
 from ..stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, difference_row, fmt, t_interval, verdict
 from . import experiment as ex
+from .paper import CLAIMS
 from .study import reread
 
-#: claim -> (the paper's figure, its sign, its size: ("relative", r) of vanilla's value, ("share of k", s) or
-#: ("absolute", a)); the claims the chapters re-read, in the order of the table.
-CLAIMS = {
-    "EV above 99%": ("EV > 0.99", +1, ("absolute", 0.99)),
-    "L0 lower": ("-60.81 of k = 256", -1, ("share of k", 60.81 / 256)),
-    "mIoU higher": ("+6.06% (layer 15: 0.516 -> 0.594)", +1, ("relative", 0.0606)),
-    "cross-modal coherence higher": ("+4.3% (layer 5)", +1, ("relative", 0.043)),
-    "cross-modal consistency higher": ("+3.08%", +1, ("relative", 0.0308)),
-    "image monosemanticity higher": ("+2.37%", +1, ("relative", 0.0237)),
-    "language monosemanticity higher": ("+2.37% (layer 5: 0.872 -> 0.896)", +1, ("relative", 0.0237)),
-    "hierarchical identifies more than direct": ("98.8% vs 66.4%", +1, ("absolute", 0.988 - 0.664)),
-}
 COLUMNS = ("claim", "paper", "setting", "measure", "measured", "verdict", "reading")
 #: Short names of the object-VLM variants (:data:`compbook.sae.objregions.VARIANTS`) in the settings.
 VARIANT_NAMES = {"causal (the book's)": "causal, retrained", "4 prefix tokens": "4 prefix tokens",

@@ -28,14 +28,6 @@ import torch
 from .. import checks
 from .s2ae import SAEData
 
-#: The paper's figures (abstract and seed summary; Qwen2.5-VL-7B, LLaVA-NeXT): the paper's, not ours.
-PAPER = {
-    "cross-modal coherence, layer 5 (S2AE - vanilla)": "+4.3%",
-    "language monosemanticity, layer 5 (vanilla -> S2AE)": "0.872 -> 0.896",
-    "cross-modal consistency, average over layers": "+3.08%",
-    "monosemanticity, both modalities, average": "+2.37%",
-    "identification rate, hierarchical vs direct": "98.8% vs 66.4%",
-}
 TOP_N = 20
 MIN_FIRES = 10
 THRESHOLD = 0.5

@@ -1,4 +1,4 @@
-"""Vanilla vs S2AE on the tiny VLM: activations, runs over seeds, intervals, the paper's figures (ch. 14-15).
+"""Vanilla vs S2AE on the tiny VLM: activations, runs over seeds, intervals (ch. 14-15).
 
 :func:`sae_inputs` turns scenes into :class:`~compbook.sae.s2ae.SAEData` (residual stream after a layer, and the
 image-block attention averaged over all layers and heads: the paper's "all" choice). :func:`compare` trains one
@@ -21,16 +21,6 @@ from .metrics import latent_iou, sae_report
 from .regions import image_attention
 from .s2ae import LAMBDA, SAEData, SAETrainConfig, check_data, train_sae
 from .vlm import PAD, extract
-
-#: The paper's numbers (abstract and seed summary; Qwen2.5-VL-7B, LLaVA-NeXT data): the paper's, not ours.
-PAPER = {
-    "mIoU, layer 15 (vanilla -> S2AE)": "0.516 -> 0.594",
-    "mIoU gain, average over layers": "+6.06%",
-    "L0 change, average": "-60.81 (about 195 of k = 256 active)",
-    "EV": "above 99%",
-    "language monosemanticity, layer 5": "0.872 -> 0.896",
-}
-
 
 @torch.no_grad()
 def sae_inputs(vlm, scenes, layer: int, batch: int = 128) -> SAEData:

@@ -1,9 +1,9 @@
 """Every SAE chapters 15 and 16 train, in one command, at the mode's size (a GPU reader's full-mode run).
 
-:class:`PartCRun` holds the sizes: its CPU defaults are the stored CPU runs' (600 / 200 scenes, d_sae 384, 900
-steps), ``PartCRun.full()`` the paper-scale miniature (4000 / 1000 scenes, d_sae 1536, 3000 steps), and
-:data:`TINY` a seconds-long check. :func:`run` trains (or loads: every SAE is stored by
-:func:`compbook.sae.experiment.stored_runs`, keyed by config and data digest, so a rerun resumes) and scores:
+:class:`compbook.sae.sizes.PartCRun` holds the sizes (Part C's one size table: CPU defaults, ``full()`` the
+paper-scale miniature) and :data:`compbook.sae.sizes.TINY` a seconds-long check. :func:`run` trains (or loads:
+every SAE is stored by :func:`compbook.sae.experiment.stored_runs`, keyed by config and data digest, so a rerun
+resumes) and scores:
 
 1. the k / lambda study (:mod:`compbook.sae.study`) and the choice of k;
 2. the reference optimiser at that k (:mod:`compbook.sae.refopt`);
@@ -23,57 +23,11 @@ mode read their SAEs from the same stores (``sae/full/...``)::
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import pandas as pd
 
-from .. import checks
-from ..config import ModeConfig
-from .s2ae import SAETrainConfig
-
-
-@dataclasses.dataclass
-class PartCRun(ModeConfig):
-    """Sizes of Part C's full run (CPU defaults: the stored CPU runs'; ``full()``: the paper-scale miniature)."""
-    n_train: int = 600
-    n_test: int = 200
-    layer: int = 2
-    d_sae: int = 384
-    steps: int = 900
-    batch_images: int = 16
-    lr: float = 3e-3
-    ks: tuple = (8, 32, 64)
-    lams: tuple = (0.0, 0.003, 0.01)
-    seeds: int = 5
-    counts: tuple = (4, 8)
-    layouts: tuple = ("grid2",)
-    top_n: int = 20
-    top_k: int = 5
-    store: str = "sae/study"
-    objsae_store: str = "sae/objsae"
-
-    FULL = {"n_train": 4000, "n_test": 1000, "d_sae": 1536, "steps": 3000, "store": "sae/full",
-            "objsae_store": "sae/full/objsae"}
-
-    def __post_init__(self):
-        for name in ("n_train", "n_test", "d_sae", "steps", "batch_images", "seeds", "top_n", "top_k"):
-            checks.integer(getattr(self, name), name)
-        checks.integer(self.layer, "layer", 0)
-        checks.safe_path("data", self.store, "store")
-        checks.safe_path("data", self.objsae_store, "objsae_store")
-        if 0.0 not in self.lams or 0.01 not in self.lams:
-            raise ValueError(f"lams={self.lams!r}: need 0 (vanilla) and 0.01 (the paper's S2AE)")
-
-    def base(self) -> SAETrainConfig:
-        """The SAE training config (k and lambda set per run)."""
-        return SAETrainConfig(d_sae=self.d_sae, k=min(self.ks), steps=self.steps, batch_images=self.batch_images,
-                           lr=self.lr)
-
-
-#: A toy size that runs the whole pipeline in seconds on a CPU (the test's; nothing it stores is used elsewhere).
-TINY = PartCRun(n_train=24, n_test=16, d_sae=48, steps=3, batch_images=4, ks=(4, 8), lams=(0.0, 0.01), seeds=2,
-                counts=(4,), top_n=3, top_k=2, store="sae/tiny", objsae_store="sae/tiny/objsae")
+from .sizes import PartCRun
 
 
 def run(cfg: PartCRun, retrain: bool = False, log=print) -> dict:

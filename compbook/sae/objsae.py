@@ -26,7 +26,7 @@ import time
 import pandas as pd
 
 from .. import checks
-from . import experiment as ex
+from . import experiment as ex, paper
 from . import study as st
 from .objregions import LAYOUTS, VARIANTS, stored_object_vlm
 
@@ -69,7 +69,7 @@ def variant_runs(s: ex.Setting, variant: str, layout: str, counts=st.REGION_COUN
         return st.region_runs(s.train, counts, k, lam, seeds, base, where, retrain=retrain, log=log)
     runs = st.study_runs(s.train, dataclasses.replace(base, k=int(k), n_regions=None), (k,), (0.0, lam), seeds,
                          where, retrain=retrain)
-    n_paper = min(st.PAPER_REGIONS, len(s.train.patch_idx))
+    n_paper = min(paper.REGIONS, len(s.train.patch_idx))
     for r in runs:
         r["regions"] = n_paper if r["lam"] else 0
         r["method"] = f"S2AE, {n_paper} regions" if r["lam"] else "vanilla"
@@ -161,7 +161,7 @@ def run(layouts=("grid2",), counts=st.REGION_COUNTS, n_seeds: int = len(st.SEEDS
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
     df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log))
-    log(f"wrote {st.write_table(df, f'{STORE}/table.json')}")
+    log(f"wrote {st.write_table(df, f'{STORE}/table.json', extend=True)}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(reading(df).T)
     return df

@@ -15,7 +15,8 @@ resumes), scores each on held-out scenes and measures that slack:
 whose vanilla EV reaches the paper's regime, EV >= 0.99), before any vanilla vs S2AE comparison.
 :func:`reread` turns a paired difference into reproduced / not reproduced / inconclusive (our rule).
 
-Command (the study of the chapter, about 10 minutes of one core; resumable)::
+Sizes: :class:`compbook.sae.sizes.PartCRun` (the CPU defaults are this module's defaults; a command runs at the
+mode's). Command (the study of the chapter, about 10 minutes of one core; resumable)::
 
     nice -n 5 python -m compbook.sae study
 """
@@ -23,6 +24,8 @@ Command (the study of the chapter, about 10 minutes of one core; resumable)::
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
 import time
 
 import numpy as np
@@ -31,18 +34,18 @@ import torch
 
 from .. import checks
 from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, verdict
-from . import experiment as ex
+from . import experiment as ex, paper
 from .s2ae import SAEData, SAETrainConfig, check_data
+from .sizes import PartCRun
 
-KS = (8, 32, 64)
-LAMS = (0.0, 0.003, 0.01)
-SEEDS = (0, 1, 2, 3, 4)
-STEPS = 900
-EV_TARGET = 0.99
+#: The CPU sizes (Part C's size table, :class:`compbook.sae.sizes.PartCRun`): the functions' defaults.
+CPU = PartCRun()
+KS, LAMS, SEEDS, STEPS = CPU.ks, CPU.lams, tuple(range(CPU.seeds)), CPU.steps
 #: The chapter's setting (chapters 15-16): tiny VLM block 2, 600 training and 200 held-out scenes.
-N_TRAIN, N_TEST, LAYER = 600, 200, 2
-BASE = SAETrainConfig(d_sae=384, k=8, steps=STEPS, batch_images=16, lr=3e-3)
-STORE = "sae/study"
+N_TRAIN, N_TEST, LAYER = CPU.n_train, CPU.n_test, CPU.layer
+BASE, STORE = CPU.base(), CPU.store
+#: The rule that picks k (our choice): the smallest k whose vanilla EV reaches the paper's regime.
+EV_TARGET = paper.EV_MIN
 
 
 def store_of(k: int, store: str = STORE, optimiser: str = "ours") -> str:
@@ -172,52 +175,60 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     return "inconclusive"
 
 
-def run(n_seeds: int = len(SEEDS), retrain: bool = False, reference: bool = False) -> None:
-    """Train (or load) the study's SAEs, write the tables and print the summary; ``reference`` also trains the
-    reference optimiser's SAEs at the chosen k (``python -m compbook.sae study``)."""
+def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = False,
+        sizes: PartCRun | None = None) -> None:
+    """Train (or load) the study's SAEs at ``sizes`` (default: the mode's), write the tables and print the
+    summary; ``reference`` also trains the reference optimiser's SAEs at the chosen k (``python -m compbook.sae
+    study``)."""
     t0 = time.perf_counter()
+    sz = sizes or PartCRun.for_mode()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
-    s = ex.load_setting(N_TRAIN, N_TEST, LAYER)
-    seeds = tuple(range(n_seeds))
-    runs = study_runs(s.train, BASE, KS, LAMS, seeds, retrain=retrain, log=log)
+    s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
+    seeds = tuple(range(n_seeds or sz.seeds))
+    runs = study_runs(s.train, sz.base(), sz.ks, sz.lams, seeds, sz.store, retrain=retrain, log=log)
     df = study_table(runs, s.test, s.test_scenes.masks)
     k = choose_k(df)
     log(f"chosen k = {k}")
-    out = write_table(df, f"{STORE}/table.json")
+    out = write_table(df, sz.table("study"))
     log(f"wrote {out}")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(study_summary(df))
     if reference:
-        ref_runs = reference_runs(s.train, k, seeds, retrain=retrain)
+        ref_runs = reference_runs(s.train, k, seeds, base=sz.base(), store=sz.store, retrain=retrain)
         log(f"reference optimiser at k={k}: {len(ref_runs)} SAEs")
         opt = optimiser_table(runs, ref_runs, k, s.test, s.test_scenes.masks)
-        write_table(opt, f"{STORE}/optimiser_table.json")
+        write_table(opt, sz.table("optimiser"))
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(ex.summarise(opt.assign(method=lambda d: d.optimiser + ", " + d.method)))
     log("done")
 
 
-def write_table(df: pd.DataFrame, relative: str):
-    """Write a study table (no SAE objects) to ``data/<relative>`` as JSON records; returns the path."""
+def write_table(df: pd.DataFrame, relative: str, extend: bool = False):
+    """Write a study table (no SAE objects) to ``data/<relative>``: ``{"made_by": ..., "rows": [JSON
+    records]}`` (:func:`compbook.results.write_json`); ``extend``: the table holds rows of earlier runs, so its
+    ``made_by`` keeps their commands. Returns the path."""
+    from .. import results
     from ..paths import data_dir
 
     path = checks.safe_path(data_dir(), relative, "relative")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(df.to_json(orient="records", indent=1) + "\n")
-    return path
+    command = None
+    if extend and path.is_file():
+        command = results.joined(checks.json_file(path, "stored table").get("made_by"), results.made_by(path))
+    return results.write_json(path, {"rows": json.loads(df.to_json(orient="records"))}, command)
 
 
-def read_table(relative: str = f"{STORE}/table.json") -> pd.DataFrame:
-    """A table written by :func:`write_table` (e.g. chapter 15's study, read by chapter 16)."""
-    from ..paths import data_file
-
+def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
+    """A table written by :func:`write_table` (e.g. chapter 15's study, read by chapter 16), loaded through the
+    registry (:func:`compbook.results.load`)."""
+    from .. import results
     from ..paths import data_dir
 
     checks.safe_path(data_dir(), relative, "relative")
-    return pd.read_json(data_file(relative), orient="records")
+    rows = results.load(relative.removesuffix(".json")).data["rows"]
+    return pd.read_json(io.StringIO(json.dumps(rows)), orient="records")
 
 
 def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: SAETrainConfig = BASE,
@@ -244,9 +255,8 @@ def optimiser_table(ours: list, reference: list, k: int, test: SAEData, masks: t
 
 #: Object-scale region counts (our choice): on the 8x8 patch grid, 4 and 8 regions give about 16 and 8 patches per
 #: region (objects here cover ~8-16 patches), against the paper's ``min(20, P)`` = 20 (about 3 patches a region).
-REGION_COUNTS = (4, 8)
+REGION_COUNTS = CPU.counts
 REGION_SEEDS = SEEDS
-PAPER_REGIONS = 20
 
 
 def region_store(n_regions: int, store: str = STORE) -> str:
@@ -263,7 +273,7 @@ def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 
         raise ValueError("counts: expected at least one region count")
     base = dataclasses.replace(base, k=int(k), n_regions=None)
     runs = study_runs(train, base, (k,), (0.0, lam), seeds, store, retrain=retrain)
-    n_paper = min(PAPER_REGIONS, len(train.patch_idx))
+    n_paper = min(paper.REGIONS, len(train.patch_idx))
     for r in runs:
         r["regions"] = 0 if r["lam"] == 0 else n_paper
         if r["lam"]:
@@ -326,21 +336,23 @@ def region_reading(df: pd.DataFrame, l0_share: float, miou_rel: float) -> pd.Dat
     return pd.DataFrame(rows).set_index("regions")
 
 
-def run_regions(counts=REGION_COUNTS, n_seeds: int = len(REGION_SEEDS), k: int = 32, lam: float = 0.01,
-                retrain: bool = False) -> None:
-    """Train (or load) the region-count S2AEs at ``k`` and ``lam``, write ``data/sae/study/regions/table.json``
-    and print the reading (``python -m compbook.sae study --regions 4 8``)."""
+def run_regions(counts=REGION_COUNTS, n_seeds: int | None = None, k: int = 32, lam: float = 0.01,
+                retrain: bool = False, sizes: PartCRun | None = None) -> None:
+    """Train (or load) the region-count S2AEs at ``k`` and ``lam`` at ``sizes`` (default: the mode's), write
+    ``data/sae/study/regions/table.json`` and print the reading (``python -m compbook.sae study --regions 4 8``)."""
     t0 = time.perf_counter()
+    sz = sizes or PartCRun.for_mode()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
-    s = ex.load_setting(N_TRAIN, N_TEST, LAYER)
+    s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
     log("setting loaded")
-    runs = region_runs(s.train, counts, k, lam, tuple(range(n_seeds)), retrain=retrain, log=log)
+    runs = region_runs(s.train, counts, k, lam, tuple(range(n_seeds or sz.seeds)), sz.base(), sz.store,
+                       retrain=retrain, log=log)
     df = region_table(runs, s.test, s.test_scenes.masks, s.test_scenes.labels)
-    log(f"wrote {write_table(df, f'{STORE}/regions/table.json')}")
+    log(f"wrote {write_table(df, sz.table('regions'))}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(ex.summarise(df, ("EV", "L0 patches", "mIoU")))
-        print(region_reading(df, 60.81 / 256, 0.0606))
+        print(region_reading(df, paper.L0_SHARE, paper.MIOU_GAIN))
     log("done")

@@ -16,8 +16,8 @@ from typing import Callable
 
 import torch
 
-from ... import checks
-from ...journal import Journal, atomic_write_text, journal_path, read_journal
+from ... import checks, results
+from ...journal import Journal, journal_path, read_journal
 from .base import Judge, canonical_json, check_concept, check_images, check_questions
 
 CACHE_FORMAT = "compbook-judge-cache/1"
@@ -83,9 +83,12 @@ def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
     ``ValueError`` (naming the file) for: a folder; invalid JSON; a repeated key (duplicate or conflicting
     verdicts); another format version; an entry whose key does not match its identity, concept and question;
     and, with ``verify_digest``, a missing or wrong file digest (:func:`cache_digest`: a verdict edited by hand,
-    an entry added or removed). ``FileNotFoundError`` when nothing is there.
+    an entry added or removed), and a file of the registered ``data/`` whose digest is not the registry's
+    (:func:`compbook.results.verify`). ``FileNotFoundError`` when nothing is there.
     """
     path = checks.file_path(path, "judge cache")
+    if verify_digest:
+        results.verify(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_refuse_duplicate_keys(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -114,14 +117,19 @@ def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
 
 
 def write_cache(path, identity: str, entries: dict) -> Path:
-    """Write a cache file atomically (:func:`compbook.journal.atomic_write_text`), one entry per line, sealed
-    with its :func:`cache_digest` (checked by :func:`read_cache`)."""
+    """Write a cache file atomically (a temporary file in the same folder, then rename), one entry per line,
+    sealed with its :func:`cache_digest` (checked by :func:`read_cache`), with the command that wrote it
+    (``made_by``), and recorded in the registry (:func:`compbook.results.record`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made_by = results.made_by(path)
     lines = [f"  {json.dumps(k)}: {json.dumps(e, ensure_ascii=False)}" for k, e in entries.items()]
-    text = (f'{{\n "format": {json.dumps(CACHE_FORMAT)},\n "identity": {json.dumps(identity, ensure_ascii=False)},\n'
+    text = (f'{{\n "format": {json.dumps(CACHE_FORMAT)},\n "made_by": {json.dumps(made_by, ensure_ascii=False)},\n'
+            f' "identity": {json.dumps(identity, ensure_ascii=False)},\n'
             f' "key": "sha256 of canonical JSON [identity, concept, question]",\n'
             f' "digest": {json.dumps(cache_digest(identity, entries))},\n "entries": {{\n'
             + ",\n".join(lines) + "\n }\n}\n")
-    return atomic_write_text(path, text)
+    return results.write_text(path, text, made_by)
 
 
 class CachedJudge:

@@ -1,0 +1,86 @@
+"""The registry's command line: ``python -m compbook.results check|refresh|add|stamp|show`` (``data/registry.json``).
+
+* ``check``: every file of ``data/`` registered, with the registry's SHA-256, every artifact with a project
+  command (exit 1 and a list of problems otherwise);
+* ``refresh [PATH ...]``: re-register the files (all, or those at or under each PATH) after a command re-made
+  them or a merge changed them: new digests, new files of a registered checkpoint or folder, missing files dropped;
+* ``add PATH [--command CMD] [--note TEXT]``: register a new artifact (a file, a checkpoint stem or a folder;
+  the command defaults to the ``made_by`` its JSON records);
+* ``stamp PATH ... [--command CMD]``: give JSON files written without provenance (by older code, e.g. in a
+  merged branch) their ``made_by`` (default: their old ``command`` key, else the registered command) and
+  record them;
+* ``show [NAME ...]``: each artifact's provenance line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .. import paths
+from . import provenance, read_registry
+from .upkeep import add, check, refresh, stamp
+
+PROG = "python -m compbook.results"
+
+
+def _relative(folder: Path, p: str) -> str:
+    """A PATH argument relative to the data folder (given relative to it, or as a path that exists)."""
+    a = Path(os.path.abspath(p))
+    if a.exists() or any(Path(str(a) + s).exists() for s in (".json", ".safetensors")):
+        try:
+            return a.relative_to(folder).as_posix()
+        except ValueError:
+            raise SystemExit(f"{p}: not inside the data folder {folder}") from None
+    return p.removeprefix("data/")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``check``, ``refresh``, ``add`` or ``show`` on the data folder (:func:`compbook.paths.data_dir`)."""
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="action", required=True)
+    sub.add_parser("check", help="every file registered with its digest; exit 1 otherwise")
+    r = sub.add_parser("refresh", help="re-register changed, new or missing files")
+    r.add_argument("paths", nargs="*", help="files or folders (default: all of data/)")
+    a = sub.add_parser("add", help="register a new artifact (file, checkpoint stem or folder)")
+    a.add_argument("path")
+    a.add_argument("--command", default=None, help="the project command that makes it (default: its made_by)")
+    a.add_argument("--note", default=None, help="what the command does not say (e.g. typed by a labeller)")
+    t = sub.add_parser("stamp", help="give JSON files without provenance their made_by, and record them")
+    t.add_argument("paths", nargs="+")
+    t.add_argument("--command", default=None, help="the project command that made them (default: their 'command')")
+    s = sub.add_parser("show", help="provenance lines")
+    s.add_argument("names", nargs="*")
+    args = p.parse_args(argv)
+    folder = Path(os.path.abspath(paths.data_dir()))
+    if args.action == "check":
+        problems = check(folder)
+        print("\n".join(problems) or f"{folder / 'registry.json'}: every file registered, every digest matches")
+        return 1 if problems else 0
+    if args.action == "refresh":
+        changes, unregistered = refresh(folder, [_relative(folder, t) for t in args.paths])
+        print("\n".join(changes) or "nothing changed")
+        for rel in unregistered:
+            print(f"{rel}: belongs to no artifact; register it: {PROG} add {rel} --command '...'", file=sys.stderr)
+        return 1 if unregistered else 0
+    if args.action == "add":
+        print(f"registered {add(folder, _relative(folder, args.path), args.command, args.note)}")
+        return 0
+    if args.action == "stamp":
+        for p in args.paths:
+            done = stamp(folder / _relative(folder, p), args.command)
+            print(f"{p}: {'made_by added' if done else 'already has made_by'}")
+        return 0
+    reg = read_registry(folder)["artifacts"]
+    for name in args.names or sorted(reg):
+        if name not in reg:
+            raise SystemExit(f"{name}: not a registered artifact")
+        print(provenance(name, reg[name]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
