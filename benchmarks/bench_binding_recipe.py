@@ -9,11 +9,14 @@ to 2x; compare rows of one run).
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
 
-from compbook.binding import recipe as R
+from compbook.binding.recipe_config import RecipeConfig
+from compbook.binding.recipe_data import batch_queries, sample_recipe_scenes, split_objects
+from compbook.binding.recipe_model import RecipeEncoder, batch_loss
 
 
 def main():
@@ -24,22 +27,22 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    cfg = R.RecipeConfig.for_mode("cpu", batch=a.batch)
-    train_ids, _ = R.split_objects(cfg)
+    cfg = replace(RecipeConfig(), batch=a.batch)     # the CPU miniature
+    train_ids, _ = split_objects(cfg)
     rng = np.random.default_rng(0)
-    model = R.DualEncoder(cfg)
+    model = RecipeEncoder(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     data_ms, model_ms = [], []
     for _ in range(a.repeats):
         t = time.perf_counter()
         batches = []
         for _ in range(a.steps):
-            s = R.sample_scenes(cfg, train_ids, cfg.batch, rng)
-            batches.append((s, R.batch_queries(cfg, s, rng)))
+            s = sample_recipe_scenes(cfg, train_ids, cfg.batch, rng)
+            batches.append((s, batch_queries(cfg, s, rng)))
         data_ms.append((time.perf_counter() - t) / a.steps * 1000)
         t = time.perf_counter()
         for s, q in batches:
-            loss = R.batch_loss(model, cfg, s, q)
+            loss = batch_loss(model, cfg, s, q)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

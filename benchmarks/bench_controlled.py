@@ -20,7 +20,7 @@ from dataclasses import replace
 import torch
 
 from compbook.binding.controlled import ControlledConfig, train_controlled
-from compbook.scenes import coverage_split
+from compbook.binding.splits import coverage_split
 
 
 def timed(cfg, splits, seeds, threads: int) -> float:

@@ -6,8 +6,10 @@ Chapters 10-11 (Part B, binding) and Part C (S2AE) read their data from here.
   id in ``range(prod V_k)`` (mixed radix, last concept fastest): :class:`ObjectSpace`, ``space.object_id(values)``,
   ``space.object_values(id)``.
 * :func:`clevr2d` is the paper's CLEVR-2D: 8 CLEVR colours x 3 flat shapes = 24 objects, 576 ordered two-object
-  scenes on a light-grey (245, 245, 245) canvas, objects ~64 px wide at 224 px with a ~2 px black outline, left
-  centred at (70, 112), right at (154, 112), caption "a {colour} {shape} and a {colour} {shape}".
+  scenes on a light-grey (245, 245, 245) canvas, squares and circles 64 px wide at 224 px with a ~2 px black
+  outline (the released renders' span 65 px), the triangle as released (:data:`TRIANGLES`, measured on the
+  released renders), left centred at (70, 112), right at (154, 112), caption "a {colour} {shape} and a
+  {colour} {shape}". Other resolutions scale all of it.
 * :func:`rich_space` is our choice of a larger space for coverage sweeps: colour x shape x size x pattern colour
   x pattern (12 x 7 x 3 x 12 x 4 = 12,096 objects by default), legible at 64 px.
 * :func:`render_scene` draws a scene (a tuple of object ids, one per slot) at any resolution: anti-aliased by
@@ -15,22 +17,21 @@ Chapters 10-11 (Part B, binding) and Part C (S2AE) read their data from here.
   image (H, W, 3) float32 in [0, 1], exact masks (n_obj, H, W) bool, the objects' values, the caption and its
   token ids, and :meth:`Scene.patches` (the patch-grid view for Part C). :func:`render_images` draws many.
 * **Layouts** (our choice apart from ``"pair"``): ``"pair"`` (the spec's 2 slots), ``"grid2"`` (2x2, up to 4
-  objects), ``"grid3"`` (3x3, up to 9). Each slot's box lies inside its own cell, so objects never overlap and
-  the masks are disjoint by construction. A pixel belongs to object i's mask when at least half of its area (in
+  objects), ``"grid3"`` (3x3, up to 9). Each slot's object lies inside its own cell, so objects never overlap and
+  the masks are disjoint by construction. ``"pair"`` draws the released triangle, the grid layouts our own
+  (:data:`LAYOUT_TRIANGLE`). A pixel belongs to object i's mask when at least half of its area (in
   the supersampled drawing) is covered by the object's footprint (fill and outline).
 * :class:`Vocabulary` (:func:`vocabulary`) encodes captions; ``vocab.value_token(concept, value)`` says which
   token id names which concept value (colour words are shared by "colour" and "pattern colour").
-* The **symbolic track** (the paper's released controlled models): :class:`SymbolicTokens` with value tokens
-  ``c*V + v`` and start/end-of-object, end-of-scene and pad tokens.
-* :func:`coverage_split` splits the object space by coverage (train objects = the first floor(|O| rho) of a
-  seeded shuffle) and returns train / validation scenes (train objects only, disjoint) and test scenes
-  (held-out objects only). Select models on validation, never on test.
+* :func:`sample_scenes` draws scenes of objects (with replacement) from an object list.
+
+Part B's symbolic track and coverage splits are in :mod:`compbook.binding.symbolic` and
+:mod:`compbook.binding.splits`.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -67,6 +68,22 @@ LAYOUTS = {
     "grid2": (tuple((x, y) for y in (0.25, 0.75) for x in (0.25, 0.75)), 0.40),
     "grid3": (tuple((x, y) for y in (1 / 6, 0.5, 5 / 6) for x in (1 / 6, 0.5, 5 / 6)), 0.28),
 }
+#: Triangles, vertices (x, y) in units of the box half-width r, y down. "released": CLEVR-2D's (fact), measured
+#: on the released 224x224 sample renders, fill plus its black outline, identical in every render: apex up,
+#: isosceles, rows from 33 px above the object's centre to 33 px below it, the base row 74 px wide (x from the
+#: centre -37 .. +36), 2,548 px in all. 67 rows widening linearly to 74 px hold 2,548 px when the apex row is
+#: 2 px wide; the vertices are those of the triangle whose sides pass through those rows' outer pixel edges
+#: (36 px of half-width over 66 rows; the apex row's pixel centres 32.5 px above the centre, the base row's lower
+#: edge 34 px below it), at r = 32 px (box 64 of 224). "ours": the book's triangle for its own layouts (our
+#: choice).
+TRIANGLES = {
+    "released": ((0.0, -(32.5 + 66 / 36) / 32), ((1 + 36 / 66 * 66.5) / 32, 34 / 32),
+                 (-(1 + 36 / 66 * 66.5) / 32, 34 / 32)),
+    "ours": ((0, -1), (1, 0.8), (-1, 0.8)),
+}
+#: The triangle each layout draws: "pair" is the released CLEVR-2D scene; the grid layouts are ours (Part C's
+#: scenes, whose stored models were trained on them, and chapter 10's larger space).
+LAYOUT_TRIANGLE = {"pair": "released", "grid2": "ours", "grid3": "ours"}
 MIN_OBJECT_PX = 8.0     # the smallest object box (output pixels) we agree to draw
 CONCEPT_ORDER = ("size", "colour", "shape", "pattern colour", "pattern")
 
@@ -204,8 +221,9 @@ def rich_space(n_colours=12, n_shapes=7, n_sizes=3, n_pattern_colours=12, n_patt
 
 # ---------------------------------------------------------------- drawing one object
 
-def _shape_mask(shape: str, x: np.ndarray, y: np.ndarray, r: float) -> np.ndarray:
-    """Inside test of a shape of half-width r centred at 0 on coordinate grids x, y (y down)."""
+def _shape_mask(shape: str, x: np.ndarray, y: np.ndarray, r: float, triangle: str = "ours") -> np.ndarray:
+    """Inside test of a shape of half-width r centred at 0 on coordinate grids x, y (y down); a triangle is
+    ``TRIANGLES[triangle]``."""
     if shape == "square":
         return np.maximum(abs(x), abs(y)) <= r
     if shape == "circle":
@@ -216,9 +234,7 @@ def _shape_mask(shape: str, x: np.ndarray, y: np.ndarray, r: float) -> np.ndarra
         t = r / 3
         return ((abs(x) <= t) & (abs(y) <= r)) | ((abs(y) <= t) & (abs(x) <= r))
     if shape == "triangle":
-        # our choice: the released CLEVR-2D triangle's geometry is unknown (no renderer is released); ours is
-        # smaller than the released renders' (IoU 0.73 at 224 px, measured by issue 21's author)
-        verts = [(0, -r), (r, r * 0.8), (-r, r * 0.8)]
+        verts = [(vx * r, vy * r) for vx, vy in TRIANGLES[triangle]]
     elif shape == "hexagon":
         verts = [(r * math.cos(a), r * math.sin(a)) for a in np.arange(6) * math.pi / 3]
     elif shape == "star":
@@ -233,9 +249,14 @@ def _shape_mask(shape: str, x: np.ndarray, y: np.ndarray, r: float) -> np.ndarra
     return polygon2mask(x.shape, rc)
 
 
-def _pattern_mask(pattern: str, shape: str, x, y, r) -> np.ndarray:
+def _triangle_reach(triangle: str) -> float:
+    """How far a triangle's vertices reach from the centre, in units of the half-width (>= 1)."""
+    return max(1.0, *(abs(v) for vertex in TRIANGLES[triangle] for v in vertex))
+
+
+def _pattern_mask(pattern: str, shape: str, x, y, r, triangle: str = "ours") -> np.ndarray:
     if pattern == "core":
-        return _shape_mask(shape, x, y, 0.5 * r)
+        return _shape_mask(shape, x, y, 0.5 * r, triangle)
     if pattern == "band":
         return abs(y) <= 0.22 * r
     if pattern == "stripe":
@@ -263,20 +284,22 @@ def _stamp(space: ObjectSpace, object_id: int, layout: str, slot: int, res: int)
     named = space.named(object_id)
     half = 0.5 * box * res * SIZES.get(named.get("size", "large"), 1.0)   # output pixels
     cx, cy = centres[slot][0] * res, centres[slot][1] * res
-    # crop of whole output pixels around the object
-    c0, c1 = max(int(math.floor(cx - half)) - 1, 0), min(int(math.ceil(cx + half)) + 1, res)
-    r0, r1 = max(int(math.floor(cy - half)) - 1, 0), min(int(math.ceil(cy + half)) + 1, res)
+    triangle = LAYOUT_TRIANGLE[layout]
+    # crop of whole output pixels around the object (a triangle may reach beyond the box)
+    reach = half * (_triangle_reach(triangle) if named["shape"] == "triangle" else 1.0)
+    c0, c1 = max(int(math.floor(cx - reach)) - 1, 0), min(int(math.ceil(cx + reach)) + 1, res)
+    r0, r1 = max(int(math.floor(cy - reach)) - 1, 0), min(int(math.ceil(cy + reach)) + 1, res)
     # sub-pixel centres in output-pixel units, relative to the object centre
     xs = c0 + (np.arange((c1 - c0) * s) + 0.5) / s - cx
     ys = r0 + (np.arange((r1 - r0) * s) + 0.5) / s - cy
     x, y = np.meshgrid(xs, ys)
-    foot = _shape_mask(named["shape"], x, y, half)
+    foot = _shape_mask(named["shape"], x, y, half, triangle)
     w = _outline_px(res) * s
     inner = ndimage.distance_transform_edt(foot) > w
     rgb = np.zeros(foot.shape + (3,))
     rgb[inner] = COLOURS[named["colour"]]
     if "pattern" in named:
-        pat = _pattern_mask(named["pattern"], named["shape"], x, y, half) & inner
+        pat = _pattern_mask(named["pattern"], named["shape"], x, y, half, triangle) & inner
         rgb[pat] = COLOURS[named["pattern colour"]]
         # a thin black edge where the pattern meets the fill (half the outline width)
         edge = pat & (ndimage.distance_transform_edt(~(inner & ~pat)) <= 0.5 * w)
@@ -542,54 +565,7 @@ def all_pairs(object_ids) -> np.ndarray:
     return np.stack(np.meshgrid(ids, ids, indexing="ij"), -1).reshape(-1, 2)
 
 
-# ---------------------------------------------------------------- symbolic track
-
-@dataclass(frozen=True)
-class SymbolicTokens:
-    """Token scenes of the released controlled models: C concepts x V values.
-
-    Ids: value v of concept c is ``c*V + v``; then ``soo`` (start of object) = C*V, ``eoo`` = C*V+1,
-    ``eos`` (end of scene) = C*V+2, ``pad`` = C*V+3; ``vocab_size`` = C*V+4.
-    """
-
-    n_concepts: int
-    n_values: int
-
-    def __post_init__(self):
-        checks.integer(self.n_concepts, "n_concepts")
-        checks.integer(self.n_values, "n_values")
-        if self.n_concepts < 1 or self.n_values < 1:
-            raise ValueError(f"n_concepts={self.n_concepts}, n_values={self.n_values}: both must be >= 1")
-
-    soo = property(lambda self: self.n_concepts * self.n_values)
-    eoo = property(lambda self: self.n_concepts * self.n_values + 1)
-    eos = property(lambda self: self.n_concepts * self.n_values + 2)
-    pad = property(lambda self: self.n_concepts * self.n_values + 3)
-    vocab_size = property(lambda self: self.n_concepts * self.n_values + 4)
-
-    @property
-    def space(self) -> ObjectSpace:
-        """The matching :class:`ObjectSpace` (concepts c0.., values v0..)."""
-        return ObjectSpace(tuple(f"c{c}" for c in range(self.n_concepts)),
-                           tuple(tuple(f"v{v}" for v in range(self.n_values)) for _ in range(self.n_concepts)))
-
-    def value_token(self, concept: int, value: int) -> int:
-        concept = checks.integer(concept, "concept", 0, self.n_concepts - 1)
-        return concept * self.n_values + checks.integer(value, "value", 0, self.n_values - 1)
-
-    def encode(self, objects) -> np.ndarray:
-        """Object ids of one scene -> [soo, c0 v, c1 v, ..., eoo]*n + [eos] (int64)."""
-        ids = checks.integers(objects, "objects", 0, self.n_values ** self.n_concepts - 1, min_size=1)
-        vals = self.space.object_values(ids.reshape(-1))
-        body = np.concatenate([np.full((len(vals), 1), self.soo), vals + np.arange(self.n_concepts) * self.n_values,
-                               np.full((len(vals), 1), self.eoo)], axis=1).reshape(-1)
-        return np.concatenate([body, [self.eos]]).astype(np.int64)
-
-    def encode_batch(self, scenes, length: int | None = None) -> np.ndarray:
-        """List of scenes (object-id sequences, lengths may differ) -> (N, length) padded with ``pad``."""
-        seqs = [self.encode(s) for s in checks.sequence(scenes, "scenes")]
-        return pad_sequences(seqs, self.pad, length, "scenes")
-
+# ---------------------------------------------------------------- sampling scenes
 
 def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:
     """``n_scenes`` scenes of objects drawn (with replacement) from ``object_ids``; ``n_objects`` an int or a
@@ -604,70 +580,3 @@ def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:
     checks.check_budget((72.0 + 40 * hi) * n_scenes, f"sample_scenes: {n_scenes} scenes of up to {hi} objects")
     rng = np.random.default_rng(seed)
     return [tuple(int(o) for o in rng.choice(ids, size=rng.integers(lo, hi + 1))) for _ in range(n_scenes)]
-
-
-# ---------------------------------------------------------------- coverage splits
-
-@dataclass(frozen=True)
-class CoverageSplit:
-    """Objects and scenes of one coverage split. ``train_objects`` / ``test_objects`` (sorted ids);
-    ``train`` / ``val`` scenes (N, k) use train objects only and are disjoint; ``test`` (N, k) uses held-out
-    objects only."""
-
-    coverage: float
-    seed: int
-    train_objects: np.ndarray
-    test_objects: np.ndarray
-    train: np.ndarray
-    val: np.ndarray
-    test: np.ndarray
-
-
-def _tuples(objs: np.ndarray, k: int, max_scenes: int, rng) -> np.ndarray:
-    """All ordered k-tuples (repeats allowed) of objs, or ``max_scenes`` distinct ones sampled when more."""
-    total = len(objs) ** k
-    if total <= max_scenes:
-        idx = np.array(list(itertools.product(range(len(objs)), repeat=k))).reshape(-1, k)
-    else:
-        idx = np.empty((0, k), dtype=np.int64)
-        while len(idx) < max_scenes:      # rejection: distinct tuples, in the order first drawn
-            more = np.concatenate([idx, rng.integers(len(objs), size=(max_scenes, k))])
-            _, first = np.unique(more, axis=0, return_index=True)
-            idx = more[np.sort(first)][:max_scenes]
-    return objs[idx]
-
-
-def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_scene: int = 2,
-                   val_fraction: float = 0.2, max_scenes: int = 20000) -> CoverageSplit:
-    """Split an object space of ``n_objects`` by coverage rho (the paper's rho_train).
-
-    Train objects: the first floor(n_objects * coverage) of a shuffle seeded by ``seed``; the rest are held out.
-    Scenes are ordered ``objects_per_scene``-tuples (repeats allowed): all of them while at most ``max_scenes``
-    (CLEVR-2D at rho 0.5: 144 train-object pairs), else ``max_scenes`` distinct ones sampled. A ``val_fraction``
-    of the train-object scenes becomes the validation split (for model selection); test scenes use only held-out
-    objects (for the final number, never for selection).
-    """
-    if not isinstance(n_objects, (int, np.integer)) or n_objects < 2:
-        raise ValueError(f"n_objects={n_objects!r}: need an int >= 2")
-    coverage = checks.real(coverage, "coverage", 0, 1, low_open=True, high_open=True)
-    seed = checks.integer(seed, "seed", 0)
-    k = checks.integer(objects_per_scene, "objects_per_scene")
-    max_scenes = checks.integer(max_scenes, "max_scenes")
-    checks.real(val_fraction, "val_fraction", 0, 1, low_open=True, high_open=True)
-    n_scenes = min(float(n_objects) ** k, max_scenes)
-    checks.check_budget(24.0 * n_objects + 2 * 4 * 8.0 * k * n_scenes,
-                        f"coverage_split: {n_objects} objects, up to {n_scenes:,.0f} scenes of {k} per split")
-    n_train = int(math.floor(n_objects * coverage))
-    if not 1 <= n_train < n_objects:
-        raise ValueError(f"coverage={coverage!r}: gives {n_train} train objects of {n_objects}; need 1..n-1")
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction={val_fraction!r}: must lie strictly between 0 and 1")
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n_objects)
-    train_obj, test_obj = np.sort(order[:n_train]), np.sort(order[n_train:])
-    seen = rng.permutation(_tuples(train_obj, objects_per_scene, max_scenes, rng))
-    n_val = max(1, int(round(len(seen) * val_fraction)))
-    if n_val >= len(seen):
-        raise ValueError(f"coverage={coverage!r}: {len(seen)} train-object scenes, too few for a validation split")
-    test = _tuples(test_obj, objects_per_scene, max_scenes, rng)
-    return CoverageSplit(coverage, seed, train_obj, test_obj, seen[n_val:], seen[:n_val], test)

@@ -12,7 +12,9 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition, recipe, sweep
+from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition, recipe, recipe_data
+from compbook.binding import recipe_eval, recipe_model, splits, sweep, symbolic
+from compbook.binding.recipe_config import RecipeConfig
 from compbook.binding.encoders import clip_loss
 from compbook.binding.train import DualTrainConfig
 
@@ -26,7 +28,8 @@ def c(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad_binding")
     (d / "keep.txt").write_text("unchanged")
     cfg = controlled.ControlledConfig(n_values=3)
-    return types.SimpleNamespace(dir=d, cfg=cfg, space=cfg.tokens.space, rcfg=recipe.RecipeConfig())
+    return types.SimpleNamespace(dir=d, cfg=cfg, space=cfg.tokens.space, rcfg=RecipeConfig(),
+                                 tokens=symbolic.SymbolicTokens(2, 3))
 
 
 CASES = {
@@ -102,17 +105,18 @@ CASES = {
     "mlp_predict params missing": lambda c: complexity.mlp_predict({}, torch.zeros(2, 3)),
     "load_complexity n_values a path": lambda c: complexity.load_complexity("../../x", c.dir),
     # -- recipe, train, encoders, clevr (batch 2)
-    "object_values id out of range": lambda c: recipe.object_values(c.rcfg, [10 ** 6]),
-    "object_ids value above n_values": lambda c: recipe.object_ids(c.rcfg, [[0, 99]]),
-    "sample_scenes n 0": lambda c: recipe.sample_scenes(c.rcfg, np.arange(4), 0, np.random.default_rng(0)),
-    "sample_scenes 10^9 scenes": lambda c: recipe.sample_scenes(
+    "object_values id out of range": lambda c: recipe_data.object_values(c.rcfg, [10 ** 6]),
+    "object_ids value above n_values": lambda c: recipe_data.object_ids(c.rcfg, [[0, 99]]),
+    "sample_recipe_scenes n 0": lambda c: recipe_data.sample_recipe_scenes(
+        c.rcfg, np.arange(4), 0, np.random.default_rng(0)),
+    "sample_recipe_scenes 10^9 scenes": lambda c: recipe_data.sample_recipe_scenes(
         c.rcfg, np.arange(4), 10 ** 9, np.random.default_rng(0)),
-    "presence 1-D scenes": lambda c: recipe.presence(np.array([0, 1]), np.array([0])),
-    "separation shapes differ": lambda c: recipe.separation(np.ones((3, 4)), np.ones((3, 5))),
+    "presence 1-D scenes": lambda c: recipe_data.presence(np.array([0, 1]), np.array([0])),
+    "separation shapes differ": lambda c: recipe_eval.separation(np.ones((3, 4)), np.ones((3, 5))),
     "lr_factor negative step": lambda c: recipe.lr_factor(c.rcfg, -1),
-    "sinusoid n 0": lambda c: recipe.sinusoid(0, 4),
-    "stem_for prefix leaves its folder": lambda c: recipe.stem_for(c.rcfg, c.dir, prefix="../../x"),
-    "load_records n_values a path": lambda c: recipe.load_records(c.dir, n_values="../x"),
+    "sinusoid n 0": lambda c: recipe_model.sinusoid(0, 4),
+    "stem_for prefix leaves its folder": lambda c: recipe_model.stem_for(c.rcfg, c.dir, prefix="../../x"),
+    "load_records n_values a path": lambda c: recipe_eval.load_records(c.dir, n_values="../x"),
     "DualTrainConfig steps 0": lambda c: DualTrainConfig(steps=0),
     "DualTrainConfig p_full above 1": lambda c: DualTrainConfig(p_full=1.5),
     "DualTrainConfig warmup negative": lambda c: DualTrainConfig(warmup=-1),
@@ -122,6 +126,32 @@ CASES = {
     "Setup coverage 1.5": lambda c: clevr.Setup(coverage=1.5),
     "Setup res 0": lambda c: clevr.Setup(res=0),
     "Setup n_models 0": lambda c: clevr.Setup(n_models=0),
+    # -- symbolic tokens and coverage splits
+    "SymbolicTokens n_concepts=2.5": lambda c: symbolic.SymbolicTokens(2.5, 3),
+    "SymbolicTokens n_values='3'": lambda c: symbolic.SymbolicTokens(2, "3"),
+    "SymbolicTokens n_values=0": lambda c: symbolic.SymbolicTokens(2, 0),
+    "SymbolicTokens value_token concept 5 of 2": lambda c: c.tokens.value_token(5, 0),
+    "SymbolicTokens value_token value 3 of 3": lambda c: c.tokens.value_token(0, 3),
+    "SymbolicTokens encode no objects": lambda c: c.tokens.encode([]),
+    "SymbolicTokens encode id 0.5": lambda c: c.tokens.encode([0.5]),
+    "SymbolicTokens encode id 9 of 9": lambda c: c.tokens.encode([9]),
+    "SymbolicTokens encode_batch length=0": lambda c: c.tokens.encode_batch([[0, 1]], length=0),
+    "SymbolicTokens encode_batch no scenes": lambda c: c.tokens.encode_batch([]),
+    "coverage_split coverage=1.0": lambda c: splits.coverage_split(24, 1.0),
+    "coverage_split coverage=0": lambda c: splits.coverage_split(24, 0),
+    "coverage_split coverage=1.5": lambda c: splits.coverage_split(24, 1.5),
+    "coverage_split coverage=nan": lambda c: splits.coverage_split(24, NAN),
+    "coverage_split coverage='0.5'": lambda c: splits.coverage_split(24, "0.5"),
+    "coverage_split n_objects=1": lambda c: splits.coverage_split(1, 0.5),
+    "coverage_split n_objects=24.0": lambda c: splits.coverage_split(24.5, 0.5),
+    "coverage_split n_objects=10**9 (memory)": lambda c: splits.coverage_split(10 ** 9, 0.5),
+    "coverage_split objects_per_scene=0": lambda c: splits.coverage_split(24, 0.5, objects_per_scene=0),
+    "coverage_split objects_per_scene=-1": lambda c: splits.coverage_split(24, 0.5, objects_per_scene=-1),
+    "coverage_split objects_per_scene=2.5": lambda c: splits.coverage_split(24, 0.5, objects_per_scene=2.5),
+    "coverage_split max_scenes=0": lambda c: splits.coverage_split(24, 0.5, max_scenes=0),
+    "coverage_split max_scenes=10**9 (memory)": lambda c: splits.coverage_split(12096, 0.5, max_scenes=10 ** 9),
+    "coverage_split val_fraction=nan": lambda c: splits.coverage_split(24, 0.5, val_fraction=NAN),
+    "coverage_split seed=0.5": lambda c: splits.coverage_split(24, 0.5, seed=0.5),
 }
 
 

@@ -27,7 +27,6 @@ def c(tmp_path_factory):
     ns.space = S.clevr2d()
     ns.vocab = S.vocabulary(ns.space)
     ns.scene = S.render_scene(ns.space, (0, 1), res=32)
-    ns.tokens = S.SymbolicTokens(2, 3)
     (d / "keep.txt").write_text("a shared file the cases must not touch\n")
     import matplotlib
     matplotlib.use("Agg")
@@ -123,17 +122,6 @@ CASES = {
     "all_pairs ids 0.5": lambda c: S.all_pairs([0.5, 1]),
     "all_pairs a (2, 2) array": lambda c: S.all_pairs([[0, 1], [2, 3]]),
     "all_pairs 10**5 objects (memory)": lambda c: S.all_pairs(np.arange(10 ** 5)),
-    # -- symbolic tokens -----------------------------------------------------------------------------------------
-    "SymbolicTokens n_concepts=2.5": lambda c: S.SymbolicTokens(2.5, 3),
-    "SymbolicTokens n_values='3'": lambda c: S.SymbolicTokens(2, "3"),
-    "SymbolicTokens n_values=0": lambda c: S.SymbolicTokens(2, 0),
-    "SymbolicTokens value_token concept 5 of 2": lambda c: c.tokens.value_token(5, 0),
-    "SymbolicTokens value_token value 3 of 3": lambda c: c.tokens.value_token(0, 3),
-    "SymbolicTokens encode no objects": lambda c: c.tokens.encode([]),
-    "SymbolicTokens encode id 0.5": lambda c: c.tokens.encode([0.5]),
-    "SymbolicTokens encode id 9 of 9": lambda c: c.tokens.encode([9]),
-    "SymbolicTokens encode_batch length=0": lambda c: c.tokens.encode_batch([[0, 1]], length=0),
-    "SymbolicTokens encode_batch no scenes": lambda c: c.tokens.encode_batch([]),
     # -- sample_scenes -----------------------------------------------------------------------------------------
     "sample_scenes n_scenes=-1": lambda c: S.sample_scenes(range(24), -1, 2),
     "sample_scenes n_scenes=2.5": lambda c: S.sample_scenes(range(24), 2.5, 2),
@@ -144,22 +132,6 @@ CASES = {
     "sample_scenes n_objects=(3, 2)": lambda c: S.sample_scenes(range(24), 3, (3, 2)),
     "sample_scenes seed=0.5": lambda c: S.sample_scenes(range(24), 3, 2, seed=0.5),
     "sample_scenes object ids 0.5": lambda c: S.sample_scenes([0.5, 1.5], 3, 2),
-    # -- coverage_split --------------------------------------------------------------------------------------
-    "coverage_split coverage=1.0": lambda c: S.coverage_split(24, 1.0),
-    "coverage_split coverage=0": lambda c: S.coverage_split(24, 0),
-    "coverage_split coverage=1.5": lambda c: S.coverage_split(24, 1.5),
-    "coverage_split coverage=nan": lambda c: S.coverage_split(24, _nan),
-    "coverage_split coverage='0.5'": lambda c: S.coverage_split(24, "0.5"),
-    "coverage_split n_objects=1": lambda c: S.coverage_split(1, 0.5),
-    "coverage_split n_objects=24.0": lambda c: S.coverage_split(24.5, 0.5),
-    "coverage_split n_objects=10**9 (memory)": lambda c: S.coverage_split(10 ** 9, 0.5),
-    "coverage_split objects_per_scene=0": lambda c: S.coverage_split(24, 0.5, objects_per_scene=0),
-    "coverage_split objects_per_scene=-1": lambda c: S.coverage_split(24, 0.5, objects_per_scene=-1),
-    "coverage_split objects_per_scene=2.5": lambda c: S.coverage_split(24, 0.5, objects_per_scene=2.5),
-    "coverage_split max_scenes=0": lambda c: S.coverage_split(24, 0.5, max_scenes=0),
-    "coverage_split max_scenes=10**9 (memory)": lambda c: S.coverage_split(12096, 0.5, max_scenes=10 ** 9),
-    "coverage_split val_fraction=nan": lambda c: S.coverage_split(24, 0.5, val_fraction=_nan),
-    "coverage_split seed=0.5": lambda c: S.coverage_split(24, 0.5, seed=0.5),
     # -- sliders -------------------------------------------------------------------------------------------------
     "render_frames draw not callable": lambda c: sliders.render_frames("draw", {"a": [1]}),
     "render_frames no knobs": lambda c: sliders.render_frames(c.draw, {}),
@@ -210,9 +182,5 @@ def test_good_inputs_still_work(c):
     img = S.render_images(c.space, np.array([[0, 1], [2, 3]]), res=32)
     assert img.shape == (2, 32, 32, 3) and np.array_equal(img[0], c.scene.image)
     assert S.all_pairs(np.arange(24)).shape == (576, 2)
-    assert c.tokens.encode((0, 8)).tolist() == [6, 0, 3, 7, 6, 2, 5, 7, 8]
     assert len(S.sample_scenes(np.arange(24), 4, (1, 3), seed=1)) == 4
-    split = S.coverage_split(24, 0.5, seed=3)
-    assert len(split.train_objects) == 12 and len(split.train) + len(split.val) == 144
-    assert len(S.coverage_split(np.int64(24), np.float32(0.5)).train_objects) == 12
     assert S.patchify(c.scene.image, c.scene.masks, 8).grid == (4, 4)

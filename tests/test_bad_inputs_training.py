@@ -1,7 +1,7 @@
 """Bad inputs to the training and evaluation entry points, and stored runs that must be refused (issue 23).
 
 Parts B and C's trainers (``binding.train.train_stack``, ``binding.controlled.train_controlled``,
-``binding.sweep.run_size``, ``binding.recipe.train``, ``sae.s2ae.fit_sae``, ``sae.vlm.train_vlm``) and evaluators
+``binding.sweep.run_size``, ``binding.recipe.train_recipe``, ``sae.s2ae.fit_sae``, ``sae.vlm.train_vlm``) and evaluators
 (``sae.vlm.extract``, ``sae.interpret.interpret``, ``sae.crossmodal.crossmodal_scores``), the stores that decide
 between loading and training (``sae.experiment.stored_runs``, ``sae.study.study_runs``,
 ``binding.clevr.load_or_train``, ``cppn.twins``' stored twins) and ``cppn.counting``'s ``deltas_for`` /
@@ -20,8 +20,10 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook import scenes as S
+from compbook.binding.splits import coverage_split
 from compbook.binding import clevr, controlled, recipe, sweep
+from compbook.binding.recipe_config import RecipeConfig
+from compbook.binding.recipe_model import RecipeEncoder
 from compbook.binding.data import PairData
 from compbook.binding.encoders import EncoderConfig
 from compbook.binding.train import DualStack, DualTrainConfig, train_stack
@@ -70,12 +72,12 @@ def c(tmp_path_factory):
     ns.tcfg = DualTrainConfig(steps=2, batch=2)
     ns.pairs = _pairs()
     ns.ccfg = controlled.ControlledConfig(n_values=3, steps=2, batch=2, eval_every=1)
-    ns.split = S.coverage_split(27, 0.5, seed=0)
-    ns.rcfg = recipe.RecipeConfig(n_values=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, d_out=8, steps=2, batch=4,
+    ns.split = coverage_split(27, 0.5, seed=0)
+    ns.rcfg = RecipeConfig(n_values=5, d_model=8, n_heads=2, n_layers=1, d_ff=8, d_out=8, steps=2, batch=4,
                                   eval_every=1, eval_scenes=4, eval_batches=1)
-    recipe._save_state(d / "state_other", recipe.RecipeConfig(n_values=6, d_model=8, n_heads=2, n_layers=1, d_ff=8,
+    recipe._save_state(d / "state_other", RecipeConfig(n_values=6, d_model=8, n_heads=2, n_layers=1, d_ff=8,
                                                               d_out=8, steps=2, batch=4),
-                       *_recipe_parts(recipe.RecipeConfig(n_values=6, d_model=8, n_heads=2, n_layers=1, d_ff=8,
+                       *_recipe_parts(RecipeConfig(n_values=6, d_model=8, n_heads=2, n_layers=1, d_ff=8,
                                                           d_out=8, steps=2, batch=4)))
     # a stored CLEVR-2D stack whose JSON says another setup than its file name (edited)
     setup = clevr.Setup(res=32, n_models=1, steps=2, batch=2)
@@ -118,7 +120,7 @@ def c(tmp_path_factory):
 
 
 def _recipe_parts(cfg):
-    model = recipe.DualEncoder(cfg)
+    model = RecipeEncoder(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     return model, opt, 0, np.random.default_rng(0), [], 0.0
 
@@ -167,13 +169,13 @@ CASES = {
     "run_size out_dir is a file": lambda c: sweep.run_size(sweep.SweepConfig(coverages=(0.5,), seeds=(0,)), c.ccfg,
                                                            out_dir=c.dir / "keep.txt"),
     "run_size 10^5 seeds": lambda c: sweep.run_size(sweep.SweepConfig(seeds=tuple(range(10 ** 5))), c.ccfg),
-    # -- binding.recipe.train
-    "recipe.train cfg not a RecipeConfig": lambda c: recipe.train({"n_values": 5}),
-    "recipe.train stop_after 0": lambda c: recipe.train(c.rcfg, stop_after=0),
-    "recipe.train stop_after 1.5": lambda c: recipe.train(c.rcfg, stop_after=1.5),
-    "recipe.train unknown device": lambda c: recipe.train(c.rcfg, device="tpu9"),
-    "recipe.train sets missing keys": lambda c: recipe.train(c.rcfg, sets={"seen_binding": np.zeros((2, 2))}),
-    "recipe.train d_model 2^16": lambda c: recipe.train(dataclasses.replace(c.rcfg, d_model=2 ** 16, d_ff=2 ** 16)),
+    # -- binding.recipe.train_recipe
+    "train_recipe cfg not a RecipeConfig": lambda c: recipe.train_recipe({"n_values": 5}),
+    "train_recipe stop_after 0": lambda c: recipe.train_recipe(c.rcfg, stop_after=0),
+    "train_recipe stop_after 1.5": lambda c: recipe.train_recipe(c.rcfg, stop_after=1.5),
+    "train_recipe unknown device": lambda c: recipe.train_recipe(c.rcfg, device="tpu9"),
+    "train_recipe sets missing keys": lambda c: recipe.train_recipe(c.rcfg, sets={"seen_binding": np.zeros((2, 2))}),
+    "train_recipe d_model 2^16": lambda c: recipe.train_recipe(dataclasses.replace(c.rcfg, d_model=2 ** 16, d_ff=2 ** 16)),
     # -- binding.clevr.load_or_train
     "load_or_train swap_negatives 'yes'": lambda c: clevr.load_or_train("yes", setup=c.setup),
     "load_or_train setup a dict": lambda c: clevr.load_or_train(True, setup={"res": 16}),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from compbook.binding.complexity import ComplexityConfig, check_widths, complexity_table, fit_binding_mlp
-from compbook.scenes import coverage_split
+from compbook.binding.splits import coverage_split
 
 SIZES = (3, 3, 3)
 CFG = ComplexityConfig(widths=(64,), table_dim=8, steps=300, batch=128, lr=1e-2)

@@ -10,7 +10,8 @@ from compbook.binding.controlled import (ControlledConfig, contrastive_loss, enc
                                          query_embeddings, scene_tokens, swaps, train_controlled)
 from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
                                    transition)
-from compbook.scenes import SymbolicTokens, coverage_split
+from compbook.binding.splits import coverage_split
+from compbook.binding.symbolic import SymbolicTokens
 
 TINY = ControlledConfig(n_concepts=2, n_values=3, d_model=8, n_layers=1, n_heads=2, d_out=8, steps=6, batch=4,
                         warmup=2, eval_every=3, eval_scenes=8, n_swaps=2)
@@ -259,3 +260,18 @@ def test_swap_chance_matches_random_logits():
     assert np.mean(hits) == pytest.approx(swap_chance(cfg, scenes), abs=0.01)
     with pytest.raises(ValueError, match="scenes"):
         swap_chance(cfg, np.array([[3, 3]]))
+
+
+def test_config_modes(monkeypatch):
+    """One size table: the CPU defaults and ``FULL``, the released models' shape; variants by replace."""
+    import dataclasses
+    from compbook.binding.controlled import ControlledConfig
+    monkeypatch.delenv("COMPBOOK_MODE", raising=False)
+    assert ControlledConfig.for_mode() == ControlledConfig()
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    full = ControlledConfig.for_mode()
+    assert full == ControlledConfig.full()
+    assert (full.n_concepts, full.n_values, full.d_model, full.n_layers, full.n_heads, full.d_out) == (3, 50, 256, 6,
+                                                                                                        8, 512)
+    assert (full.steps, full.batch, full.lr, full.warmup, full.n_swaps) == (20000, 256, 5e-4, 1000, 6)
+    assert dataclasses.replace(full, n_values=14).tokens.space.n_objects == 14 ** 3

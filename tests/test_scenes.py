@@ -1,4 +1,4 @@
-"""Tests of compbook.scenes: exact masks, captions, splits, symbolic tokens, determinism, bad input."""
+"""Tests of compbook.scenes: exact masks, the released triangle, captions, determinism, bad input."""
 
 import numpy as np
 import pytest
@@ -92,32 +92,11 @@ def test_patch_grid_labels_and_fractions():
     assert set(pg.labels) == {-1, 0, 1}
 
 
-def test_coverage_split_disjoint_and_deterministic():
-    a = S.coverage_split(24, 0.5, seed=3)
-    b = S.coverage_split(24, 0.5, seed=3)
-    c = S.coverage_split(24, 0.5, seed=4)
-    assert len(a.train_objects) == 12 and not set(a.train_objects) & set(a.test_objects)
-    assert np.array_equal(a.train, b.train) and np.array_equal(a.test, b.test)
-    assert not np.array_equal(a.train_objects, c.train_objects)
-    assert np.isin(a.train, a.train_objects).all() and np.isin(a.val, a.train_objects).all()
-    assert np.isin(a.test, a.test_objects).all(), "test scenes must use held-out objects only"
-    assert not {tuple(s) for s in a.train} & {tuple(s) for s in a.val}, "validation scenes repeat train scenes"
-    assert len(a.train) + len(a.val) == 144 and len(a.test) == 144
-    big = S.coverage_split(12096, 0.3, seed=0, objects_per_scene=4, max_scenes=500)
-    assert len(big.train_objects) == int(12096 * 0.3) and len({tuple(s) for s in big.test}) == 500
-    assert np.isin(big.test, big.test_objects).all()
-
-
-def test_symbolic_tokens():
-    st = S.SymbolicTokens(3, 5)
-    assert (st.soo, st.eoo, st.eos, st.pad, st.vocab_size) == (15, 16, 17, 18, 19)
-    obj = st.space.object_id((1, 4, 0))
-    assert list(st.encode([obj])) == [15, 1, 9, 10, 16, 17]
-    batch = st.encode_batch([[obj], [obj, 0]])
-    assert batch.shape == (2, 11) and (batch[0, 6:] == st.pad).all()
+def test_sample_scenes_is_deterministic_within_bounds():
     scs = S.sample_scenes(range(10), 20, (1, 3), seed=0)
     assert scs == S.sample_scenes(range(10), 20, (1, 3), seed=0)
     assert all(1 <= len(s) <= 3 and set(s) <= set(range(10)) for s in scs)
+    assert scs != S.sample_scenes(range(10), 20, (1, 3), seed=1)
 
 
 def test_rendering_is_deterministic():
@@ -131,8 +110,6 @@ def test_rendering_is_deterministic():
 @pytest.mark.parametrize("call, word", [
     (lambda: S.make_space(colours=("red", "mauve")), "colours"),
     (lambda: S.make_space(shapes=("square", "blob")), "shapes"),
-    (lambda: S.coverage_split(24, 0.0), "coverage"),
-    (lambda: S.coverage_split(24, 1.0), "coverage"),
     (lambda: S.render_scene(S.clevr2d(), (0, 1), res=16), "resolution"),
     (lambda: S.render_scene(S.clevr2d(), (0, 1, 2), res=64), "objects"),
     (lambda: S.render_scene(S.rich_space(), (0,) * 5, res=64, layout="grid2"), "objects"),
@@ -143,3 +120,66 @@ def test_rendering_is_deterministic():
 def test_bad_input_names_the_argument(call, word):
     with pytest.raises(ValueError, match=word):
         call()
+
+
+def _released_triangle(res=224, cx=70, cy=112):
+    """The released CLEVR-2D triangle's pixels (fill and outline) at 224 px, rasterised from its measured
+    geometry alone (a test on pixel centres, not the renderer's polygon): rows from 33 px above the object's
+    centre to 33 px below it, each centred on the centre column boundary, 74 px wide (x -37 .. +36) at the base
+    row, the width growing linearly from 2 px at the apex row (what 2,548 px in 67 such rows imply)."""
+    rows, cols = np.mgrid[0:res, 0:res]
+    width = 2 + 72 * (rows - (cy - 33)) / 66
+    return (rows >= cy - 33) & (rows <= cy + 33) & (np.abs(cols + 0.5 - cx) <= width / 2)
+
+
+def _iou(a, b):
+    return (a & b).sum() / (a | b).sum()
+
+
+def test_clevr2d_triangle_is_the_released_one():
+    sp = S.clevr2d()
+    ref = _released_triangle()
+    assert 2530 <= ref.sum() <= 2560, ref.sum()                # the released renders: 2,548 px
+    ys, xs = np.nonzero(ref)
+    assert (ys.min(), ys.max(), xs.min(), xs.max()) == (112 - 33, 112 + 33, 70 - 37, 70 + 36)
+    for colour in range(8):
+        tri = sp.object_id((colour, sp.value_of("shape", "triangle")))
+        mask = S.render_scene(sp, (tri,), res=224).masks[0]
+        assert _iou(mask, ref) >= 0.9, _iou(mask, ref)
+        assert abs(int(mask.sum()) - 2548) <= 0.02 * 2548, mask.sum()
+        right = S.render_scene(sp, (0, tri), res=224).masks[1]    # the right slot: the same shape, 84 px on
+        assert np.array_equal(right[:, 84:], mask[:, :-84])
+
+
+def test_clevr2d_triangle_scales_with_the_resolution():
+    sp = S.clevr2d()
+    tri = sp.object_id((1, sp.value_of("shape", "triangle")))
+    for res in (32, 56, 112):
+        mask = S.render_scene(sp, (tri,), res=res).masks[0]
+        # the released mask downsampled by majority over blocks of 224 / res pixels (224 = 7 * 32)
+        f = 224 // res
+        ref = _released_triangle().reshape(res, f, res, f).mean(axis=(1, 3)) >= 0.5
+        assert _iou(mask, ref) >= 0.9, (res, _iou(mask, ref))
+
+
+def test_squares_and_circles_span_about_65_px():
+    sp = S.clevr2d()
+    for shape in ("square", "circle"):
+        mask = S.render_scene(sp, (sp.object_id((2, sp.value_of("shape", shape))),), res=224).masks[0]
+        ys, xs = np.nonzero(mask)
+        assert 63 <= xs.max() - xs.min() + 1 <= 66 and 63 <= ys.max() - ys.min() + 1 <= 66
+
+
+def test_grid_layouts_keep_our_triangle():
+    """Part C's scenes (grid layouts) draw the book's own triangle: apex at -r, base at 0.8 r, half-width r."""
+    assert set(S.LAYOUT_TRIANGLE) == set(S.LAYOUTS) and set(S.LAYOUT_TRIANGLE.values()) <= set(S.TRIANGLES)
+    sp = S.clevr2d()
+    tri = sp.object_id((0, sp.value_of("shape", "triangle")))
+    res, (cx, cy), half = 224, S.LAYOUTS["grid2"][0][0], S.LAYOUTS["grid2"][1] / 2
+    cx, cy, r = cx * res, cy * res, half * res
+    rows, cols = np.mgrid[0:res, 0:res]
+    x, y = cols + 0.5 - cx, rows + 0.5 - cy
+    t = (y + r) / (1.8 * r)
+    ref = (t >= 0) & (t <= 1) & (np.abs(x) <= r * t)
+    mask = S.render_scene(sp, (tri,), res=res, layout="grid2").masks[0]
+    assert _iou(mask, ref) >= 0.97

@@ -4,7 +4,7 @@
 * ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
   (:mod:`compbook.binding.sweep`, chapter 13);
 * ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe`, chapter 13's
-  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU);
+  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
 
 The library modules hold no argument parsing.
@@ -67,9 +67,8 @@ def complexity(argv: Sequence[str]) -> int:
 def sweep(argv: Sequence[str]) -> int:
     """``sweep [--sizes ...]``, ``sweep --rescore``, ``sweep --recipe-check NAME=JSON``."""
     from .. import checks
-    from ..config import by_mode
     from ..paths import data_dir
-    from .controlled import ControlledConfig, paper_config
+    from .controlled import ControlledConfig
     from .sweep import default_sweep, recipe_check, rescore, run_size
     ap = argparse.ArgumentParser(prog=f"{PROG} sweep",
                                  description="Train the coverage sweep of controlled models (chapter 13).")
@@ -107,7 +106,7 @@ def sweep(argv: Sequence[str]) -> int:
                                                          rec["test_binding"])))
         return 0
     for v in args.sizes or sw.n_values:
-        cfg = by_mode(cpu=ControlledConfig(n_values=v), full=paper_config(v))
+        cfg = replace(ControlledConfig.for_mode(), n_values=v)
         rec = run_size(sw, cfg, args.out)
         print(f"|O|={rec['n_objects']}: {rec['train_seconds']:.0f} s;",
               " ".join(f"{c:.1f}:{a:.2f}" for c, a in zip(rec["coverages"], rec["test_recognition"])))
@@ -118,7 +117,9 @@ def recipe(argv: Sequence[str]) -> int:
     """``python -m compbook.binding recipe --coverages 0.5`` trains and stores one model per coverage, in
     sequence (CPU mode: the miniature; ``COMPBOOK_MODE=full``: the released recipe, on a GPU when present)."""
     from .. import checks, config
-    from . import recipe as rc
+    from .recipe import lr_probe, run_one, train_recipe
+    from .recipe_config import RecipeConfig
+    from .recipe_model import stem_for, store_dir
     argv = list(argv)
     ap = argparse.ArgumentParser(prog=f"{PROG} recipe", description="Train controlled models by the released recipe (scaled).")
     ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
@@ -132,7 +133,8 @@ def recipe(argv: Sequence[str]) -> int:
     ap.add_argument("--prefix", default="recipe", help="file name prefix (diagnostic runs: another)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", default="data/binding")
+    ap.add_argument("--out", default=None, help="where the models go (default data/binding/, full mode "
+                                                 "data/binding/full/)")
     ap.add_argument("--checkpoint-dir", default="/tmp", help="resumable checkpoints go here")
     ap.add_argument("--time-steps", type=int, default=0, help="only time this many steps and exit")
     ap.add_argument("--lr-probe", nargs="*", type=float, default=None, help="lrs to probe (seen objects)")
@@ -148,30 +150,32 @@ def recipe(argv: Sequence[str]) -> int:
         if v is not None:
             over[k] = v
     command = results.current_command() or "python -m compbook.binding recipe " + shlex.join(argv)
-    cfg = rc.RecipeConfig.for_mode(coverage=a.coverages[0], **over)
+    cfg = replace(RecipeConfig.for_mode(), coverage=a.coverages[0], **over)
+    out = Path(a.out) if a.out is not None else store_dir()
     if a.time_steps:
         t = time.perf_counter()
-        rc.train(replace(cfg, steps=a.time_steps, eval_every=a.time_steps), progress=False, device=config.device())
+        train_recipe(replace(cfg, steps=a.time_steps, eval_every=a.time_steps), progress=False,
+                     device=config.device())
         print(f"{(time.perf_counter() - t) / a.time_steps * 1000:.1f} ms/step at batch {cfg.batch}")
         return 0
     if a.probes:
         from .recipe_checks import probe_records
-        path = Path(a.out) / "recipe_probes.json"        # models already fitted are kept
+        path = out / "recipe_probes.json"        # models already fitted are kept
         old = checks.json_file(path, "recipe probes")["rows"] if path.exists() else []
-        rows = old + probe_records(a.out, skip={r["model"] for r in old})
+        rows = old + probe_records(out, skip={r["model"] for r in old})
         results.write_json(path, {"rows": rows}, command)
         print(json.dumps(rows, indent=1))
         return 0
     if a.lr_probe:
         t = time.perf_counter()
-        res = rc.lr_probe(cfg, a.lr_probe, a.probe_steps)
+        res = lr_probe(cfg, a.lr_probe, a.probe_steps)
         rec = {"config": asdict(cfg), "probe": res, "seconds": round(time.perf_counter() - t, 1)}
-        results.write_json(Path(a.out) / "recipe_lr_probe.json", rec, command)
+        results.write_json(out / "recipe_lr_probe.json", rec, command)
         return 0
     for c in a.coverages:
         one = replace(cfg, coverage=c)
-        ck = Path(a.checkpoint_dir) / (rc.stem_for(one, a.out, a.prefix).name + "_state")
-        rc.run_one(one, a.out, str(ck), command, a.prefix)
+        ck = Path(a.checkpoint_dir) / (stem_for(one, out, a.prefix).name + "_state")
+        run_one(one, out, str(ck), command, a.prefix)
     return 0
 
 

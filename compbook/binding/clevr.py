@@ -19,6 +19,7 @@ from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig
 from .recognition import concept_recognition, recognition
+from .splits import coverage_split
 from .train import DualStack, DualTrainConfig, train_stack
 
 MAX_LEN = 12
@@ -58,7 +59,7 @@ def encoder_config(setup: Setup) -> EncoderConfig:
 
 def scene_sets(setup: Setup) -> dict:
     """{"train", "val", "test"}: (N, 2) object-id pairs of the coverage split (test: held-out objects only)."""
-    split = S.coverage_split(24, setup.coverage, seed=setup.seed)
+    split = coverage_split(24, setup.coverage, seed=setup.seed)
     return {"train": split.train, "val": split.val, "test": split.test, "train_objects": split.train_objects,
             "test_objects": split.test_objects}
 

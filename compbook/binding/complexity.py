@@ -185,7 +185,7 @@ def encoder_binding(train_values, train_emb, test_values, test_emb, sizes, width
 def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) -> list[dict]:
     """The complexity table for the saved controlled models of one seed (one per coverage) of a sweep record
     (:func:`compbook.binding.sweep.load_sweep`); rows labelled by coverage."""
-    from ..scenes import coverage_split
+    from .splits import coverage_split
     from .controlled import subsample
     from .sweep import scene_embeddings
 

@@ -2,10 +2,10 @@
 binding").
 
 The paper's controlled models (fact): a scene encoder reads a token scene ``[soo, c0 v, c1 v, ..., eoo] * n +
-[eos]`` (:class:`compbook.scenes.SymbolicTokens`), a query encoder reads one object ``[soo, values, eoo]``; both
-are transformers scored by cosine similarity with a learned temperature, trained contrastively with *swap
-negatives* (objects that recombine the scene's own concept values). Trained at a coverage rho, they are asked
-to recognise scenes of objects they never saw.
+[eos]`` (:class:`compbook.binding.symbolic.SymbolicTokens`), a query encoder reads one object ``[soo, values,
+eoo]``; both are transformers scored by cosine similarity with a learned temperature, trained contrastively with
+*swap negatives* (objects that recombine the scene's own concept values). Trained at a coverage rho, they are
+asked to recognise scenes of objects they never saw.
 
 Our choices (parameters of :class:`ControlledConfig`): two-object scenes; pre-LayerNorm blocks without affine
 LayerNorm weights; mean pooling over non-pad tokens; a scene-to-object InfoNCE in which each present object is
@@ -32,15 +32,20 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .. import checks
-from ..config import by_mode
-from ..scenes import CoverageSplit, SymbolicTokens
+from ..config import ModeConfig
+from .splits import CoverageSplit
+from .symbolic import SymbolicTokens
 from .recognition import TIE, recognition
 from .train import optimizer_step
 
 
 @dataclass(frozen=True)
-class ControlledConfig:
-    """Architecture and training of one controlled model (defaults: CPU mode, our choice)."""
+class ControlledConfig(ModeConfig):
+    """Architecture and training of one controlled model (defaults: CPU mode, our choice). ``FULL``: the
+    released models' shape (6 layers x 256, 512-d output; |O| = 50^3 = 125,000 at C = 3)."""
+
+    FULL = dict(n_values=50, d_model=256, n_layers=6, n_heads=8, d_out=512, steps=20000, batch=256, lr=5e-4,
+                warmup=1000, eval_every=1000, eval_scenes=1024)
 
     n_concepts: int = 3
     n_values: int = 5
@@ -81,18 +86,6 @@ class ControlledConfig:
     @property
     def tokens(self) -> SymbolicTokens:
         return SymbolicTokens(self.n_concepts, self.n_values)
-
-
-def paper_config(n_values: int = 50) -> ControlledConfig:
-    """Full mode: the released models' shape (6 layers x 256, 512-d output; |O| = 50^3 = 125,000 at C=3)."""
-    return ControlledConfig(n_concepts=3, n_values=n_values, d_model=256, n_layers=6, n_heads=8, d_out=512,
-                            steps=20000, batch=256, lr=5e-4, warmup=1000, eval_every=1000, eval_scenes=1024,
-                            n_swaps=6)
-
-
-def default_config(n_values: int = 5) -> ControlledConfig:
-    """``by_mode``: the CPU miniature or :func:`paper_config`."""
-    return by_mode(cpu=ControlledConfig(n_values=n_values), full=paper_config(n_values))
 
 
 # ---------------------------------------------------------------- stacked transformer encoders

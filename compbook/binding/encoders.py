@@ -27,7 +27,7 @@ class EncoderConfig:
 
     res: int = 64                   # image side (pixels); must be a multiple of 16
     channels: tuple = (32, 64, 64)  # CNN widths: a stride-4 stem, then two stride-2 convolutions
-    d_out: int = 64                 # embedding width (the issue asks 64-256)
+    d_out: int = 64                 # embedding width (64-256)
     vocab_size: int = 32
     max_len: int = 16               # longest caption in tokens, with <bos>/<eos>
     width: int = 64                 # text transformer width

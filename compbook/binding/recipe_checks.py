@@ -1,6 +1,7 @@
-"""Checks of the recipe's evaluation and of what its models learned (chapter 13, issue 21).
+"""Checks of the recipe's evaluation and of what its models learned (chapter 13).
 
-Three questions asked of :mod:`compbook.binding.recipe` before reading its no-go as a result:
+Three questions asked of the recipe (:mod:`compbook.binding.recipe` and its modules) before reading its no-go
+as a result:
 
 * **Is the evaluation right?** :class:`TokenOracle` is a reference "model" that reads the scene and query
   tokens back to objects (refusing any token layout other than the released one) and embeds a scene as the sum
@@ -15,7 +16,7 @@ Three questions asked of :mod:`compbook.binding.recipe` before reading its no-go
   concept weights it fails more often than a random order (1/6): one swap always beats one present object.
   ``D`` is the model's interaction term, the part of its score no additive model has.
 
-:func:`probe_fits` fits the three probes of :mod:`compbook.binding.probes` to a recipe model's two-object scene
+:func:`recipe_probe_fits` fits the three probes of :mod:`compbook.binding.probes` to a recipe model's two-object scene
 embeddings (train objects), scored by R^2 on held-out-object scenes, as the old sweep's models were;
 :func:`probe_records` does so for every recipe model stored in a folder (``python -m compbook.binding recipe
 --probes`` writes them to ``recipe_probes.json``).
@@ -30,8 +31,10 @@ import torch.nn.functional as F
 
 from .. import checks
 from .probes import PROBE_KINDS, fit_probe
-from .recipe import (RecipeConfig, binding_scenes, object_ids, object_values, query_tokens, scene_tokens,
-                     split_objects, swap_sets)
+from .recipe_config import RecipeConfig
+from .recipe_data import (binding_scenes, object_ids, object_values, query_tokens, recipe_scene_tokens,
+                          split_objects, swap_sets)
+from .recipe_model import FORMAT, load_recipe
 
 
 class TokenOracle(nn.Module):
@@ -99,7 +102,7 @@ class TokenOracle(nn.Module):
         return self._encode(tokens, self.noise_on == "query")
 
     def logits(self, scene_tok: torch.Tensor, query_tok: torch.Tensor, z_scene=None) -> torch.Tensor:
-        """(N, Q) cosines (scale 1), as :meth:`~compbook.binding.recipe.DualEncoder.logits`."""
+        """(N, Q) cosines (scale 1), as :meth:`~compbook.binding.recipe_model.RecipeEncoder.logits`."""
         zs = F.normalize(self.scene(scene_tok), dim=1, eps=1e-6) if z_scene is None else z_scene
         return zs @ F.normalize(self.query(query_tok), dim=1, eps=1e-6).T
 
@@ -107,7 +110,7 @@ class TokenOracle(nn.Module):
 def pooling_sensitivity(encoder, tokens: torch.Tensor, pad: int) -> np.ndarray:
     """(N, L) gradient norm of each row's pooled output (summed over dimensions) with respect to each
     position's input vector (token embedding + position): > 0 where the output sees the position, 0 where not.
-    ``encoder``: a :class:`~compbook.binding.recipe.Encoder` (train mode, exact gradients)."""
+    ``encoder``: a :class:`~compbook.binding.recipe_model.TokenEncoder` (train mode, exact gradients)."""
     tokens = torch.as_tensor(tokens)
     x = (encoder.embed(tokens) + encoder.pe[: tokens.shape[1]]).detach().requires_grad_(True)
     mask = tokens == pad
@@ -120,7 +123,7 @@ def pooling_sensitivity(encoder, tokens: torch.Tensor, pad: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def swap_logits(model, cfg: RecipeConfig, scenes: np.ndarray) -> np.ndarray:
+def recipe_swap_logits(model, cfg: RecipeConfig, scenes: np.ndarray) -> np.ndarray:
     """(N, 4) cosines of each two-object scene (C = 2) with ``[a, b, a', b']`` (present, then swaps)."""
     scenes = np.asarray(scenes, dtype=np.int64)
     if cfg.n_concepts != 2 or scenes.ndim != 2 or scenes.shape[1] != 2:
@@ -128,7 +131,7 @@ def swap_logits(model, cfg: RecipeConfig, scenes: np.ndarray) -> np.ndarray:
                          f"C = {cfg.n_concepts}")
     if hasattr(model, "eval"):
         model.eval()
-    zs = F.normalize(model.scene(scene_tokens(cfg, scenes)), dim=1, eps=1e-6)
+    zs = F.normalize(model.scene(recipe_scene_tokens(cfg, scenes)), dim=1, eps=1e-6)
     cand = np.concatenate([scenes, swap_sets(cfg, scenes)], 1)
     zq = F.normalize(model.query(query_tokens(cfg, cand.reshape(-1))), dim=1, eps=1e-6)
     return torch.einsum("nd,nkd->nk", zs, zq.reshape(len(scenes), 4, -1)).numpy()
@@ -138,7 +141,7 @@ def interaction(model, cfg: RecipeConfig, scenes: np.ndarray) -> dict:
     """The interaction term ``D = (l_a + l_b) - (l_a' + l_b')`` per scene (see the module docstring) and
     what it implies: ``d_mean``, ``d_sd``, ``d_positive`` (share with D > 0, necessary for binding),
     ``spread`` (mean sd of the four logits, the scale D is read against), ``binding`` (swap-only binding)."""
-    lg = swap_logits(model, cfg, scenes)
+    lg = recipe_swap_logits(model, cfg, scenes)
     d = lg[:, :2].sum(1) - lg[:, 2:].sum(1)
     ok = lg[:, :2].min(1) > lg[:, 2:].max(1)
     return {"d_mean": float(d.mean()), "d_sd": float(d.std()), "d_positive": float((d > 0).mean()),
@@ -146,7 +149,7 @@ def interaction(model, cfg: RecipeConfig, scenes: np.ndarray) -> dict:
 
 
 @torch.no_grad()
-def probe_fits(model, cfg: RecipeConfig, n_fit: int = 400, n_test: int = 400, seed: int = 0) -> dict:
+def recipe_probe_fits(model, cfg: RecipeConfig, n_fit: int = 400, n_test: int = 400, seed: int = 0) -> dict:
     """{probe kind: held-out R^2}: each probe of :mod:`compbook.binding.probes` fitted to the scene embeddings
     (unnormalised, the encoder's output) of ``n_fit`` ordered two-object scenes of train objects and scored on
     ``n_test`` scenes of held-out objects (both whose objects differ in every concept; our choice of sizes,
@@ -156,7 +159,7 @@ def probe_fits(model, cfg: RecipeConfig, n_fit: int = 400, n_test: int = 400, se
     rng = np.random.default_rng(seed)
     tr, te = binding_scenes(cfg, train, n_fit, rng), binding_scenes(cfg, test, n_test, rng)
     model.eval()
-    z_tr, z_te = (model.scene(scene_tokens(cfg, s)).numpy() for s in (tr, te))
+    z_tr, z_te = (model.scene(recipe_scene_tokens(cfg, s)).numpy() for s in (tr, te))
     sizes = (cfg.n_values,) * cfg.n_concepts
     v_tr, v_te = object_values(cfg, tr), object_values(cfg, te)
     return {k: fit_probe(k, v_tr, z_tr, n_values=sizes).r2(v_te, z_te) for k in PROBE_KINDS}
@@ -168,7 +171,6 @@ def stored_models(directory) -> list[str]:
     import json
     from pathlib import Path
 
-    from .recipe import FORMAT
     out = []
     for p in sorted(Path(directory).glob("*_C*V*_cov*_s*.json")):
         try:
@@ -182,23 +184,22 @@ def stored_models(directory) -> list[str]:
 def probe_records(directory, n_fit: int = 400, n_test: int = 400, skip=()) -> list[dict]:
     """One row per stored recipe model of ``directory`` (but the stems in ``skip``): its config's size,
     coverage, lr and steps, final swap-only binding (seen, unseen) and the paper's metric on unseen objects
-    (from its record), the three probes' held-out R^2 (:func:`probe_fits`, computed here) and the seconds."""
+    (from its record), the three probes' held-out R^2 (:func:`recipe_probe_fits`, computed here) and the seconds."""
     import time
     from pathlib import Path
 
-    from .recipe import load
     rows = []
     for stem in stored_models(directory):
         if stem in skip:
             continue
         t0 = time.perf_counter()
-        model, rec = load(Path(directory) / stem)
+        model, rec = load_recipe(Path(directory) / stem)
         c = RecipeConfig(**rec["config"])
         f = rec["final"]
         rows.append({"model": stem, "n_objects": c.n_objects, "coverage": c.coverage, "lr": c.lr,
                      "steps": rec["steps"], "seen_binding": f["seen_binding"],
                      "unseen_binding": f["unseen_binding"], "unseen_paper": f["unseen_paper"],
-                     **probe_fits(model, c, n_fit, n_test)})
+                     **recipe_probe_fits(model, c, n_fit, n_test)})
         rows[-1]["seconds"] = round(time.perf_counter() - t0, 1)
     return rows
 
@@ -209,7 +210,7 @@ def interaction_by_swap_split(model, cfg: RecipeConfig, scenes: np.ndarray):
     with a per-object bias shows ``D`` moving with the split and ``D`` near 0 where all four candidates are
     of one kind (all train or all held out)."""
     import pandas as pd
-    lg = swap_logits(model, cfg, scenes)
+    lg = recipe_swap_logits(model, cfg, scenes)
     n_train = np.isin(swap_sets(cfg, scenes), split_objects(cfg)[0]).sum(1)
     d = lg[:, :2].sum(1) - lg[:, 2:].sum(1)
     ok = lg[:, :2].min(1) > lg[:, 2:].max(1)

@@ -20,10 +20,10 @@ import torch
 from .. import checkpoints, checks, results
 from ..config import ModeConfig
 from ..paths import data_dir
-from ..scenes import coverage_split
 from .controlled import (ControlledConfig, check_training_size, encode, object_recognition, scene_tokens,
                          subsample, swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
+from .splits import coverage_split
 
 FORMAT = "compbook-controlled-sweep/1"
 #: the most scenes one config may hold in memory at once (a sweep of 10^7 scenes is refused before allocating)
@@ -257,6 +257,7 @@ def spearman_bootstrap(x, y, n_boot: int = 2000, level: float = 0.95, seed: int 
     from scipy.stats import spearmanr
 
     n_boot = checks.integer(n_boot, "n_boot")
+    level = checks.real(level, "level", 0.0, 1.0, low_open=True, high_open=True)
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"x, y: need two equal-length 1-D arrays of >= 3 values, got {x.shape} and {y.shape}")

@@ -149,7 +149,7 @@ def lr_lambda(cfg: DualTrainConfig):
 
 
 @dataclass
-class TrainResult:
+class DualTrainResult:
     """stack: the selected models; losses (steps, M); lrs (steps,) the LR actually used; val (evals, M) the
     validation scores; best_step (M,) the step each model was selected at; seconds."""
 
@@ -202,7 +202,7 @@ def check_pair_data(data, enc: EncoderConfig) -> None:
 
 
 def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 1, val_score=None,
-                progress: bool = True) -> TrainResult:
+                progress: bool = True) -> DualTrainResult:
     """Train ``n_models`` dual encoders on ``data`` (a :class:`~compbook.binding.data.PairData`) at once.
 
     Model m starts from seed ``cfg.seed * 1000 + m`` and draws its own batches. ``val_score(stack) -> (M,)``
@@ -243,5 +243,5 @@ def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 
         with torch.no_grad():
             for k, v in stack.params.items():
                 v.copy_(best_params[k])
-    return TrainResult(stack, np.array(losses), np.array(lrs), np.array(vals), best_step,
+    return DualTrainResult(stack, np.array(losses), np.array(lrs), np.array(vals), best_step,
                        time.perf_counter() - t0)

@@ -1,0 +1,138 @@
+"""The recipe's model (chapter 13): two token encoders, the temperature, the loss, and the stored model.
+
+Facts kept from the released code (``oshapio/binding-concepts-complexity``, ``models.py``, ``train_clean.py``;
+read, not copied):
+
+* two encoders of one architecture (scene, query): token embedding, sinusoidal positions, pre-LN transformer
+  encoder layers (GELU, no dropout, no final norm), the output at the last non-pad token (end of scene), a linear
+  projection; Xavier-uniform init of every matrix;
+* loss: cosine logits times ``exp(tau)`` (tau learnable, from 1.15, i.e. 3.16; scale capped at 10) and a soft
+  cross-entropy per scene over the batch's queries (target = present queries, normalised), averaged over scenes
+  with at least one present query, summed over the concept and the object task.
+
+A trained model is stored as ``<stem>.safetensors`` + ``<stem>.json`` (:func:`save_recipe`, :func:`load_recipe`;
+:mod:`compbook.checkpoints`), under :func:`store_dir` by :func:`stem_for`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .. import checkpoints, checks, config
+from ..paths import data_dir
+from .recipe_config import RecipeConfig
+from .recipe_data import concept_query_tokens, query_tokens, recipe_scene_tokens
+
+#: the stored model's format
+FORMAT = "compbook-recipe-model/1"
+
+
+def sinusoid(n: int, d: int) -> torch.Tensor:
+    """(n, d) sinusoidal positions (sin on even, cos on odd channels; base 10,000)."""
+    n, d = checks.integer(n, "n"), checks.integer(d, "d")
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe
+
+
+class TokenEncoder(nn.Module):
+    """Token embedding + sinusoidal positions, pre-LN transformer encoder, output at the last non-pad token,
+    linear projection (the released ``SceneEncoder``'s default path, rewritten)."""
+
+    def __init__(self, cfg: RecipeConfig):
+        super().__init__()
+        self.pad = cfg.pad
+        self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
+        self.register_buffer("pe", sinusoid(cfg.scene_len, cfg.d_model), persistent=False)
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, dim_feedforward=cfg.d_ff, dropout=0.0,
+                                           activation="gelu", batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, cfg.n_layers, enable_nested_tensor=False)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_out)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        pad = tokens == self.pad
+        x = self.embed(tokens) + self.pe[: tokens.shape[1]]
+        x = self.blocks(x, src_key_padding_mask=pad)
+        last = (~pad).sum(1) - 1
+        return self.proj(x[torch.arange(len(x)), last])
+
+
+class RecipeEncoder(nn.Module):
+    """Scene encoder, query encoder and the temperature tau (scale = exp(tau), capped)."""
+
+    def __init__(self, cfg: RecipeConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.scene = TokenEncoder(cfg)
+        self.query = TokenEncoder(cfg)
+        self.tau = nn.Parameter(torch.tensor(float(cfg.tau_init)))
+
+    def scale(self) -> torch.Tensor:
+        return torch.exp(self.tau).clamp(max=self.cfg.scale_max)
+
+    def logits(self, scene_tok: torch.Tensor, query_tok: torch.Tensor, z_scene=None) -> torch.Tensor:
+        zs = F.normalize(self.scene(scene_tok), dim=1, eps=1e-6) if z_scene is None else z_scene
+        zq = F.normalize(self.query(query_tok), dim=1, eps=1e-6)
+        return self.scale() * zs @ zq.T
+
+
+def soft_ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Released loss: cross-entropy against labels / sum(labels), averaged over rows with a positive."""
+    labels = torch.as_tensor(labels, dtype=logits.dtype)
+    total = labels.sum(1, keepdim=True)
+    active = total[:, 0] > 0
+    if not active.any():
+        return logits.new_zeros(())
+    per_row = -(labels / (total + 1e-10) * F.log_softmax(logits, 1)).sum(1)
+    return per_row[active].mean()
+
+
+def batch_loss(model: RecipeEncoder, cfg: RecipeConfig, scenes: np.ndarray, q: dict) -> torch.Tensor:
+    """Concept term + object term of the released loss on one batch."""
+    dev = model.tau.device
+    zs = F.normalize(model.scene(recipe_scene_tokens(cfg, scenes).to(dev)), dim=1, eps=1e-6)
+    loss = soft_ce(model.logits(None, concept_query_tokens(cfg, q["concept_tokens"]).to(dev), zs),
+                   torch.from_numpy(q["concept_labels"]).to(dev))
+    return loss + soft_ce(model.logits(None, query_tokens(cfg, q["object_queries"]).to(dev), zs),
+                          torch.from_numpy(q["object_labels"]).to(dev))
+
+
+def save_recipe(model: RecipeEncoder, record: dict, stem: str | os.PathLike) -> None:
+    """``stem.safetensors`` (weights) + ``stem.json`` (config, log, seconds, floors)."""
+    checkpoints.save(stem, model.state_dict(), record, format=FORMAT)
+
+
+def load_recipe(stem: str | os.PathLike) -> tuple[RecipeEncoder, dict]:
+    """Inverse of :func:`save_recipe`: the model (eval mode) and its record."""
+    record = checkpoints.read_header(stem, format=FORMAT)
+    cfg = RecipeConfig(**record["config"])
+    model = RecipeEncoder(cfg)
+    model.load_state_dict(checkpoints.load(stem, format=FORMAT, names=model.state_dict())[0])
+    model.eval()
+    return model, record
+
+
+def store_dir() -> Path:
+    """Where the recipe's models are stored: ``data/binding/`` in CPU mode, ``data/binding/full/`` in full
+    mode (a full-size model never takes a CPU model's file name)."""
+    return data_dir() / config.by_mode(cpu="binding", full="binding/full")
+
+
+def stem_for(cfg: RecipeConfig, directory=None, prefix: str = "recipe") -> Path:
+    """``<directory>/<prefix>_C<C>V<V>_cov<coverage>_s<seed>`` (``directory`` default :func:`store_dir`)."""
+    checks.safe_name(prefix, "prefix")
+    directory = store_dir() if directory is None else Path(directory)
+    return directory / f"{prefix}_C{cfg.n_concepts}V{cfg.n_values}_cov{cfg.coverage:g}_s{cfg.seed}"
