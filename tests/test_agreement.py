@@ -1,4 +1,4 @@
-"""compbook.cppn.agreement: agreement metrics and the held-out split (issue 11)."""
+"""compbook.cppn.agreement: agreement metrics and the held-out split."""
 
 import numpy as np
 import pytest
@@ -71,7 +71,7 @@ def test_validate_reads_a_new_batch_at_fixed_thresholds():
         assert rows["sgd"]["n"] == 2 and rows["picbreeder"]["n"] == 1
 
 
-# -- a second labeller (issue 24) ---------------------------------------------------------------------------------
+# -- a second labeller --------------------------------------------------------------------------------------------
 def _synthetic(n, cut, seed, kinds=("picbreeder", "fer", "fertwin")):
     """Items with a known judge score ``s`` (every candidate the same) and a labeller who says yes iff
     s >= cut; every 10th item is "can't tell"."""

@@ -1,4 +1,4 @@
-"""Wrong dtypes across the public functions of the three parts (issue 23): a systematic set.
+"""Wrong dtypes across the public functions of the three parts: a systematic set.
 
 Each target is a public function with one array argument that must hold numbers of a kind (float32 where a
 model's float32 weights read it, floating point where values are averaged, bools where they are masks, integer

@@ -1,4 +1,4 @@
-"""Bad and hostile inputs to Part A's newer modules (issue 23): ``compbook.cppn.judges.semantic``,
+"""Bad and hostile inputs to Part A's newer modules: ``compbook.cppn.judges.semantic``,
 ``labelling``, ``agreement``, ``reread`` and ``claims``.
 
 As ``tests/test_bad_inputs.py``: each case must raise ``ValueError`` within a second, before any work, and leave

@@ -1,4 +1,4 @@
-"""compbook.cppn.claims: the Part A claims table's bookkeeping, on planted numbers (issue 11)."""
+"""compbook.cppn.claims: the Part A claims table's bookkeeping, on planted numbers."""
 
 import numpy as np
 import pytest

@@ -451,7 +451,7 @@ def test_score_or_fall_back_uses_the_fallback_only_on_a_cache_miss(tmp_path):
 
     with pytest.raises(ValueError, match="a real error"):
         judges.score_or_fall_back(broken, cache, "fallback")
-# -- issue 15: cache integrity ---------------------------------------------------------------------------------
+# -- cache integrity -------------------------------------------------------------------------------------------
 def _filled(tmp_path, n=2):
     cache = CachedJudge(tmp_path, CountingJudge(), mode="fill")
     cache(levels(*[0.9, 0.1][:n]), "skull", questions=[question(weight=[0, 0, k]) for k in range(n)])

@@ -1,4 +1,4 @@
-"""compbook.cppn.reread: scores under several judges from one set of renders (issue 11)."""
+"""compbook.cppn.reread: scores under several judges from one set of renders."""
 
 import numpy as np
 

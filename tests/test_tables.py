@@ -1,5 +1,5 @@
 """compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.theory, against naive
-references: the loops the chapters held before (issue 20) and the stored JSON itself."""
+references (plain loops) and against the stored JSON itself."""
 
 import json
 import math
@@ -301,7 +301,7 @@ def test_bench_config_full_mode(monkeypatch):
     assert experiments.BenchConfig.for_mode().live == ("skull",)
 
 
-# -- chapters 6-8 with FER's networks (issue 24) -----------------------------------------------------------------
+# -- chapters 6-8 with FER's networks ----------------------------------------------------------------------------
 def _fer_row(kind, target, name, judge, kn):
     return panel.summary(panel.groups_from_counts(kn), name=name, judge=judge) | {
         "kind": kind, "target": target, "k_n": kn, "unperturbed": 1.0}

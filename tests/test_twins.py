@@ -1,4 +1,4 @@
-"""compbook.cppn.twins: FER-recipe SGD twins (issue 11)."""
+"""compbook.cppn.twins: FER-recipe SGD twins."""
 
 import json
 

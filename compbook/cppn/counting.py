@@ -1,9 +1,8 @@
 """What the compositional score counts, made explicit (chapter 5).
 
 Paper A's score is "the fraction of non-zero parameters w such that the image rendered with w' = w + delta still
-has the same global identity". Three things in it are not fixed by the paper's text (the spec,
-``../shared/spec/paper-a-narrow-regime.md``, marks delta's size and sign policy as open), and each one changes
-what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
+has the same global identity". Three things in it are not fixed by the paper's text (delta's size and sign policy
+among them), and each one changes what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
 
 - **rule**, which weights are perturbed: ``"nonzero"`` (every non-zero weight of the network as it computes:
   the paper's wording, and the book's default in :mod:`compbook.cppn.emc2`; a layerized Picbreeder network's
