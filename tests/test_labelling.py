@@ -220,3 +220,19 @@ def test_bad_reader_input_is_refused(tmp_path, bad):
     p.write_text("11 y\n")
     with pytest.raises(ValueError):
         bad(p)
+
+
+def test_reader_items_are_seeded_and_spread_over_concepts_and_kinds():
+    items = labelling.reader_items(per_group=2, seed=5)
+    groups = [(it["concept"], it["kind"]) for it in items]
+    assert len(items) == 12 and all(groups.count(g) == 2 for g in set(groups))
+    assert all(it["question"]["weight"] is not None for it in items)
+    assert [it["item"] for it in labelling.reader_items(per_group=2, seed=5)] == [it["item"] for it in items]
+
+
+def test_judge_verdicts_ask_one_concept_at_a_time():
+    items = [{"concept": c} for c in ("skull", "apple", "skull")]
+    asked = []
+    judge = lambda imgs, c: asked.append((c, list(imgs))) or [c == "skull"] * len(imgs)
+    assert labelling.judge_verdicts(judge, items, torch.arange(3)) == [True, False, True]
+    assert [(c, [int(i) for i in x]) for c, x in asked] == [("apple", [1]), ("skull", [0, 2])]

@@ -467,21 +467,19 @@ def write_reader_labels(labels: dict[int, str], path=None) -> Path:
     return path
 
 
-def reader_items(key_name: str = HUMAN_KEYS[1], n: int = 12, seed: int = 5) -> list[dict]:
-    """The items chapter 5 offers a reader to label: a seeded draw of ``n`` perturbed renders (``weight`` not
-    None) from a stored key in ``data/judge_cache/`` (default: the second batch, on the current twins), spread
-    over the concepts, sorted by concept and item number."""
+def reader_items(key_name: str = HUMAN_KEYS[1], per_group: int = 2, seed: int = 5) -> list[dict]:
+    """The items chapter 5 offers a reader to label: from a stored key in ``data/judge_cache/`` (default: the
+    second batch, on the current twins), a seeded draw of ``per_group`` perturbed renders (``weight`` not None)
+    per concept and network kind, sorted by concept and item number (their order says nothing of the kind)."""
     from ..paths import data_dir
     checks.safe_name(key_name, "key_name")
-    n = checks.integer(n, "n", 1)
+    per_group = checks.integer(per_group, "per_group", 1)
     key = [it for it in read_key(data_dir() / "judge_cache" / key_name) if it["question"]["weight"] is not None]
-    concepts = sorted({it["concept"] for it in key})
     rng = np.random.default_rng(checks.integer(seed, "seed", 0))
     out = []
-    for j, c in enumerate(concepts):
-        pool = [it for it in key if it["concept"] == c]
-        take = min(len(pool), n // len(concepts) + (j < n % len(concepts)))
-        out += [pool[k] for k in rng.choice(len(pool), take, replace=False)]
+    for group in sorted({(it["concept"], it["kind"]) for it in key}):
+        pool = [it for it in key if (it["concept"], it["kind"]) == group]
+        out += [pool[k] for k in rng.choice(len(pool), min(per_group, len(pool)), replace=False)]
     return sorted(out, key=lambda it: (it["concept"], it["item"]))
 
 
