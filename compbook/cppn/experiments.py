@@ -302,7 +302,7 @@ def target_panel(concept: str, target) -> dict:
 
 
 # -- the command line: every chapter's experiment, more seeds, one file -----------------------------------------
-#: Seeds and weights per network of the stored run (our choice: what the shared CPU allowed, about 25 min).
+#: Seeds and weights per network of the stored run (our choice: about 25 min on a 2-core CPU).
 STORED = {"6": dict(seeds=list(range(8)), sample=300), "7": dict(seeds=[0, 1, 2, 3, 4], sample=100),
           "8": dict(seeds=list(range(12)), sample=200), "9": dict(seeds=[0, 1, 2, 3, 4], sample=100),
           "theory": dict(seeds=[], sample=None)}
