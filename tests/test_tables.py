@@ -366,3 +366,29 @@ def test_overlap_table_shows_each_groups_rates_and_agreement():
     assert col["both yes/no"] == "8" and col["same answer (of 3)"].startswith("0.50 [")    # 5 of 10
     assert col["judge vs 3: yes/no items"] == "8" and col["judge vs 3: agreement"].startswith("0.75 [")
     assert max(len(str(i)) + len(v) for i, v in col.items()) < 60
+
+
+# -- chapter 5: per-network scores and readings ------------------------------------------------------------------
+def _reread():
+    pb = {"concept": "skull", "network": "picbreeder", "judge": "reference (default)", "delta": 0.5, "score": 0.5,
+          "k": 50, "n": 100, "ci95": [0.40, 0.60], "unperturbed": [1, 1]}
+    sg = {"concept": "skull", "network": "sgd", "judge": "reference (default)", "delta": 0.5, "score": 0.9,
+          "k": 270, "n": 300, "ci95": [0.86, 0.93], "per_seed": [0.8, 0.9, 1.0], "unperturbed": [3, 3]}
+    other = pb | {"judge": "ssim (own render, 0.5)", "k": 99}
+    return {"chosen": "reference", "rows": [pb, sg, other]}
+
+
+def test_per_network_scores_split_the_twins_and_add_fer():
+    counted = {"scale": 0.5, "rows": [
+        {"target": "skull", "kind": "fer", "rule": "nonzero", "policy": "fixed", "judge": "default", "k": 30, "n": 40},
+        {"target": "skull", "kind": "fer", "rule": "links", "policy": "fixed", "judge": "default", "k": 1, "n": 40}]}
+    df = tables.per_network_scores(_reread(), counted)
+    assert list(df.network) == ["Picbreeder", "SGD twin 0", "SGD twin 1", "SGD twin 2", "FER's SGD"]
+    assert list(df.k) == [50, 80, 90, 100, 30] and list(df.n) == [100, 100, 100, 100, 40]
+    assert df.score.iloc[-1] == pytest.approx(0.75) and (df.lo <= df.score + 1e-12).all()
+    with pytest.raises(ValueError, match="judge"):
+        tables.per_network_scores(_reread(), judge="vlm")
+
+
+def test_readings_follow_the_intervals():
+    assert tables.readings(_reread()).loc["skull", 0.5] == "not reproduced"

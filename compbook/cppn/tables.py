@@ -305,6 +305,55 @@ def ci_cell(row: dict) -> str:
     return f"{fmt(row)} n={row['n']}"
 
 
+def per_network_scores(reread: dict, counted: dict | None = None, judge: str | None = None) -> pd.DataFrame:
+    """Chapter 5's main figure, one row per network, target and delta: ``score`` with a 95% Wilson interval
+    (``lo``, ``hi``) and ``n`` judged perturbations, under ``judge`` (a judge name of ``reread.json``; default:
+    the chosen one). Rows: the Picbreeder network and each SGD twin (its own seeded sample, ``n`` the pooled
+    count over the twins) from the stored re-read; with ``counted`` (``data/emc2/counting.json``) also FER's SGD
+    networks at the default judge, rule ``"nonzero"`` and the fixed ``+delta`` policy (its one delta)."""
+    from ..stats import wilson
+    checks.mapping(reread, "reread")
+    if "rows" not in reread or "chosen" not in reread:
+        raise ValueError("reread: needs 'rows' and 'chosen' (is it data/emc2/reread.json?)")
+    judge = judge or next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
+    rows = [r for r in reread["rows"] if r["judge"] == judge]
+    if not rows:
+        raise ValueError(f"judge {judge!r}: no rows in reread")
+    out = []
+    for r in rows:
+        if r["network"] == "picbreeder":
+            out.append({"target": r["concept"], "network": "Picbreeder", "delta": r["delta"], "k": r["k"],
+                        "n": r["n"]})
+            continue
+        per = r.get("per_seed") or []
+        n = r["n"] // len(per) if per else 0
+        out += [{"target": r["concept"], "network": f"SGD twin {s}", "delta": r["delta"],
+                 "k": int(round(x * n)), "n": n} for s, x in enumerate(per)]
+    if counted is not None:
+        checks.mapping(counted, "counted")
+        out += [{"target": r["target"], "network": "FER's SGD", "delta": counted["scale"], "k": r["k"],
+                 "n": r["n"]} for r in counted["rows"] if r["kind"] == "fer" and r["rule"] == "nonzero"
+                and r["policy"] == "fixed" and r["judge"] == "default"]
+    df = pd.DataFrame(out)
+    df["score"] = df.k / df.n
+    df["lo"], df["hi"] = zip(*(wilson(int(k), int(n)) for k, n in zip(df.k, df.n)))
+    return df
+
+
+def readings(reread: dict, judge: str | None = None) -> pd.DataFrame:
+    """Chapter 5's verdict on the paper's claim per target and delta under ``judge`` (default: the chosen one):
+    Picbreeder against the SGD twins pooled (:func:`compbook.cppn.claims.reading`), one column per delta."""
+    from .claims import reading
+    checks.mapping(reread, "reread")
+    judge = judge or next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
+    by = {(r["concept"], r["network"], r["delta"]): r for r in reread["rows"] if r["judge"] == judge}
+    if not by:
+        raise ValueError(f"judge {judge!r}: no rows in reread")
+    rows = [{"target": c, "delta": d, "reading": reading(r, by[(c, "sgd", d)]).split(":")[0]}
+            for (c, net, d), r in by.items() if net == "picbreeder"]
+    return pd.DataFrame(rows).pivot(index="target", columns="delta", values="reading")
+
+
 # -- chapter 5: a second labeller -----------------------------------------------------------------------
 #: how chapter 5 names the network kinds of the labelled items
 KIND_NAMES = {"picbreeder": "Picbreeder", "sgd": "our twins", "fer": "FER's SGD", "fertwin": "FER-arch twins"}
