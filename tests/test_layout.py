@@ -26,7 +26,7 @@ PART_A_LAYERS = [
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "agreement", "labellers"},                                # human verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
-    {"claims"},                                                             # claims
+    {"claims", "exercises"},                                                           # claims
     {"__main__"},                                                           # command lines
 ]
 
