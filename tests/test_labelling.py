@@ -1,4 +1,4 @@
-"""compbook.cppn.labelling: blind contact sheets and the human-verdict cache (issue 11)."""
+"""compbook.cppn.labelling: blind contact sheets and the verdict caches."""
 
 import json
 
@@ -49,7 +49,7 @@ def test_labels_round_trip_through_a_cached_judge(nets, tmp_path):
     f.write_text("# comment\n" + "\n".join(f"{it['item']} {a}" for it, a in zip(items, "yn?yn?")) + "\n")
     labels = labelling.read_labels(f)
     path = labelling.store_verdicts(items, labels, tmp_path / "h.json")
-    judge = labelling.human_judge(path)
+    judge = labelling.labeller_judge(path)
     imgs = torch.zeros(len(items), 64, 64, 3)
     v = judge(imgs, "skull", questions=[it["question"] for it in items])
     assert v.tolist() == [a == "y" for a in "yn?yn?"]
@@ -60,10 +60,48 @@ def test_another_labeller_or_protocol_is_refused(nets, tmp_path):
     items = labelling.plan_items(nets[:1], (0.5,), per_picbreeder=1)
     path = labelling.store_verdicts(items, {items[0]["item"]: "y"}, tmp_path / "h.json")
     with pytest.raises(ValueError, match="not of"):
-        labelling.human_judge(path, identity=labelling.human_identity("someone else"))
+        labelling.labeller_judge(path, identity=labelling.labeller_identity("someone else"))
     with pytest.raises(ValueError):
         labelling.store_verdicts(items, {items[0]["item"]: "y"}, path,
-                                 identity=labelling.human_identity(protocol="other"))
+                                 identity=labelling.labeller_identity(protocol="other"))
+
+
+def test_a_readers_own_answers_are_kept_apart_from_the_model_labellers(nets, tmp_path):
+    """The widget stores a reader's (human) answers under the reader's identity, never a model labeller's."""
+    assert labelling.labeller_identity().startswith("model:labeller 1|")
+    assert labelling.reader_identity().startswith("human:reader|")
+    items = labelling.plan_items(nets[:1], (0.5,), per_picbreeder=2)
+    w = labelling.LabelWidget(items, torch.zeros(len(items), 64, 64, 3), tmp_path / "mine.json")
+    assert w.identity == labelling.reader_identity()
+    w.answer("n")
+    assert w.answers() == ["no"] + [None] * (len(items) - 1)
+    assert judges.read_cache(tmp_path / "mine.json")[0] == labelling.reader_identity()
+    assert labelling.reader_answers(items, tmp_path / "mine.json") == w.answers()
+    with pytest.raises(ValueError, match="not of"):
+        labelling.labeller_judge(tmp_path / "mine.json")
+    with pytest.raises(ValueError, match="path"):
+        labelling.reader_answers(items, None)
+
+
+def test_a_cache_under_its_former_human_name_is_served_under_the_model_name(nets, tmp_path):
+    """Caches written before the rename (identity ``human:book authors|...``, file named after it) still serve
+    their verdicts, checked under the stored identity and re-keyed to :func:`labeller_identity`."""
+    items = labelling.plan_items(nets[:1], (0.5,), per_picbreeder=3)[:3]
+    new = labelling.labeller_identity()
+    old = judges.former_identities(new)
+    assert old == ["human:book authors|" + new.split("|", 1)[1]] and judges.current_identity(old[0]) == new
+    entries = {judges.entry_key(old[0], it["concept"], it["question"]):
+               {"concept": it["concept"], "question": json.loads(judges.canonical_json(it["question"])),
+                "verdict": a == "y", "detail": {"answer": labelling.ANSWERS[a]}}
+               for it, a in zip(items, "yn?")}
+    judges.write_cache(tmp_path / judges.cache_file_name(old[0]), old[0], entries)
+    path = judges.cache_path(new, tmp_path)
+    assert path.name == judges.cache_file_name(old[0])
+    assert labelling.answers_for(items, path) == ["yes", "no", "can't tell"]
+    got = labelling.labeller_judge(path)(torch.zeros(3, 64, 64, 3), "skull",
+                                         questions=[it["question"] for it in items])
+    assert got.tolist() == [True, False, False]
+    assert judges.cache_path(labelling.labeller_identity("labeller 9"), tmp_path).name.startswith("model-labeller-9-")
 
 
 def test_a_changed_answer_is_an_error_not_a_silent_overwrite(nets, tmp_path):
@@ -78,7 +116,7 @@ def test_a_verdict_is_not_served_for_another_question(nets, tmp_path):
     path = labelling.store_verdicts(items, {items[0]["item"]: "y"}, tmp_path / "h.json")
     other = dict(items[-1]["question"]) | {"delta": 0.25}
     with pytest.raises(judges.CacheMiss):
-        labelling.human_judge(path)(torch.zeros(1, 64, 64, 3), "skull", questions=[other])
+        labelling.labeller_judge(path)(torch.zeros(1, 64, 64, 3), "skull", questions=[other])
 
 
 @pytest.mark.parametrize("text", ["1 yes\n", "x y\n", "1 y\n1 n\n"])

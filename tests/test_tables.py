@@ -340,13 +340,13 @@ def test_second_labeller_tables_from_synthetic_rows():
     answers = ["no" if j % 7 == 0 else "yes" for j in range(30)]
     verdicts = np.array([j % 5 != 0 for j in range(30)])
     result = {"fixed": {"reference": {"threshold": 0.625, "rows": agreement.labeller_rows(items, answers, verdicts)}},
-              "human": {"kind_delta": agreement.human_rows(items, answers),
-                        "first_kind_delta": agreement.human_rows(items[:12], answers[:12])}}
+              "verdicts": {"kind_delta": agreement.answer_rows(items, answers),
+                        "first_kind_delta": agreement.answer_rows(items[:12], answers[:12])}}
     t = tables.labeller_agreement_table(result)
     assert list(t.index.get_level_values("network")) == ["all", "Picbreeder", "FER's SGD", "FER-arch twins"]
     assert t.loc[("reference 0.625", "all"), "always yes"] == round(answers.count("yes") / 30, 2)
-    assert t.loc[("reference 0.625", "all"), "human no"] == answers.count("no")
-    h = tables.human_kind_table(result)
+    assert t.loc[("reference 0.625", "all"), "labeller no"] == answers.count("no")
+    h = tables.labeller_kind_table(result)
     assert h.loc[("labeller 2", "FER's SGD", 2.0), "n"] == sum(k == "fer" and j % 2 for j, k in enumerate(kinds))
     assert set(h.loc["labeller 1"].index.get_level_values("network")) == {"Picbreeder"}
 
@@ -355,7 +355,7 @@ def test_overlap_table_shows_each_groups_rates_and_agreement():
     from compbook.cppn import agreement
     a, b = ["yes"] * 6 + ["no"] * 4, ["yes"] * 3 + ["no"] * 5 + ["can't tell"] * 2
     judge = ["yes"] * 5 + ["no"] * 5
-    group = {"labeller": "second labeller", "n": 10, "labellers": agreement.pairwise(a, b),
+    group = {"labeller": "labeller 2", "n": 10, "labellers": agreement.pairwise(a, b),
              "judge_vs_third": agreement.pairwise(judge, b), "original_yes_batch": 0.94,
              "third_yes_reweighted": 0.41}
     t = tables.overlap_table({"groups": [group]})

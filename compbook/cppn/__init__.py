@@ -10,7 +10,7 @@ before its own; ``tests/test_layout.py`` checks it):
    :mod:`.prune` (SP pruning, chapter 6), :mod:`.twins` (SGD twins of the Picbreeder targets);
 3. judging: :mod:`.emc2` (EMC2-Bench's perturbations and score, chapter 5), :mod:`.judges` (SSIM, cache,
    semantic, VLM);
-4. human verdicts: :mod:`.labelling` (contact sheets, blind labels), :mod:`.agreement` (judges against them);
+4. blind verdicts: :mod:`.labelling` (contact sheets, the model labellers' and a reader's labels), :mod:`.agreement` (judges against them);
 5. experiments: :mod:`.panel` (every judge on the same renders), :mod:`.depth` (PNG depth predictor and sweeps,
    chapter 7), :mod:`.reread`, :mod:`.counting` (what the score counts: rules, delta policies, judges;
    chapter 5), :mod:`.experiments` (chapters 6-9 as functions), :mod:`.tables` (the tables chapters 3-9 show,

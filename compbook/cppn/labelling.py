@@ -1,4 +1,9 @@
-"""Blind human verdicts for EMC2-Bench: contact sheets, a notebook widget, and their judge cache (chapter 5).
+"""Blind verdicts for EMC2-Bench: contact sheets, a notebook widget, and their judge cache (chapter 5).
+
+The stored verdicts (``data/judge_cache/``) are those of three *model labellers*: a multimodal AI model viewing
+the PNG contact sheets, blind to the key (:data:`LABELLER`, :data:`SECOND_LABELLER`, :data:`THIRD_LABELLER`;
+identity :func:`labeller_identity`). A reader's own verdicts, given in the widget, are human verdicts and are kept
+apart under :func:`reader_identity`.
 
 The protocol (``PROTOCOL``; written out in ``data/judge_cache/README.md``): each item is one 64x64 render, a
 perturbation ``w + delta`` of one weight of a network (or the network's unperturbed render). The labeller sees
@@ -8,8 +13,8 @@ weight or which delta made it: items are shuffled across network kinds, seeds an
 shuffled order. The *key* (item number -> network and question) is a separate file the labeller does not open.
 
 Verdicts go to a :class:`~compbook.cppn.judges.CachedJudge` cache whose identity names the protocol and the labeller
-(:func:`human_identity`), keyed by the same question dicts :func:`compbook.cppn.emc2.compositional_score` asks, so a
-human verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
+(:func:`labeller_identity`, :func:`reader_identity`), keyed by the same question dicts
+:func:`compbook.cppn.emc2.compositional_score` asks, so a verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
 with ``detail: {"answer": "can't tell"}`` (like a VLM answer with no yes/no); agreement tables leave it out.
 
 Two ways to label: :func:`write_sheets` (PNG contact sheets, then a text file ``<item> y|n|?`` per line, read by
@@ -34,23 +39,40 @@ PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the conce
             "render and its name only; question 'Would you still call this a {concept}?'; answers yes / no / "
             "can't tell (stored false, detail can't tell); items shuffled across network kinds, seeds and "
             "deltas; key kept apart")
-LABELLER = "book authors"
+#: The first model labeller (batches 1 and 2): a multimodal AI model viewing the contact sheets, blind to the key.
+LABELLER = "labeller 1"
 #: the keys of :data:`LABELLER`'s two batches in ``data/judge_cache/`` (the first: earlier twins; the second: current)
-HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
-#: The labeller of the third batch: an AI assistant in another session, blind to the key and to the
-#: first labeller's answers; its verdicts have their own identity and cache file.
-SECOND_LABELLER = "second labeller"
+LABELLER_KEYS = ("labeller_key.json", "labeller_key_batch2.json")
+#: The model labeller of the third batch, blind to the key and to the first labeller's answers; its verdicts
+#: have their own identity and cache file.
+SECOND_LABELLER = "labeller 2"
+#: The model labeller of the overlap set (items labellers 1 and 2 answered), blind to both.
+THIRD_LABELLER = "labeller 3"
+#: Whose verdicts the widget stores by default: the reader's own (human) answers.
+READER = "reader"
 ANSWERS = {"y": "yes", "n": "no", "?": "can't tell"}
 RES = 64
 
 
-def human_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str:
-    """The judge identity of human verdicts: the labeller and the protocol (both part of every cache key)."""
-    checks.non_empty_str(labeller, "labeller")
+def _identity(kind: str, who: str, name: str, protocol: str) -> str:
+    checks.non_empty_str(who, name)
     checks.non_empty_str(protocol, "protocol")
-    if not labeller.strip() or not protocol.strip():
-        raise ValueError("labeller and protocol must be non-empty")
-    return f"human:{labeller}|protocol={protocol}"
+    if not who.strip() or not protocol.strip():
+        raise ValueError(f"{name} and protocol must be non-empty")
+    return f"{kind}:{who}|protocol={protocol}"
+
+
+def labeller_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str:
+    """The judge identity of a model labeller's blind verdicts, ``model:<labeller>|protocol=<protocol>`` (both
+    part of every cache key). Caches written under the earlier ``human:`` names are read through
+    :data:`compbook.cppn.judges.cache.RENAMED_IDENTITIES`."""
+    return _identity("model", labeller, "labeller", protocol)
+
+
+def reader_identity(reader: str = READER, protocol: str = PROTOCOL) -> str:
+    """The judge identity of a reader's own (human) verdicts, ``human:<reader>|protocol=<protocol>``: what
+    :class:`LabelWidget` stores by default, never mixed with the model labellers' caches."""
+    return _identity("human", reader, "reader", protocol)
 
 
 # -- the items ---------------------------------------------------------------------------------------------------
@@ -309,11 +331,12 @@ def read_labels(path) -> dict[int, str]:
 
 # -- the cache ---------------------------------------------------------------------------------------------------
 def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, identity: str | None = None) -> Path:
-    """Write the labelled key items into the human-verdict cache (``CachedJudge`` format); returns its path.
+    """Write the labelled key items into a verdict cache (``CachedJudge`` format; default: the first model
+    labeller's, :func:`labeller_identity`); returns its path.
 
     An existing file must have the same identity (else ``ValueError``); a question already stored with another
     answer is an error too (a verdict is never silently replaced)."""
-    identity = identity or human_identity()
+    identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
     items = _check_items(items, keys=("concept", "question", "item"))
     numbers = [it["item"] for it in items]
@@ -341,16 +364,18 @@ def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, ide
     return judges.write_cache(path, identity, entries)
 
 
-def human_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
-    """The stored human verdicts as a strict :class:`~compbook.cppn.judges.CachedJudge` (refuses another identity)."""
-    identity = identity or human_identity()
+def labeller_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
+    """A model labeller's stored verdicts (default: the first's) as a strict
+    :class:`~compbook.cppn.judges.CachedJudge` (refuses another identity)."""
+    identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
     return judges.CachedJudge(path if path is not None else judges.cache_path(identity), identity=identity)
 
 
 def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -> list[str | None]:
-    """The stored answer (``"yes"``, ``"no"``, ``"can't tell"``) of each key item, None where none is stored."""
-    identity = identity or human_identity()
+    """The stored answer (``"yes"``, ``"no"``, ``"can't tell"``) of each key item, None where none is stored
+    (default: the first model labeller's, :func:`labeller_identity`)."""
+    identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
     items = _check_items(items)
     _, entries = judges.read_cache(path if path is not None else judges.cache_path(identity))
@@ -361,13 +386,22 @@ def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -
     return out
 
 
+def reader_answers(items: Sequence[dict], path, reader: str = READER) -> list[str | None]:
+    """A reader's own (human) answers to key items, as stored by ``LabelWidget(items, images, path)``
+    (:func:`reader_identity`); None where the reader gave none. The model labellers' answers: :func:`answers_for`."""
+    if path is None:
+        raise ValueError("path: give the reader's own cache file (LabelWidget(..., path=...))")
+    return answers_for(items, path, reader_identity(reader))
+
+
 # -- the notebook widget -----------------------------------------------------------------------------------------
 class LabelWidget:
     """Label items in Jupyter: the reference render and the item, buttons yes / no / can't tell (chapter 5).
 
-    ``items`` are key dicts (:func:`plan_items`), ``images`` their renders. Answers collect in ``.labels``
-    ({item: 'y'|'n'|'?'}); with ``path`` each answer is also stored at once (:func:`store_verdicts`). Call
-    ``.show()`` in a live kernel only (the chapter checks that it is not headless).
+    ``items`` are key dicts (:func:`plan_items`), ``images`` their renders. These are the reader's own (human)
+    answers: they collect in ``.labels`` ({item: 'y'|'n'|'?'}; :meth:`answers` per item); with ``path`` each
+    answer is also stored at once (:func:`store_verdicts`) under ``identity`` (default :func:`reader_identity`,
+    never a model labeller's). Call ``.show()`` in a live kernel only (the chapter checks that it is not headless).
     """
 
     def __init__(self, items: Sequence[dict], images, path=None, identity: str | None = None):
@@ -376,7 +410,8 @@ class LabelWidget:
             raise ValueError(f"images must be the items' renders (N, 64, 64, 3), got {type(images).__name__}")
         if len(items) != len(images):
             raise ValueError(f"images: {len(images)} for {len(items)} items")
-        self.items, self.images, self.path, self.identity = list(items), images, path, identity
+        self.items, self.images, self.path = list(items), images, path
+        self.identity = identity or reader_identity()
         self.labels: dict[int, str] = {}
         self.pos = 0
 
@@ -390,6 +425,10 @@ class LabelWidget:
             b.on_click(lambda _, a=a: self.answer(a))
         self._update()
         display(w.VBox([self._text, w.HBox([self._ref, self._img]), w.HBox(buttons)]))
+
+    def answers(self) -> list[str | None]:
+        """The reader's answer (``"yes"``, ``"no"``, ``"can't tell"``) to each item so far, None where none."""
+        return [ANSWERS.get(self.labels.get(it["item"])) for it in self.items]
 
     def answer(self, a: str) -> None:
         """Record answer ``a`` ('y', 'n' or '?') for the current item and move to the next."""
