@@ -134,3 +134,48 @@ def test_trained_depth():
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message
+
+
+def test_second_exercises():
+    assert ex.check_corner_radius(1.4 * math.sqrt(2)).passed
+    assert "1.4" in ex.check_corner_radius(math.sqrt(2)).message
+    assert "clipped" in ex.check_corner_radius(1.0).message
+    assert ex.check_colours_needed(3).passed
+    assert "one direction per primitive" in ex.check_colours_needed(12).message
+    assert "alternates" in ex.check_colours_needed(2).message
+    assert ex.check_width_decay(math.log(2)).passed
+    assert "bits" in ex.check_width_decay(1.0).message
+    assert "not its log" in ex.check_width_decay(0.5).message
+    assert ex.check_score_stderr(lambda s, n: math.sqrt(s * (1 - s) / n)).passed
+    assert "square root" in ex.check_score_stderr(lambda s, n: s * (1 - s) / n).message
+    assert "sqrt(n)" in ex.check_score_stderr(lambda s, n: math.sqrt(s * (1 - s))).message
+    assert ex.check_phi_at_one(sum(optim.NS_COEFFICIENTS)).passed
+    assert "fixed point" in ex.check_phi_at_one(1.0).message
+    assert "linear term" in ex.check_phi_at_one(optim.NS_COEFFICIENTS[0]).message
+
+
+def test_redundant_pairs():
+    def pairs(s, t):
+        n = s.shape[0]
+        found = [(i, j) for i in range(n) for j in range(i + 1, n) if s[i, j] > t]
+        return sorted(found, key=lambda p: -float(s[p]))
+    assert ex.check_redundant_pairs(pairs).passed
+    def diag(s, t):
+        n = s.shape[0]
+        return sorted([(i, j) for i in range(n) for j in range(i, n) if s[i, j] > t], key=lambda p: -float(s[p]))
+    assert "diagonal" in ex.check_redundant_pairs(diag).message
+    def index_order(s, t):
+        n = s.shape[0]
+        return [(i, j) for i in range(n) for j in range(i + 1, n) if s[i, j] > t]
+    assert "index order" in ex.check_redundant_pairs(index_order).message
+
+
+def test_deepest_target():
+    from compbook.cppn.experiments import unknown_targets
+    imgs, _ = unknown_targets()
+    pred = {n: depth.predict_depth(im, rounded=False, extrapolate=True) for n, im in imgs.items()}
+    assert ex.check_deepest_target(max(pred, key=pred.get)).passed
+    r = ex.check_deepest_target(min(pred, key=pred.get))
+    assert not r.passed and "shallowest" in r.message
+    assert "not one of" in ex.check_deepest_target("a zebra").message
+    assert not ex.check_deepest_target(...).passed

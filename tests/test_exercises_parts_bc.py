@@ -173,3 +173,9 @@ def test_identification():
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message
+
+
+def test_probe_parameters():
+    assert bx.check_probe_parameters(lambda K, C, V, D: (K * C * V + 1) * D).passed
+    assert "bias" in bx.check_probe_parameters(lambda K, C, V, D: K * C * V * D).message
+    assert "every combination" in bx.check_probe_parameters(lambda K, C, V, D: (K * V ** C + 1) * D).message

@@ -171,3 +171,15 @@ def check_global_product(answer) -> Checked:
     mistakes = {"the object-product probe (objects summed, not multiplied)": object_product,
                 "the additive probe (a sum of every table)": additive}
     return check_function(answer, _global_product, _product_cases(), "the global-product probe", mistakes)
+
+
+# -- how big a probe is ------------------------------------------------------------------------------------------
+def check_probe_parameters(answer) -> Checked:
+    """Chapters 12-13: ``answer(K, C, V, D)`` is the number of parameters of a probe over K slots and C concepts of
+    V values each, into D dimensions: one ``(V, D)`` table per (slot, concept) and a bias (the same for the
+    additive and both product probes: they differ in form, not in size)."""
+    cases = [(2, 3, 5, 16), (3, 2, 4, 8), (1, 1, 2, 3)]
+    mistakes = {"the bias forgotten": lambda K, C, V, D: K * C * V * D,
+                "tables shared across slots": lambda K, C, V, D: (C * V + 1) * D,
+                "a table of every combination (V^C per slot)": lambda K, C, V, D: (K * V ** C + 1) * D}
+    return check_function(answer, lambda K, C, V, D: (K * C * V + 1) * D, cases, "the probe's size", mistakes)

@@ -205,3 +205,86 @@ def check_trained_depth(answer, depth_range: tuple[int, int] = (2, 8)) -> Checke
                 "truncated instead of rounded": lambda im: int(np.clip(int(depth.predict_depth(
                     im, rounded=False, extrapolate=True)), lo, hi))}
     return check_function(answer, reference, cases, "the trained depth", mistakes)
+
+
+# -- second exercises per chapter: predict, then check ------------------------------------------------------------
+def check_corner_radius(answer) -> Checked:
+    """Chapter 1: the ``d`` input a CPPN reads at the image's corner (x = y = 1)."""
+    want = float(coordinate_grid(2)[-1, 2])
+    return check_value(answer, want, "d at the corner", {"sqrt(2), the factor 1.4 forgotten": math.sqrt(2),
+                                                         "1, the clipped value the figure shows": 1.0})
+
+
+def check_colours_needed(answer, r: int = 12, k: int = 3) -> Checked:
+    """Chapter 2: the fewest directions (colours) a ring of ``r`` primitives read ``k`` at a time needs, so that
+    primitives read by one node never share a direction (``r`` divisible by ``k``: exactly ``k``)."""
+    ring = [tuple((i + j) % r for j in range(k)) for i in range(r)]
+    want = int(theory.greedy_colouring(theory.cooccurrence(ring, r)).max()) + 1
+    return check_value(answer, want, f"colours for a ring of {r} read {k} at a time",
+                       {"one direction per primitive": r, "two (a ring alternates colours)": 2})
+
+
+def check_width_decay(answer, p: float = 0.5) -> Checked:
+    """Chapter 3: how fast rho falls per extra unit of width for the one-unit target at L = 1 (in nats:
+    ``-d ln rho / dW``)."""
+    from .tables import tiny_targets
+    want = theory.width_decay_rate(tiny_targets()["one unit"], 1, p)
+    return check_value(answer, want, "the width decay rate", {"the rate in bits (log base 2)": want / math.log(2),
+                                                              "the factor rho shrinks by, not its log":
+                                                                  math.exp(-want)}, rtol=1e-6)
+
+
+def check_score_stderr(answer) -> Checked:
+    """Chapter 5: ``answer(score, n)`` is the binomial standard error of an EMC2 score over ``n`` perturbations."""
+    cases = [(0.5, 40), (0.9, 120), (0.25, 8)]
+    mistakes = {"the variance (no square root)": lambda s, n: s * (1 - s) / n,
+                "sqrt(n) missing (the spread of one verdict)": lambda s, n: math.sqrt(s * (1 - s))}
+    return check_function(answer, lambda s, n: math.sqrt(s * (1 - s) / n), cases, "the standard error", mistakes)
+
+
+def check_redundant_pairs(answer) -> Checked:
+    """Chapter 6: ``answer(similarity (n, n), threshold)`` lists SP's redundant pairs ``(i, j)``, ``i < j``, with
+    similarity above ``threshold``, most similar first (as a list of pairs)."""
+    from .prune import redundant_pairs
+    g = torch.Generator().manual_seed(61)
+    cases = []
+    for n in (5, 7):
+        s = torch.rand(n, n, generator=g, dtype=torch.float64)
+        s = (s + s.T) / 2
+        s.fill_diagonal_(1.0)
+        cases.append((s, 0.6))
+
+    def with_diagonal(s, t):
+        n = s.shape[0]
+        pairs = [(i, j) for i in range(n) for j in range(i, n) if s[i, j] > t]
+        return sorted(pairs, key=lambda p: -float(s[p]))
+
+    def unordered(s, t):
+        return sorted(redundant_pairs(s, t))
+    mistakes = {"pairs of a neuron with itself (the diagonal, similarity 1)": with_diagonal,
+                "pairs in index order, not most similar first": unordered}
+    return check_function(answer, redundant_pairs, cases, "the redundant pairs", mistakes)
+
+
+def check_phi_at_one(answer) -> Checked:
+    """Chapter 8: where one quintic Newton-Schulz step sends a singular value of exactly 1: ``phi(1)``."""
+    a, b, c = optim.NS_COEFFICIENTS
+    return check_value(answer, a + b + c, "phi(1)", {"1, a fixed point (it is not: the quintic oscillates)": 1.0,
+                                                    "a alone (the linear term)": a})
+
+
+def check_deepest_target(answer) -> Checked:
+    """Chapter 9: the name of the unknown target the depth line gives the deepest network."""
+    from .experiments import unknown_targets
+    if not isinstance(answer, str):
+        return not_an_answer(answer, "target name") or wrong(f"expected a target's name, got {type(answer).__name__}")
+    full_size, _ = unknown_targets()
+    predicted = {n: depth.predict_depth(img, rounded=False, extrapolate=True) for n, img in full_size.items()}
+    want = max(predicted, key=predicted.get)
+    if answer == want:
+        return correct(f"{want!r}: predicted depth {predicted[want]:.1f}, the lowest PNG ratio")
+    if answer not in predicted:
+        return wrong(f"{answer!r} is not one of chapter 9's targets: {sorted(predicted)}")
+    shallow = min(predicted, key=predicted.get)
+    hint = " (that is the shallowest: a high ratio means a simple image)" if answer == shallow else ""
+    return wrong(f"{answer!r} gets depth {predicted[answer]:.1f}, not the deepest{hint}")
