@@ -1,4 +1,4 @@
-"""Part A's claims table: each claim of paper A, reproduced / not reproduced / inconclusive (``09b_part_a_claims``).
+"""Part A's claims table: each claim of paper A, reproduced / not reproduced / inconclusive (``notes_part_a_claims``).
 
 Numbers come from files a command in this repository wrote, never typed by hand:
 
@@ -314,7 +314,7 @@ def theory_claims(theory: dict) -> list[dict]:
 def counting_claims(counted: dict, rule: str = "separated") -> list[dict]:
     """Picbreeder above FER's own SGD networks (the paper's SGD side), under every counting rule and delta policy
     of ``counted`` (``data/emc2/counting.json``, :mod:`compbook.cppn.counting`) and each of its judges: pooled
-    scores over the networks of each kind with their 95% intervals (chapter 5, re-read in chapter 9b)."""
+    scores over the networks of each kind with their 95% intervals (chapter 5, re-read in notes_part_a_claims)."""
     from . import counting
     rule = checks.choice(rule, "rule", RULES)
     checks.mapping(counted, "counted")
@@ -365,7 +365,7 @@ def load_labelled() -> dict:
     return checks.json_file(data_dir() / "semantic" / "validation_batch3.json", "stored validation")
 
 
-#: How the rows of :func:`fer_claims` begin (chapter 9b counts them apart).
+#: How the rows of :func:`fer_claims` begin (notes_part_a_claims counts them apart).
 #: the judge name of the claims read off the second model labeller's verdicts (FER's networks, chapter 5)
 SECOND_LABELLER_ROWS = "model labeller 2"
 FER_LABELS = {"fer": "FER's networks", "fertwin": "FER twins", "8fer": "FER's architecture, dense"}

@@ -1,4 +1,4 @@
-"""Part A's judges by name: one registry, used wherever Part A builds a judge (chapters 5-9b).
+"""Part A's judges by name: one registry, used wherever Part A builds a judge (chapters 5-9 and their notes).
 
 SAELens' architecture registry is the model: :data:`JUDGES` maps a name to a constructor and
 :func:`make_judge` builds one by name. The panel of chapters 6-9 (:func:`compbook.cppn.panel.default_panel`), the
