@@ -115,10 +115,10 @@ def _mean_half(values) -> tuple[float, float]:
     return t_interval(np.asarray(values, dtype=float))
 
 
-def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = None):
+def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = None, ev_target: float | None = None):
     """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
     t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.study.study_table` rows; the column
-    ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line."""
+    ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
     from .experiment import method_name
 
     df = study.assign(**{"L0 / k": study["L0 patches"] / study.k})
@@ -138,13 +138,15 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
                     color=line.lines[0].get_color(), alpha=0.35, ms=3)
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
+        if ev_target is not None and c == "EV":
+            ax.axhline(ev_target, color="grey", lw=0.8, ls="--")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
         ax.set_title(c, fontsize=10)
         ax.set_xlabel("k", fontsize=8)
         ax.tick_params(labelsize=7)
-    axes.flat[0].legend(fontsize=6, loc="lower right")
+    axes.flat[min(1, len(columns) - 1)].legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     return fig
 
