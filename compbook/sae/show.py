@@ -178,6 +178,6 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
             axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1)
             axes.flat[0].text(len(saes) - 0.5, rate, f"the paper, {p}", fontsize=6, ha="right", va="bottom")
     axes.flat[0].set_ylabel("share of latents", fontsize=8)
-    axes.flat[0].legend(fontsize=7, loc="center right")
+    axes.flat[-1].legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     return fig
