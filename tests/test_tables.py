@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from compbook.cppn import panel, picbreeder, tables, theory
+from compbook.cppn import claims, panel, picbreeder, tables, theory
 from compbook.stats import fmt, mean_ci
 
 
@@ -391,4 +391,4 @@ def test_per_network_scores_split_the_twins_and_add_fer():
 
 
 def test_readings_follow_the_intervals():
-    assert tables.readings(_reread()).loc["skull", 0.5] == "not reproduced"
+    assert claims.readings(_reread()).loc["skull", 0.5] == "not reproduced"

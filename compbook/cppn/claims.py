@@ -439,6 +439,20 @@ def reading(pb: dict, sg: dict, rule: str = "separated") -> str:
     return READ[verdict(pb, sg, rule=rule)]
 
 
+def readings(reread: dict, judge: str | None = None) -> pd.DataFrame:
+    """Chapter 5's verdict on the paper's claim per target and delta under ``judge`` (default: the chosen one):
+    Picbreeder against the SGD twins pooled (:func:`reading`), one column per delta."""
+    import pandas as pd
+    checks.mapping(reread, "reread")
+    judge = judge or next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
+    by = {(r["concept"], r["network"], r["delta"]): r for r in reread["rows"] if r["judge"] == judge}
+    if not by:
+        raise ValueError(f"judge {judge!r}: no rows in reread")
+    rows = [{"target": c, "delta": d, "reading": reading(r, by[(c, "sgd", d)]).split(":")[0]}
+            for (c, net, d), r in by.items() if net == "picbreeder"]
+    return pd.DataFrame(rows).pivot(index="target", columns="delta", values="reading")
+
+
 def live_table(results: dict, cfg):
     """Chapter 5's live scores (:func:`compbook.cppn.tables.live_scores`) as a table: Picbreeder and the SGD
     seeds pooled (Wilson), and the reading, per target."""

@@ -340,19 +340,6 @@ def per_network_scores(reread: dict, counted: dict | None = None, judge: str | N
     return df
 
 
-def readings(reread: dict, judge: str | None = None) -> pd.DataFrame:
-    """Chapter 5's verdict on the paper's claim per target and delta under ``judge`` (default: the chosen one):
-    Picbreeder against the SGD twins pooled (:func:`compbook.cppn.claims.reading`), one column per delta."""
-    from .claims import reading
-    checks.mapping(reread, "reread")
-    judge = judge or next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
-    by = {(r["concept"], r["network"], r["delta"]): r for r in reread["rows"] if r["judge"] == judge}
-    if not by:
-        raise ValueError(f"judge {judge!r}: no rows in reread")
-    rows = [{"target": c, "delta": d, "reading": reading(r, by[(c, "sgd", d)]).split(":")[0]}
-            for (c, net, d), r in by.items() if net == "picbreeder"]
-    return pd.DataFrame(rows).pivot(index="target", columns="delta", values="reading")
-
 
 # -- chapter 5: a second labeller -----------------------------------------------------------------------
 #: how chapter 5 names the network kinds of the labelled items
