@@ -497,15 +497,25 @@ def sidecar_agrees(header, facts: dict, where) -> dict:
     sidecar field (dotted for nested ones: ``"config.d_sae"``) to the value the tensors imply (a width read off
     a weight's shape, a count of stored models). ``ValueError`` naming ``where`` (the file), the field, the
     sidecar's value and the tensors'; a field the sidecar lacks is named as missing. The sidecar-against-tensors
-    rule. Returns ``header``."""
+    rule. A fact may be a pair ``(read, implied)``: ``read(stated)`` is compared instead (the widths of a list of
+    layers: ``"activations": (lambda a: [len(l) for l in a], [3, 3])``). Returns ``header``."""
     mapping(header, f"{where} (sidecar)")
     for key, implied in facts.items():
+        read = None
+        if isinstance(implied, tuple) and len(implied) == 2 and callable(implied[0]):
+            read, implied = implied
         stated = _field(header, key)
         if stated is _MISSING:
-            raise ValueError(f"{where}: the sidecar has no field {key!r} (the tensors say {implied!r})")
+            raise ValueError(f"{where}: the sidecar has no field {key!r} (the tensors say {implied!r:.80})")
+        if read is not None:
+            try:
+                stated = read(stated)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+                raise ValueError(f"{where}: sidecar field {key!r} is {stated!r:.80}, which the tensors' "
+                                 f"{implied!r:.80} cannot be read against") from None
         if _normal(stated) != _normal(implied):
-            raise ValueError(f"{where}: sidecar field {key!r} is {stated!r:.80}, but the tensors say {implied!r:.80} "
-                             f"(edited sidecar, or tensors of another checkpoint)")
+            raise ValueError(f"{where}: sidecar field {key!r} gives {stated!r:.80}, but the tensors say "
+                             f"{implied!r:.80} (edited sidecar, or tensors of another checkpoint)")
     return header
 
 
