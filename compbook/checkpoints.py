@@ -137,17 +137,21 @@ def load(path, *, format: str, names=None, facts=None) -> tuple[dict[str, torch.
                          f"(missing {sorted(set(names) - set(tensors))}, extra {sorted(set(tensors) - set(names))})")
     recorded, stored = header.get("tensor_shapes"), shapes(tensors)
     recorded = recorded if isinstance(recorded, dict) else None
+    implied, failed = None, None
+    if facts is not None:           # first: the sidecar field that disagrees says most
+        try:
+            implied = facts(tensors)
+        except (KeyError, IndexError, AttributeError, TypeError, RuntimeError) as e:
+            failed = e
+        if implied is not None:
+            checks.sidecar_agrees(header, implied, cfg_path)
     if recorded is not None and set(recorded) != set(stored):
         raise ValueError(f"{st_path}: tensor names differ from those in {cfg_path.name} (missing "
                          f"{sorted(set(recorded) - set(stored))}, extra {sorted(set(stored) - set(recorded))}: "
                          f"renamed, or tensors of another checkpoint)")
-    if facts is not None:
-        try:
-            implied = facts(tensors)
-        except (KeyError, IndexError, AttributeError, TypeError, RuntimeError) as e:
-            raise ValueError(f"{st_path}: the tensors do not have the expected layout ({type(e).__name__}: "
-                             f"{e})") from None
-        checks.sidecar_agrees(header, implied, cfg_path)
+    if failed is not None:
+        raise ValueError(f"{st_path}: the tensors do not have the layout {cfg_path.name} describes "
+                         f"({type(failed).__name__}: {failed})")
     for k in sorted(stored) if recorded is not None else ():
         if _normal(recorded[k]) != stored[k]:
             raise ValueError(f"{st_path}: tensor {k!r} is {stored[k][0]} of shape {tuple(stored[k][1])}, but "

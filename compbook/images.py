@@ -25,11 +25,13 @@ def psnr(a, b) -> float:
 def load_image(path, res: int | None = None) -> np.ndarray:
     """An image file as RGB floats ``(H, W, 3)`` in [0, 1], optionally resized to ``res x res``."""
     path = checks.file_path(path, "image file")
+    if res is not None:
+        res = checks.check_render_size(res, 3 * 3, 8, f"a {res} px image")
     try:
         img = Image.open(path).convert("RGB")
     except (OSError, SyntaxError) as e:
         raise ValueError(f"image file {path}: not a readable image ({e})") from None
-    return to_square(np.asarray(img, dtype=np.float64) / 255.0, res) if res else np.asarray(img) / 255.0
+    return to_square(np.asarray(img), res) if res is not None else np.asarray(img) / 255.0
 
 
 def to_square(image, res: int) -> np.ndarray:
@@ -89,7 +91,7 @@ def to_uint8(image) -> np.ndarray:
 def resize(image, res: int) -> np.ndarray:
     """``image`` ``(H, W, 3)`` in [0, 1] resized to ``(res, res, 3)`` (PIL bicubic on 8 bits; no crop: a
     non-square image is squashed, so crop first if that matters). Returns floats in [0, 1]."""
-    res = checks.integer(res, "res")
+    res = checks.check_render_size(res, 3 * 3, 8, f"a {res} px image")
     out = Image.fromarray(to_uint8(image)).resize((res, res), Image.BICUBIC)
     return np.asarray(out, dtype=np.float64) / 255.0
 
