@@ -106,5 +106,6 @@ def as_target(target, name: str = "target") -> torch.Tensor:
     if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3] or 0 in a.shape:
         raise ValueError(f"{name}: shape {tuple(a.shape)} is not a square RGB image (H, W, 3) or "
                          f"(B, H, W, 3) with H = W >= 1")
+    checks.allocation(a.shape, f"{name} of shape {tuple(a.shape)}", 8)
     check_values(a, name)
     return torch.as_tensor(a).float()
