@@ -1,4 +1,4 @@
-"""Visible code lines per result, per chapter (issue 20): ``python benchmarks/chapter_code_lines.py chapters``.
+"""Visible code lines per result, per chapter: ``python benchmarks/chapter_code_lines.py chapters``.
 
 A *visible code line* is a non-blank, non-comment line of a code cell the page shows (not tagged ``hide-input``,
 ``remove-input`` or ``remove-cell``; the Colab setup cell excluded). A *result* is a code cell that shows

@@ -171,6 +171,38 @@ def missing_navigation(browser) -> list[str]:
     return problems
 
 
+MAX_SCREENS, MAX_TABLES = 12, 4      # a main chapter's bounds (CONTRIBUTING.md, "A main chapter")
+
+
+def measures(browser) -> dict:
+    """The page as a reader meets it: screens of 900 px at 1280 px wide, tables, figures (images and sliders
+    outside sliders' frames counted once per slider), and words of text in the article."""
+    return browser.execute_script("""
+        const art = document.querySelector('article') || document.body;
+        const imgs = Array.from(art.querySelectorAll('img')).filter(i => !i.closest('.compbook-slider'));
+        return {screens: document.documentElement.scrollHeight / 900,
+                tables: art.querySelectorAll('table').length,
+                figures: imgs.length + art.querySelectorAll('.compbook-slider').length,
+                words: art.innerText.split(/\\s+/).filter(w => /[A-Za-z0-9]/.test(w)).length};""")
+
+
+def too_long(browser, page: str) -> list[str]:
+    """A main chapter (``chapters/NN_...``) within the bounds: at most 12 screens, 4 tables, and at least as many
+    figures as tables. Notes chapters and the landing page may be long."""
+    if not Path(page).name[:2].isdigit():
+        return []
+    m = measures(browser)
+    problems = []
+    if m["screens"] > MAX_SCREENS:
+        problems.append(f"{m['screens']:.1f} screens of 900 px at 1280 px (at most {MAX_SCREENS}): move the audit "
+                        "to the part's notes chapter")
+    if m["tables"] > MAX_TABLES:
+        problems.append(f"{m['tables']} tables (at most {MAX_TABLES})")
+    if m["figures"] < m["tables"]:
+        problems.append(f"{m['figures']} figures for {m['tables']} tables (figures over tables)")
+    return problems
+
+
 CHECKS = [errors_shown, broken_images, overflowing, raw_math, dead_sliders, missing_navigation]
 
 
