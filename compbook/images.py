@@ -79,8 +79,20 @@ def as_array(image) -> np.ndarray:
 
 def check_values(a: np.ndarray, name: str) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``a`` holds finite floats in [0, 1] (we refuse to guess that
-    8-bit values need dividing by 255): :func:`compbook.checks.unit_image`."""
-    checks.unit_image(a, name)
+    8-bit values need dividing by 255): the rule of :func:`compbook.checks.unit_image`, worded ``name: ...``."""
+    try:
+        checks.unit_image(a, name)
+    except ValueError as e:
+        text = str(e).removeprefix(name).lstrip(": ")
+        if "dtype" in text:
+            text = f"dtype {a.dtype} is not floating point; pass floats in [0, 1] (e.g. uint8 / 255)"
+        elif "NaN" in text:
+            text = f"contains NaN or inf ({text.split('(', 1)[-1]}"
+        else:
+            text = text.replace("must lie in [0, 1], got values in", "values span").replace(
+                " (values up", ", expected [0, 1] (values up") if "(values up" in text else \
+                text.replace("must lie in [0, 1], got values in", "values span") + ", expected [0, 1]"
+        raise ValueError(f"{name}: {text}") from None
 
 
 def to_uint8(image) -> np.ndarray:
