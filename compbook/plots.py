@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from . import checks
+
 
 def _np(img) -> np.ndarray:
     return img.detach().cpu().numpy() if isinstance(img, torch.Tensor) else np.asarray(img)
@@ -15,22 +17,36 @@ def _np(img) -> np.ndarray:
 
 def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: int | None = None,
                 size: float = 2.2, suptitle: str | None = None):
-    """Show images ``(H, W, 3)`` in [0, 1] (or ``(H, W)`` maps, shown with a diverging colour map) in a grid."""
+    """Show images ``(H, W, 3)`` in [0, 1] (or ``(H, W)`` maps in [-1, 1], shown with a diverging colour map) in
+    a grid. 8-bit data, NaN and other shapes are refused (never clipped to white or black)."""
+    images = checks.sequence(images, "images")
     n = len(images)
-    if titles is not None and len(titles) != n:
-        raise ValueError(f"titles: {len(titles)} titles for {n} images")
-    ncols = ncols or n
+    if titles is not None:
+        titles = checks.sequence(titles, "titles", n, n)
+    ncols = n if ncols is None else checks.integer(ncols, "ncols")
+    size = checks.real(size, "size", 0, 100, low_open=True)
+    arrays = []
+    for k, img in enumerate(images):
+        a = _np(img)
+        if a.ndim == 3 and a.shape[-1] == 3 and min(a.shape[:2]) >= 1:
+            checks.unit_image(a, f"images[{k}]")
+        elif a.ndim == 2 and min(a.shape) >= 1:
+            checks.value_range(a, f"images[{k}] (a map)", -1, 1)
+        else:
+            raise ValueError(f"images[{k}] must be an image (H, W, 3) or a map (H, W), got shape {a.shape}")
+        arrays.append(a)
+    checks.check_render_size(1, 3 * sum(a.size for a in arrays), 8, f"show_images of {n} images")
     nrows = -(-n // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + (0.4 if suptitle else 0)),
                              squeeze=False)
     for k, ax in enumerate(axes.flat):
         ax.axis("off")
         if k < n:
-            img = _np(images[k])
+            img = arrays[k]
             if img.ndim == 2:
                 ax.imshow(img, cmap="RdBu_r", vmin=-1, vmax=1)
             else:
-                ax.imshow(np.clip(img, 0, 1))
+                ax.imshow(img)
             if titles is not None:
                 ax.set_title(titles[k], fontsize=9)
     if suptitle:
@@ -45,7 +61,16 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
 
     Neurons whose map is constant over the grid (idle padding, unused copies) are drawn blank.
     """
-    width = max(m.shape[0] for m in maps) if max_per_layer is None else max_per_layer
+    maps = checks.sequence(maps, "maps")
+    for l, m in enumerate(maps):
+        t = checks.instance(m, f"maps[{l}]", torch.Tensor, " (width, H, W)")
+        if t.ndim != 3 or min(t.shape) < 1:
+            raise ValueError(f"maps[{l}] must be a tensor (width, H, W), got shape {tuple(t.shape)}")
+        checks.finite(t, f"maps[{l}]")
+    width = max(m.shape[0] for m in maps) if max_per_layer is None else checks.integer(max_per_layer,
+                                                                                         "max_per_layer")
+    checks.integer(width * len(maps), "feature_map_grid: panels (width x layers)", 1, 4096)
+    size = checks.real(size, "size", 0, 100, low_open=True)
     fig, axes = plt.subplots(len(maps), width, figsize=(size * width, size * len(maps) + 0.3), squeeze=False)
     for l, layer in enumerate(maps):
         for i, ax in enumerate(axes[l]):
@@ -62,7 +87,11 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
 
 
 def loss_curves(curves: dict, title: str = "training loss", ax=None):
-    """Plot ``{label: losses (steps,)}`` on a log y axis."""
+    """Plot ``{label: losses (steps,)}`` on a log y axis (finite losses > 0: a log axis cannot show others)."""
+    curves = checks.mapping(curves, "curves", 1)
+    curves = {label: checks.reals(v, f"curves[{label!r}]", ndim=1) for label, v in curves.items()}
+    for label, v in curves.items():
+        checks.value_range(v, f"curves[{label!r}]", 0)
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3))
     for label, losses in curves.items():
@@ -74,7 +103,11 @@ def loss_curves(curves: dict, title: str = "training loss", ax=None):
 
 def slider_twin(draw: Callable, values: Sequence, label: str, ncols: int | None = None, size: float = 2.0):
     """The static twin of a slider: ``draw(value, ax)`` for each value the slider can take, in one figure."""
-    ncols = ncols or len(values)
+    if not callable(draw):
+        raise ValueError(f"draw must be a callable draw(value, ax), got {type(draw).__name__}")
+    values = checks.sequence(values, "values", 1, 64)
+    ncols = len(values) if ncols is None else checks.integer(ncols, "ncols")
+    size = checks.real(size, "size", 0, 100, low_open=True)
     nrows = -(-len(values) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.3), squeeze=False)
     for ax in axes.flat:

@@ -399,16 +399,26 @@ def object_phrase(space: ObjectSpace, object_id: int) -> list:
     return words
 
 
+#: The most objects a scene holds (the largest layout's slots): a caption of more is refused.
+MAX_OBJECTS = max(len(c) for c, _ in LAYOUTS.values())
+
+
+def _scene_objects(space, objects) -> list:
+    checks.instance(space, "space", ObjectSpace)
+    objects = checks.sequence(objects, "objects", 1, MAX_OBJECTS)
+    return [int(checks.index(o, f"objects[{i}]", space.n_objects, "the object space")) for i, o in enumerate(objects)]
+
+
 def caption(space: ObjectSpace, objects) -> str:
     """Caption of a scene, objects in slot order joined by "and": "a red square and a blue circle"."""
-    objects = checks.sequence(objects, "objects")
+    objects = _scene_objects(space, objects)
     return " and ".join(" ".join(w for w, _ in object_phrase(space, o)) for o in objects)
 
 
 def caption_tokens(space: ObjectSpace, objects):
     """(ids (L,), token_object (L,), token_concept (L,)) with <bos>/<eos>; -1 where a token names no object
     (object index) or no concept (concept index)."""
-    objects = checks.sequence(objects, "objects")
+    objects = _scene_objects(space, objects)
     vocab = vocabulary(space)
     ids, tob, tcon = [vocab.bos_id], [-1], [-1]
     for i, o in enumerate(objects):
@@ -483,29 +493,30 @@ def patchify(image: np.ndarray, masks: np.ndarray, p: int) -> PatchGrid:
     return PatchGrid(patches, lab, frac, (gh, gw), p)
 
 
-def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) -> None:
-    """ValueError unless ``res`` draws this layout's smallest object at least MIN_OBJECT_PX wide."""
+def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) -> int:
+    """``res`` as an int (:func:`compbook.checks.integer`: ``64.0`` is 64), after ValueError unless it draws this
+    layout's smallest object at least MIN_OBJECT_PX wide, within the render budget."""
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r}: not one of {tuple(LAYOUTS)}")
-    if not isinstance(res, (int, np.integer)) or isinstance(res, (bool, np.bool_)):
-        raise ValueError(f"resolution={res!r}: must be an int")
+    res = checks.integer(res, "resolution")
     if space is not None:
         checks.instance(space, "space", ObjectSpace)
     smallest = 1.0
     if space is not None and "size" in space.concepts:
         smallest = min(SIZES[v] for v in space.values[space.concept_index("size")])
     px = LAYOUTS[layout][1] * res * smallest
-    if not isinstance(res, (int, np.integer)) or px < MIN_OBJECT_PX:
+    if px < MIN_OBJECT_PX:
         raise ValueError(f"resolution={res!r}: too small to draw the shapes of layout {layout!r} "
                          f"(objects would be {px:.1f} px wide, need >= {MIN_OBJECT_PX:g})")
     # peak buffers: coverage per slot (float64), colour and image, and the supersampled crop of one object
     checks.check_render_size(res, len(LAYOUTS[layout][0]) + 5 + 12 * (LAYOUTS[layout][1] * SUPERSAMPLE) ** 2, 8,
                              f"a {layout!r} scene at {res} px")
+    return res
 
 
 def _check_scene(space, objects, slots, layout, res):
     checks.instance(space, "space", ObjectSpace)
-    check_resolution(res, layout, space)
+    res = check_resolution(res, layout, space)
     n_slots = len(LAYOUTS[layout][0])
     objects = tuple(int(o) for o in checks.integers(objects, "objects", ndim=1))
     if not 1 <= len(objects) <= n_slots:
@@ -517,7 +528,7 @@ def _check_scene(space, objects, slots, layout, res):
     for o in objects:
         if not 0 <= o < space.n_objects:
             raise ValueError(f"objects: id {o} outside 0..{space.n_objects - 1}")
-    return objects, slots
+    return objects, slots, res
 
 
 def _compose(space, objects, slots, layout, res):
@@ -536,7 +547,7 @@ def render_scene(space: ObjectSpace, objects, res: int = 64, layout: str = "pair
 
     ``render_scene(clevr2d(), (5, 13), res=224)`` is the paper's two-object CLEVR-2D scene.
     """
-    objects, slots = _check_scene(space, objects, slots, layout, res)
+    objects, slots, res = _check_scene(space, objects, slots, layout, res)
     image, cov = _compose(space, objects, slots, layout, res)
     ids, tob, tcon = caption_tokens(space, objects)
     return Scene(image, cov >= 0.5, objects, slots, space.object_values(np.array(objects)),
@@ -546,14 +557,18 @@ def render_scene(space: ObjectSpace, objects, res: int = 64, layout: str = "pair
 def render_images(space: ObjectSpace, scenes, res: int = 64, layout: str = "pair", slots=None) -> np.ndarray:
     """Images only, for training: ``scenes`` (N, k) object ids -> (N, res, res, 3) float32."""
     checks.instance(space, "space", ObjectSpace)
+    res = check_resolution(res, layout, space)
+    shape = np.shape(scenes) if isinstance(scenes, np.ndarray) else None
+    if shape is not None and len(shape) == 2:      # the budget before any copy of a large array
+        checks.allocation((shape[0], res, res, 3), f"render_images: {shape[0]} images at {res} px")
     scenes = checks.integers(scenes, "scenes")
     if scenes.ndim != 2 or not scenes.size:
         raise ValueError(f"scenes: need an (N, k) array of object ids, N, k >= 1, got shape {scenes.shape}")
-    check_resolution(res, layout, space)
-    checks.check_budget(12.0 * len(scenes) * res * res, f"render_images: {len(scenes)} images at {res} px")
+    checks.allocation((len(scenes), res, res, 3), f"render_images: {len(scenes)} images at {res} px")
+    checks.index(scenes, "scenes", space.n_objects, "the object space")
     out = np.empty((len(scenes), res, res, 3), np.float32)
     for i, objs in enumerate(scenes):
-        objs, sl = _check_scene(space, objs, slots, layout, res)
+        objs, sl, _ = _check_scene(space, objs, slots, layout, res)
         out[i] = _compose(space, objs, sl, layout, res)[0]
     return out
 

@@ -24,6 +24,7 @@ from . import checks
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval (95% by default) of a binomial proportion ``k / n``; ``(nan, nan)`` for ``n = 0``."""
     k, n = checks.integer(k, "k", 0), checks.integer(n, "n", 0)
+    z = checks.real(z, "z", 0, low_open=True)
     if k > n:
         raise ValueError(f"k must be at most n, got k = {k} > n = {n}")
     if n == 0:
@@ -39,15 +40,31 @@ def pooled_draws(p: np.ndarray, n: np.ndarray, n_boot: int, rng: np.random.Gener
     """``(n_boot,)`` bootstrap draws of a pooled proportion over networks with per-network rates ``p`` ``(G,)``
     and counts ``n`` ``(G,)``: each draw resamples the networks with replacement, then the verdicts of each drawn
     network (a binomial with its own rate)."""
-    p, n = np.asarray(p, float), np.asarray(n, int)
+    p, n = _rates_and_counts(p, n)
+    n_boot = checks.integer(n_boot, "n_boot")
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    checks.allocation((n_boot, len(p)), f"pooled_draws: n_boot={n_boot} draws of {len(p)} networks", 8 * 4)
     pick = rng.integers(0, len(p), size=(n_boot, len(p)))
     return rng.binomial(n[pick], p[pick]).sum(1) / n[pick].sum(1)
+
+
+def _rates_and_counts(p, n) -> tuple[np.ndarray, np.ndarray]:
+    """Per-network rates ``p`` in [0, 1] and whole counts ``n`` >= 1, one of each per network."""
+    p = checks.reals(p, "p (per-network rates)", ndim=1)
+    checks.value_range(p, "p (per-network rates)", 0, 1)
+    n = checks.integers(n, "n (per-network counts)", 1, ndim=1)
+    if len(p) < 1 or len(p) != len(n):
+        raise ValueError(f"p and n must hold one rate and one count per network (at least one), got {len(p)} "
+                         f"rates and {len(n)} counts")
+    return p, n
 
 
 def pooled_ci(p, n, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of :func:`pooled_draws` at ``level``."""
     n_boot = checks.integer(n_boot, "n_boot")
-    level = checks.real(level, "level", 0, 1)
+    level = checks.real(level, "level", 0, 1, low_open=True, high_open=True)
+    seed = checks.integer(seed, "seed", 0)
     draws = pooled_draws(p, n, n_boot, np.random.default_rng(seed))
     a = (1 - level) / 2
     return float(np.quantile(draws, a)), float(np.quantile(draws, 1 - a))
@@ -55,19 +72,22 @@ def pooled_ci(p, n, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> t
 
 def mean_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> dict:
     """``{"score": mean, "ci95"}`` of ``values`` (e.g. one final loss per seed): a percentile bootstrap."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 1 or len(v) < 2 or not np.isfinite(v).all():
+    v = checks.reals(values, "values")
+    if v.ndim != 1 or len(v) < 2:
         raise ValueError(f"values must be at least two finite numbers, got {values!r:.80}")
+    n_boot, seed = checks.integer(n_boot, "n_boot"), checks.integer(seed, "seed", 0)
+    checks.allocation((n_boot, len(v)), f"mean_ci: n_boot={n_boot} draws of {len(v)} values", 8 * 2)
     means = v[np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))].mean(1)
     return {"score": float(v.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float]:
     """``(mean, half-width)`` of the Student-t interval of ``values`` ``(n,)``; the half-width is NaN for n < 2."""
-    from scipy import stats as st
-    v = np.asarray(values, dtype=float)
+    v = checks.reals(values, "values")
+    level = checks.real(level, "level", 0, 1, low_open=True, high_open=True)
     if v.ndim != 1 or len(v) == 0:
         raise ValueError(f"values must be a non-empty 1-D sequence, got shape {v.shape}")
+    from scipy import stats as st
     if len(v) < 2:
         return float(v.mean()), float("nan")
     return float(v.mean()), float(st.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
@@ -75,7 +95,7 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float]:
 
 def paired_t(a, b, level: float = 0.95) -> tuple[float, float]:
     """:func:`t_interval` of ``b - a`` (two arrays paired element by element)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = checks.reals(a, "values a"), checks.reals(b, "values b")
     if a.shape != b.shape:
         raise ValueError(f"a and b must be paired (same shape), got {a.shape} and {b.shape}")
     return t_interval(b - a, level)
@@ -83,13 +103,17 @@ def paired_t(a, b, level: float = 0.95) -> tuple[float, float]:
 
 def fmt(row, digits: int = 2) -> str:
     """``0.83 [0.77, 0.88]`` of a row ``{"score", "ci95"}`` (a number alone when there is no interval)."""
-    if isinstance(row, (int, float)):
+    digits = checks.integer(digits, "digits", 0, 20)
+    if isinstance(row, (int, float, np.integer, np.floating)) and not isinstance(row, bool):
         return f"{row:.{digits}f}"
-    return f"{row['score']:.{digits}f} [{row['ci95'][0]:.{digits}f}, {row['ci95'][1]:.{digits}f}]"
+    s, lo, hi = interval_of(row, "row")
+    return f"{s:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def fmt_pm(mean: float, half: float, digits: int = 3) -> str:
     """``0.512 ± 0.010``."""
+    mean, half = checks.real(mean, "mean"), checks.real(half, "half", 0)
+    digits = checks.integer(digits, "digits", 0, 20)
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
@@ -100,13 +124,16 @@ DIRECTIONS = ("greater", "less")
 
 def interval_of(x, name: str) -> tuple[float, float, float]:
     """``(score, lo, hi)`` of a row ``{"score", "ci95"}`` or of a plain number (an exact value)."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        if not math.isfinite(x):
-            raise ValueError(f"{name} must be finite, got {x!r}")
-        return float(x), float(x), float(x)
+    if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)):
+        x = checks.real(x, name)
+        return x, x, x
     if not isinstance(x, dict) or "score" not in x or "ci95" not in x:
         raise ValueError(f"{name} must be a number or a row with 'score' and 'ci95', got {x!r:.100}")
-    s, (lo, hi) = float(x["score"]), (float(v) for v in x["ci95"])
+    ci = x["ci95"]
+    if isinstance(ci, (str, bytes, dict)) or not isinstance(ci, (Sequence, np.ndarray)) or len(ci) != 2:
+        raise ValueError(f"{name}: ci95 must be two numbers [lo, hi], got {ci!r:.80}")
+    s = checks.real(x["score"], f"{name}: score")
+    lo, hi = (checks.real(v, f"{name}: ci95") for v in ci)
     if not all(math.isfinite(v) for v in (s, lo, hi)) or not lo - 1e-9 <= s <= hi + 1e-9:   # rounding
         raise ValueError(f"{name}: need finite lo <= score <= hi, got score {s} and ci95 [{lo}, {hi}]")
     return s, lo, hi

@@ -98,7 +98,7 @@ CASES = {
     "patchify masks of floats 0.3": lambda c: S.patchify(np.zeros((8, 8, 3)), np.full((1, 8, 8), 0.3), 4),
     "Scene.patches p=5": lambda c: c.scene.patches(5),
     # -- rendering -----------------------------------------------------------------------------------------------
-    "check_resolution res=64.0": lambda c: S.check_resolution(64.0, "pair"),
+    "check_resolution res=64.5": lambda c: S.check_resolution(64.5, "pair"),
     "check_resolution res=True": lambda c: S.check_resolution(True, "pair"),
     "check_resolution layout='grid4'": lambda c: S.check_resolution(64, "grid4"),
     "check_resolution res=100000 (memory)": lambda c: S.check_resolution(100000, "pair"),

@@ -88,6 +88,11 @@ class Backprop:
                 or 0 in target.shape:
             raise ValueError(f"target must be a square RGB tensor (H, W, 3) or (B, H, W, 3), got "
                              f"{tuple(target.shape)}")
+        checks.check_render_size(target.shape[-2], 8 + 4 * max(model.widths), model.mask0.element_size(),
+                                 "Backprop's buffers (target)", batch=target.shape[0] if target.ndim == 4 else 1)
+        checks.unit_image(target, "target")
+        if group_bytes is not None:
+            group_bytes = checks.integer(group_bytes, "group_bytes")
         device = target.device if device is None else torch.device(device)
         dtype = model.mask0.dtype
         self.depth, self.color, self.straight_through = model.depth, model.color, straight_through

@@ -158,9 +158,11 @@ def deltas_for(net: CountedNetwork, weights, policy: str, scale: float = SCALE, 
 def sample_weights(weights, sample: int | None, seed: int = 0):
     """A seeded uniform sample (without replacement, kept in order) of ``sample`` weights; all when fewer."""
     sample = checks.optional_integer(sample, "sample")
+    seed = checks.integer(seed, "seed", 0)
+    weights = checks.sequence(weights, "weights", 0)
     if sample is None or sample >= len(weights):
         return list(weights)
-    keep = torch.randperm(len(weights), generator=torch.Generator().manual_seed(int(seed) + 7919))[:sample]
+    keep = torch.randperm(len(weights), generator=torch.Generator().manual_seed(seed + 7919))[:sample]
     return [weights[j] for j in keep.sort().values.tolist()]
 
 

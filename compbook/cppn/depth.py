@@ -38,8 +38,7 @@ PNG_LEVEL = 9
 # -- the PNG proxy -----------------------------------------------------------------------------------------------
 def png_bytes(image, level: int = PNG_LEVEL) -> int:
     """Size in bytes of ``image`` ``(H, W, 3)`` in [0, 1] written as an 8-bit RGB PNG by PIL at zlib ``level``."""
-    if isinstance(level, bool) or level not in range(10):
-        raise ValueError(f"level must be a zlib level 0..9, got {level!r}")
+    level = checks.integer(level, "level (zlib)", 0, 9)
     buf = io.BytesIO()
     Image.fromarray(to_uint8(image)).save(buf, format="PNG", compress_level=level)
     return buf.tell()
@@ -85,7 +84,11 @@ class DepthLine:
 def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = RATIO_RES, source: str = "",
                    labels: Sequence[str] = ()) -> DepthLine:
     """Least-squares line through ``(ratio_k, depth_k)``: needs >= 2 points with at least two distinct ratios."""
-    r, d = np.asarray(ratios, dtype=np.float64), np.asarray(depths, dtype=np.float64)
+    r, d = checks.reals(ratios, "ratios", finite=False), checks.reals(depths, "depths", finite=False)
+    res = checks.integer(res, "res")
+    labels = tuple(checks.sequence(labels, "labels", 0))
+    if labels and len(labels) != len(r):
+        raise ValueError(f"labels: {len(labels)} labels for {len(r)} ratios (give one per point, or none)")
     if r.ndim != 1 or d.shape != r.shape:
         raise ValueError(f"ratios and depths must be 1-D of one length, got {r.shape} and {d.shape}")
     if len(r) < 2 or np.ptp(r) == 0:
@@ -95,7 +98,7 @@ def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = 
     slope, intercept = np.polyfit(r, d, 1)
     residuals = d - (slope * r + intercept)
     return DepthLine(float(slope), float(intercept), tuple(r.tolist()), tuple(d.tolist()),
-                     tuple(residuals.tolist()), int(res), source, tuple(labels))
+                     tuple(residuals.tolist()), res, source, labels)
 
 
 #: The book's default line: our ratios (this module's definition, 256 px renders by :func:`compbook.cppn.picbreeder.render`)
@@ -177,6 +180,11 @@ DEFAULT_ACTIVATIONS = ("gaussian", "sin", "tanh", "identity")
 def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict[str, int]:
     """Activation counts for one layer of ``width`` neurons, dealt round-robin over ``names`` (our choice)."""
     width = checks.integer(width, "width")
+    checks.check_budget(16.0 * width * width, f"mixed_layout(width={width}): a layer of {width:,} neurons")
+    names = checks.sequence(names, "names (activations)")
+    for n in names:
+        from .network import check_activation
+        check_activation(n, "names (activations)")
     counts = dict.fromkeys(names, 0)
     for k in range(width):
         counts[names[k % len(names)]] += 1
@@ -201,6 +209,10 @@ class DepthSweep:
     def column(self, key: str) -> np.ndarray:
         """``(n_depths, n_seeds)`` array of ``key`` ("loss", "score", "n_weights", or a judge's name when the
         sweep was scored by several judges), depths in order."""
+        known = {"loss", "score", "n_weights", "depth", "seed"} | (set(self.rows[0].get("scores", {}))
+                                                                   if self.rows else set())
+        if not isinstance(key, str) or key not in known:
+            raise ValueError(f"key must be one of {sorted(known)}, got {key!r}")
         return np.array([[r[key] if key in r else r["scores"][key] for r in self.rows if r["depth"] == d]
                          for d in self.depths], dtype=np.float64)
 
@@ -229,6 +241,8 @@ class DepthSweep:
         independently per depth) and return how often each depth has the highest mean ``key``."""
         col = self.column(key)                                        # (depths, seeds)
         n_d, n_s = col.shape
+        n_boot, seed = checks.integer(n_boot, "n_boot"), checks.integer(seed, "seed", 0)
+        checks.allocation((n_boot, n_d, n_s), f"peak_frequencies: n_boot={n_boot} draws", 8 * 3)
         idx = np.random.default_rng(seed).integers(0, n_s, size=(n_boot, n_d, n_s))
         means = col[np.arange(n_d)[None, :, None], idx].mean(axis=-1)  # (n_boot, depths)
         counts = np.bincount(means.argmax(axis=1), minlength=n_d) / n_boot
@@ -236,6 +250,7 @@ class DepthSweep:
 
     def best(self, depth: int) -> tuple[int, CPPN]:
         """``(seed, model)`` of the best run at ``depth``: highest score, then lowest loss."""
+        depth = checks.integer(depth, "depth")
         rows = [r for r in self.rows if r["depth"] == depth]
         if not rows:
             raise ValueError(f"depth {depth!r} is not in this sweep ({self.depths})")
@@ -294,6 +309,10 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
                     {"model", "judge", "concept", "seed", "progress"})
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
+    width, steps = checks.integer(width, "width"), checks.integer(steps, "steps", 0)
+    lr = checks.real(lr, "lr", 0, low_open=True)
+    checks.check_budget(16.0 * width * width * max(depths) * len(seeds),
+                        f"depth_sweep: {len(seeds)} networks of depth {max(depths)} x width {width}")
     target = as_target(target)
     if target.ndim != 3:
         raise ValueError(f"target: one image (H, W, 3), got {tuple(target.shape)}")

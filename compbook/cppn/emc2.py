@@ -354,6 +354,10 @@ def _iter_renders(model: CPPN, weights, deltas, res: int, batch_size: int, engin
 def render_perturbations(model: CPPN, weights: Sequence[tuple[int, int, int]], deltas, res: int = 64,
                          batch_size: int = 64, engine: str = "fast") -> torch.Tensor:
     """Renders ``(M, res, res, 3)`` in [0, 1] of ``model`` with ``weights[m]`` changed by ``deltas[m]``."""
+    checks.instance(model, "model", CPPN)
+    weights = checks.sequence(weights, "weights", 0)
+    res = _check_res(res, model)
+    checks.allocation((len(weights), res, res, 3), f"render_perturbations: {len(weights)} renders at {res} px", 4)
     weights = [_check_weight(model, w) for w in weights]
     deltas = checks.tensor(deltas, "deltas", floating=False).to(torch.float64).reshape(-1)
     if len(deltas) != len(weights):
@@ -370,6 +374,8 @@ def weight_sweep(model: CPPN, weight: tuple[int, int, int], values, res: int = 6
     """FER's weight sweep: renders ``(len(values), res, res, 3)`` with ``weight`` set to each of ``values``."""
     l, o, i = _check_weight(model, weight)
     values = checks.tensor(values, "values", floating=False).to(torch.float64).reshape(-1)
+    res = _check_res(res, model)
+    checks.allocation((len(values), res, res, 3), f"weight_sweep: {len(values)} renders at {res} px", 4)
     w = float(model.weights[l].detach()[o, i])
     return render_perturbations(model, [(l, o, i)] * len(values), values - w, res)
 
@@ -480,10 +486,9 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
 def random_hidden_weights(model: CPPN, k: int = 4, seed: int = 0) -> list[tuple[int, int, int]]:
     """``k`` non-zero weights feeding hidden neurons (not the output layer), drawn at random with ``seed``: the
     weights chapter 1 sweeps (our choice)."""
-    if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k, seed = checks.integer(k, "k"), checks.integer(seed, "seed", 0)
     hidden = [w for w in nonzero_weights(model) if w[0] < model.depth]
-    idx = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(int(seed)))[:int(k)]
+    idx = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(seed))[:k]
     return [hidden[i] for i in idx.tolist()]
 
 
@@ -508,9 +513,12 @@ def verdict_examples(model: CPPN, result: ScoreResult, scorer, k: int = 4, seed:
     ``scorer(images, reference) -> (B,)`` gives each render a number to show (e.g. ``SSIMJudge.scores``).
     Returns ``[(kept: bool, weights, images (n, res, res, 3), scores (n,))]``, kept first.
     """
-    if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    g = torch.Generator().manual_seed(int(seed))
+    k, seed = checks.integer(k, "k"), checks.integer(seed, "seed", 0)
+    checks.instance(model, "model", CPPN)
+    checks.instance(result, "result", ScoreResult, " (compositional_score(...))")
+    if not callable(scorer):
+        raise ValueError(f"scorer must be callable (images, reference) -> scores, got {type(scorer).__name__}")
+    g = torch.Generator().manual_seed(seed)
     out = []
     for keep in (True, False):
         idx = (result.verdicts == keep).nonzero().flatten()

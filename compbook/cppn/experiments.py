@@ -211,6 +211,7 @@ def half_mse(model: CPPN, target, res: int) -> tuple[float, float]:
     if res < 2:
         raise ValueError(f"res must be >= 2 (two halves), got {res}")
     checks.tensor(target, "target", (res, res, 3))
+    checks.unit_image(np.asarray(target), "target")
     err = (model.render(res).detach().numpy() - np.asarray(target)) ** 2
     return float(err[:, : res // 2].mean()), float(err[:, res // 2:].mean())
 

@@ -57,14 +57,25 @@ def layout_from_counts(counts: Mapping[str, int]) -> list[str]:
     """One layer's activation layout from counts, e.g. ``{"cache": 15, "gaussian": 4, "sin": 1}`` (FER's arch)."""
     if not isinstance(counts, Mapping):
         raise ValueError(f"counts must be a mapping name -> count, got {counts!r}")
-    layer = []
+    layer, sizes = [], {}
     for name, n in counts.items():
         check_activation(name, "layout_from_counts")
         n = checks.integer(n, f"layout_from_counts: count of {name!r}", None)
         if n < 0:
             raise ValueError(f"layout_from_counts: negative count {n} for {name!r}")
+        sizes[name] = n
+    checks.check_budget(8.0 * sum(sizes.values()), f"layout_from_counts({sizes!r:.80}): a layer of "
+                                                   f"{sum(sizes.values()):,} neurons")
+    for name, n in sizes.items():
         layer += [name] * n
     return layer
+
+
+def check_size(widths: Sequence[int], n_out: int, what: str) -> None:
+    """Refuse, before anything is allocated, a network whose weights, masks and their copies (about 16 bytes
+    per weight) and activation lists would exceed the memory budget (:func:`compbook.checks.check_budget`)."""
+    n = sum(o * i for o, i in zip(list(widths) + [n_out], [len(INPUT_NAMES)] + list(widths)))
+    checks.check_budget(16.0 * n + 8.0 * sum(widths), f"{what}: {n:,} weights")
 
 
 def coordinate_grid(res: int, dtype=torch.float32, device=None) -> torch.Tensor:
@@ -72,7 +83,7 @@ def coordinate_grid(res: int, dtype=torch.float32, device=None) -> torch.Tensor:
 
     x and y are ``linspace(-1, 1, res)``; x varies along columns, y along rows; d = 1.4 * sqrt(x^2 + y^2); bias = 1.
     """
-    res = checks.integer(res, "res")
+    res = checks.check_render_size(res, 12, 4, "coordinate_grid")
     t = torch.linspace(-1.0, 1.0, res, dtype=dtype, device=device)
     y, x = torch.meshgrid(t, t, indexing="ij")
     d = 1.4 * torch.sqrt(x * x + y * y)
@@ -284,6 +295,8 @@ class CPPN(nn.Module):
         dims ``(..., out, in)`` (many networks of this architecture at once). With ``return_features`` also
         returns each hidden layer's post-activation ``(..., N, width_l)``.
         """
+        coords = checks.tensor(checks.instance(coords, "coords", torch.Tensor, " (N, 4)"), "coords",
+                               (None, len(INPUT_NAMES)))
         ws = self.weights if weights is None else self._check_stack(weights, "weights")
         ms = self.masks if masks is None else self._check_stack(masks, "masks")
         h, feats = coords, []
@@ -363,6 +376,8 @@ def uniform_cppn(depth: int, width: int, activation: str | Mapping[str, int] = "
     ``"12;cache:15,gaussian:4,identity:2,sin:1"`` is ``uniform_cppn(12, 22, {"cache": 15, ...})``).
     """
     depth, width = checks.integer(depth, "depth"), checks.integer(width, "width")
+    checks.check_budget(16.0 * width * width * depth + 8.0 * depth * width,
+                        f"uniform_cppn(depth={depth}, width={width}): {depth * width * width:,} weights")
     layer = [check_activation(activation, "uniform_cppn")] * width if isinstance(activation, str) \
         else layout_from_counts(activation)
     if len(layer) != width:
@@ -382,6 +397,8 @@ def _check_layers(activations) -> list[list[str]]:
                              f"{layer!r:.80}; e.g. [{layer!r}] * width")
         if len(layer) < 1:
             raise ValueError(f"activations[{l}]: every hidden layer needs at least one neuron (width >= 1)")
+    check_size([len(layer) for layer in activations], 3, f"CPPN of {len(activations)} hidden layers")
+    for l, layer in enumerate(activations):
         for name in layer:
             check_activation(name, f"activations[{l}]")
     return [list(layer) for layer in activations]

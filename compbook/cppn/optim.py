@@ -41,12 +41,13 @@ def newton_schulz(G: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS,
     transpose (its Gram matrix is the smaller one). Computed in ``dtype`` (default: ``G``'s own); the input is
     never modified. A zero matrix maps to zero.
     """
+    checks.instance(G, "G", torch.Tensor, " (..., m, n)")
     if G.ndim < 2:
         raise ValueError(f"G: shape {tuple(G.shape)} is not a matrix or a stack of matrices (..., m, n)")
+    checks.finite(G, "G")
     steps = checks.integer(steps, "steps", 0)
-    if len(coefficients) != 3:
-        raise ValueError(f"coefficients must be three numbers (a, b, c), got {coefficients!r}")
-    a, b, c = coefficients
+    a, b, c = _coefficients(coefficients)
+    eps = checks.real(eps, "eps", 0, low_open=True)
     X = G.to(dtype or G.dtype)
     tall = X.shape[-2] > X.shape[-1]
     if tall:
@@ -60,6 +61,13 @@ def newton_schulz(G: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS,
         X = torch.baddbmm(X, B, X, beta=a)                 # a X + B X
     X = X.reshape(*lead, *X.shape[-2:])
     return (X.mT if tall else X).to(G.dtype)
+
+
+def _coefficients(coefficients) -> tuple[float, float, float]:
+    """``coefficients`` as three finite numbers ``(a, b, c)``."""
+    if isinstance(coefficients, (str, bytes)) or not hasattr(coefficients, "__len__") or len(coefficients) != 3:
+        raise ValueError(f"coefficients must be three numbers (a, b, c), got {coefficients!r:.60}")
+    return tuple(checks.real(v, "coefficients") for v in coefficients)
 
 
 def shape_scale(shape) -> float:
@@ -84,6 +92,9 @@ class Muon(torch.optim.Optimizer):
         momentum = checks.real(momentum, "momentum", 0, 1, high_open=True)
         weight_decay = checks.real(weight_decay, "weight_decay", 0)
         ns_steps = checks.integer(ns_steps, "ns_steps", 0)
+        nesterov = checks.boolean(nesterov, "nesterov")
+        eps = checks.real(eps, "eps", 0, low_open=True)
+        coefficients = _coefficients(coefficients)
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                         ns_steps=ns_steps, coefficients=tuple(coefficients), eps=eps, dtype=dtype)
         super().__init__(params, defaults)
@@ -133,7 +144,9 @@ CUBIC_COEFFICIENTS = (1.5, -0.5, 0.0)
 def singular_value_map(s: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS) -> torch.Tensor:
     """What ``steps`` Newton-Schulz steps do to one singular value ``s`` (any shape, elementwise): the odd
     polynomial ``phi(s) = a s + b s^3 + c s^5`` applied ``steps`` times (chapter 8's figure)."""
-    a, b, c = coefficients
+    steps = checks.integer(steps, "steps", 0)
+    a, b, c = _coefficients(coefficients)
+    s = checks.finite(s, "s")
     for _ in range(steps):
         s = a * s + b * s**3 + c * s**5
     return s
@@ -145,6 +158,10 @@ def against_torch_muon(steps: int = 10, shape=(22, 8), seed: int = 1, **settings
     lr 0.02, momentum 0.95, Nesterov, weight decay 0.1). Returns how far the reference moved the matrix
     (``"moved"``, max |change|) and our largest deviation from it with the Newton-Schulz iteration in bfloat16
     (``"bfloat16"``) and float32 (``"float32"``)."""
+    steps, seed = checks.integer(steps, "steps", 0), checks.integer(seed, "seed", 0)
+    shape = tuple(checks.allocation(shape, "shape", 4 * (steps + 4)))
+    if len(shape) != 2 or 0 in shape:
+        raise ValueError(f"shape must be a matrix shape (out, in), got {shape}")
     if not hasattr(torch.optim, "Muon"):
         return None
     settings = dict(dict(lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.1), **settings)

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .. import checks
 from ..stats import pooled_ci, wilson
 
 SCORE_RES = 64
@@ -94,12 +95,14 @@ def panel_verdicts(model, judge_map: dict, concept: str, delta: float = 0.5, res
 def groups_from_counts(k_n) -> list[np.ndarray]:
     """Bool arrays (k True then n - k False) from per-network counts ``[[k, n], ...]``: all that
     :func:`summary` and :func:`bootstrap_ci` need of stored verdicts."""
-    out = []
-    for j, kn in enumerate(k_n):
-        if len(kn) != 2 or not 0 <= int(kn[0]) <= int(kn[1]) or int(kn[1]) < 1:
-            raise ValueError(f"k_n[{j}] must be [k, n] with 0 <= k <= n, n >= 1, got {kn!r}")
-        out.append(np.repeat([True, False], [int(kn[0]), int(kn[1]) - int(kn[0])]))
-    return out
+    pairs = []
+    for j, kn in enumerate(checks.sequence(k_n, "k_n")):
+        kn = checks.integers(kn, f"k_n[{j}] ([k, n])", 0, ndim=1)
+        if len(kn) != 2 or not kn[0] <= kn[1] or kn[1] < 1:
+            raise ValueError(f"k_n[{j}] must be [k, n] with 0 <= k <= n, n >= 1, got {kn.tolist()!r}")
+        pairs.append((int(kn[0]), int(kn[1])))
+    checks.check_budget(2.0 * sum(n for _, n in pairs), f"k_n: {sum(n for _, n in pairs):,} verdicts")
+    return [np.repeat([True, False], [k, n - k]) for k, n in pairs]
 
 
 @torch.no_grad()

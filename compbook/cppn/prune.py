@@ -64,9 +64,11 @@ def _target_at(target, res: int | None) -> torch.Tensor:
     target = as_target(target)
     if target.ndim != 3:
         raise ValueError(f"target: expected one image (H, W, 3), got {tuple(target.shape)}")
-    if res is None or res == target.shape[0]:
+    if res is None:
         return target
-    res = _check_count(res, "res", 1)
+    res = checks.check_render_size(res, 12, 4, "the target's resize")
+    if res == target.shape[0]:
+        return target
     img = F.interpolate(target.permute(2, 0, 1)[None], size=(res, res), mode="area")
     return img[0].permute(1, 2, 0).clamp(0, 1)
 
@@ -74,6 +76,7 @@ def _target_at(target, res: int | None) -> torch.Tensor:
 # -- masks and sparsity ----------------------------------------------------------------------------------------
 def sparsity(masks: Sequence[torch.Tensor]) -> float:
     """Fraction of zero entries over all layers' masks (0 = dense); works for weight lists too."""
+    masks = _check_masks(masks)
     total = sum(m.numel() for m in masks)
     return 1.0 - float(sum((m != 0).sum() for m in masks)) / total
 
@@ -81,8 +84,28 @@ def sparsity(masks: Sequence[torch.Tensor]) -> float:
 _sparsity = sparsity      # the functions below take an argument named ``sparsity``
 
 
+def _check_masks(masks, chain: bool = False) -> list[torch.Tensor]:
+    """``masks`` as a non-empty list of finite 2-D tensors (``chain``: layer l + 1 reads layer l's outputs)."""
+    if isinstance(masks, torch.Tensor):
+        raise ValueError(f"masks must be a list of (out, in) tensors, one per layer, got one tensor")
+    masks = checks.sequence(masks, "masks")
+    out = []
+    for l, m in enumerate(masks):
+        t = checks.tensor(m, f"masks[{l}]", (None, None), floating=False)
+        if not t.numel():
+            raise ValueError(f"masks[{l}] is empty, shape {tuple(t.shape)}")
+        out.append(t)
+    if chain:
+        for l in range(len(out) - 1):
+            if out[l + 1].shape[1] != out[l].shape[0]:
+                raise ValueError(f"masks: layer {l + 1} reads {out[l + 1].shape[1]} inputs but layer {l} has "
+                                 f"{out[l].shape[0]} outputs")
+    return out
+
+
 def layer_sparsity(masks: Sequence[torch.Tensor]) -> list[float]:
     """Fraction of zero entries in each layer's mask."""
+    masks = _check_masks(masks)
     return [1.0 - float((m != 0).sum()) / m.numel() for m in masks]
 
 
@@ -157,7 +180,8 @@ def input_norms(model: CPPN, res: int = 32) -> list[torch.Tensor]:
 
     Layer 0's inputs are (x, y, d, bias); layer ``l > 0``'s are hidden layer ``l-1``'s post-activations.
     """
-    res = _check_count(res, "res", 1)
+    checks.instance(model, "model", CPPN)
+    res = checks.check_render_size(res, 4 + 2 * sum(model.widths), model.mask0.element_size(), "input_norms")
     coords = coordinate_grid(res, dtype=model.mask0.dtype)
     with torch.no_grad():
         _, feats = model.forward(coords, return_features=True)
@@ -278,6 +302,7 @@ def remove_neurons(masks: Sequence[torch.Tensor], neurons: Sequence[Neuron]) -> 
 
 def alive_neurons(masks: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Per hidden layer, a bool ``(width_l,)``: the neuron still has an incoming or an outgoing connection."""
+    masks = _check_masks(masks, chain=True)
     return [(masks[l] != 0).any(dim=1) | (masks[l + 1] != 0).any(dim=0) for l in range(len(masks) - 1)]
 
 
@@ -384,8 +409,13 @@ def redundant_pairs(similarity: torch.Tensor, threshold: float,
                     alive: torch.Tensor | None = None) -> list[tuple[int, int]]:
     """Pairs ``(i, j)``, ``i < j``, both alive, with ``similarity[i, j] > threshold``, most similar first."""
     threshold = checks.real(threshold, "threshold")
+    similarity = checks.tensor(checks.instance(similarity, "similarity", torch.Tensor, " (n, n)"), "similarity",
+                               (None, None))
     n = similarity.shape[0]
-    alive = torch.ones(n, dtype=torch.bool) if alive is None else alive.bool()
+    if similarity.shape[1] != n:
+        raise ValueError(f"similarity must be a square (n, n) matrix, got shape {tuple(similarity.shape)}")
+    alive = torch.ones(n, dtype=torch.bool) if alive is None else \
+        torch.as_tensor(checks.bools(torch.as_tensor(alive).cpu().numpy(), "alive", n))
     i, j = torch.triu_indices(n, n, offset=1)
     keep = (similarity[i, j] > threshold) & alive[i] & alive[j]
     i, j, s = i[keep], j[keep], similarity[i[keep], j[keep]]
@@ -402,6 +432,14 @@ def choose_removals(pairs: Sequence[tuple[int, int]], generator: torch.Generator
     set never contains both neurons of any redundant pair, and every removed neuron has a kept twin whose map it
     resembles. At most ``max_pairs`` pairs are taken (``None``: no limit). Returns the removed indices.
     """
+    checks.instance(generator, "generator", torch.Generator)
+    max_pairs = checks.optional_integer(max_pairs, "max_pairs", 0)
+    pairs = checks.sequence(pairs, "pairs", 0)
+    if pairs:
+        idx = checks.integers(pairs, "pairs", 0, ndim=2)
+        if idx.shape[1] != 2 or (idx[:, 0] == idx[:, 1]).any():
+            raise ValueError(f"pairs must be (i, j) pairs of two distinct neurons, got {pairs!r:.80}")
+        pairs = [tuple(p) for p in idx.tolist()]
     neighbours: dict[int, set[int]] = {}
     for i, j in pairs:
         neighbours.setdefault(i, set()).add(j)

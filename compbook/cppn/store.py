@@ -15,7 +15,7 @@ import torch
 
 from .. import checks
 from ..checkpoints import files, load as _load, read_header, save as _save
-from .network import CPPN
+from .network import COLOR_MODES, CPPN
 
 FORMAT = "compbook-cppn/1"
 
@@ -56,7 +56,7 @@ def load_cppn(path) -> CPPN:
     """
     cfg_path, st_path = files(path)
     config = _read_config(path)
-    tensors, _ = _load(path, format=FORMAT)
+    tensors, _ = _load(path, format=FORMAT, facts=_facts)
     n = len(config["activations"]) + 1 if isinstance(config["activations"], list) else 0
     missing = [k for l in range(n) for k in (f"weight{l}", f"mask{l}") if k not in tensors]
     if missing:
@@ -69,6 +69,18 @@ def load_cppn(path) -> CPPN:
     if content_hash(model) != config.get("content_hash"):
         raise ValueError(f"{st_path}: weights do not match the content hash in {cfg_path.name} (corrupt or edited)")
     return model
+
+
+def _facts(tensors) -> dict:
+    """What the tensors say about the sidecar (:func:`compbook.checks.sidecar_agrees`): the hidden layers'
+    widths (``activations``) and the output width (``color``)."""
+    n = sum(1 for k in tensors if k.startswith("weight"))
+    weights = [tensors[f"weight{l}"] for l in range(n)]
+    widths = [int(w.shape[0]) for w in weights[:-1]]
+    colors = {v: k for k, v in COLOR_MODES.items()}
+    out = int(weights[-1].shape[0]) if weights else 0
+    return {"activations": (lambda a: [len(l) for l in a] if isinstance(a, list) else a, widths),
+            "color": colors.get(out, f"{out} outputs")}
 
 
 def load_metadata(path) -> dict:

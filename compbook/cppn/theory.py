@@ -84,6 +84,8 @@ def orthonormal_frame(r: int, d: int, seed: int | None = None) -> np.ndarray:
     r, d = _positive_int(r, "r"), _positive_int(d, "d")
     if r > d:
         raise ValueError(f"orthonormal_frame: r = {r} orthonormal vectors do not fit in R^{d} (need r <= d)")
+    seed = checks.optional_integer(seed, "seed", 0)
+    checks.allocation((d, d), f"orthonormal_frame in R^{d}", 8 * 3)
     if seed is None:
         return np.eye(d)[:r]
     Q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))
@@ -190,6 +192,8 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
     lr = checks.real(lr, "lr", 0, low_open=True)
     p_start = checks.real(p_start, "p_start", 1)
     p_end = checks.real(p_end, "p_end", p_start)
+    seed = checks.integer(seed, "seed", 0)
+    checks.allocation((restarts, r, d), f"minimise_coherence: restarts={restarts} frames ({r}, {d})", 8 * 8)
     if r <= d:
         return orthonormal_frame(r, d)                                      # exact: coherence 0
     X = np.random.default_rng(seed).standard_normal((restarts, r, d))
@@ -211,8 +215,9 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
 # -- local interference under compositional sparsity (chapter 2) --------------------------------------------------
 def _check_groups(groups, r: int) -> list[tuple[int, ...]]:
     out = []
-    for g in groups:
-        g = tuple(checks.integer(i, "groups: each feature index", 0) for i in g)
+    for g in checks.sequence(groups, "groups", 0):
+        g = tuple(checks.index(i, "groups: each feature index", r, "the frame's rows")
+                  for i in checks.sequence(g, "groups: each group", 0))
         if any(i < 0 or i >= r for i in g) or len(set(g)) != len(g):
             raise ValueError(f"groups: {g} must hold distinct feature indices in 0..{r - 1}")
         out.append(g)
@@ -259,6 +264,7 @@ def local_welch_bound(groups: Sequence[Sequence[int]], d: int) -> float:
 def cooccurrence(groups: Sequence[Sequence[int]], r: int) -> np.ndarray:
     """``(r, r)`` bool: features i != j that some node reads together (they must not interfere)."""
     r = _positive_int(r, "r")
+    checks.allocation((r, r), f"cooccurrence of r={r} features", 1)
     A = np.zeros((r, r), dtype=bool)
     for g in _check_groups(groups, r):
         A[np.ix_(g, g)] = True
@@ -297,6 +303,7 @@ def local_orthogonal_frame(groups: Sequence[Sequence[int]], r: int, d: int, seed
     guaranteed (zero); the global coherence is whatever the blocks allow.
     """
     r, d = _positive_int(r, "r"), _positive_int(d, "d")
+    seed = checks.integer(seed, "seed", 0)
     colour = greedy_colouring(cooccurrence(groups, r))
     n_colours = int(colour.max()) + 1
     if n_colours > d:
@@ -400,6 +407,8 @@ def dag_from_genome(genome) -> LayeredDAG:
 def network_shapes(target: LayeredDAG, W: int, L: int) -> list[tuple[int, int]]:
     """``(out, in)`` of every layer of the width-W, depth-L network with the target's inputs and outputs."""
     W, L = _positive_int(W, "W"), _positive_int(L, "L")
+    checks.instance(target, "target", LayeredDAG)
+    checks.check_budget(24.0 * L, f"the layer list of a network of width W={W} and depth L={L}")
     sizes = [target.n_in] + [W] * L + [target.n_out]
     return list(zip(sizes[1:], sizes[:-1]))
 
@@ -411,6 +420,7 @@ def embed(target: LayeredDAG, W: int, L: int) -> list[np.ndarray]:
     output layer reads them as the target's output layer reads layer L*. ValueError if W < W_min or L < L*.
     """
     shapes = network_shapes(target, W, L)
+    checks.check_budget(float(sum(a * b for a, b in shapes)), f"embed: the masks of width W={W}, depth L={L}")
     if W < target.width or L < target.depth:
         raise ValueError(f"embed: the target (W_min={target.width}, L*={target.depth}) does not fit in "
                          f"W={W}, L={L}")
@@ -511,6 +521,7 @@ def rho_exact(target: LayeredDAG, W: int, L: int, p: float = 0.5, chunk: int = 2
     Independent of the closed form: only the basin's definition is used. N (possible edges) <= 22.
     """
     _check_p(p)
+    chunk = _positive_int(chunk, "chunk")
     shapes = network_shapes(target, W, L)
     sizes = [a * b for a, b in shapes]
     N = sum(sizes)
@@ -535,7 +546,10 @@ def rho_monte_carlo(target: LayeredDAG, W: int, L: int, p: float = 0.5, n: int =
     """
     _check_p(p)
     n = _positive_int(n, "n")
+    seed, chunk = checks.integer(seed, "seed", 0), _positive_int(chunk, "chunk")
     shapes = network_shapes(target, W, L)
+    checks.check_budget(9.0 * min(chunk, n) * sum(a * b for a, b in shapes),
+                        f"rho_monte_carlo: chunk={chunk} masks at a time")
     rng, hits = np.random.default_rng(seed), 0
     for start in range(0, n, chunk):
         b = min(chunk, n - start)
