@@ -55,6 +55,12 @@ def tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
+def shapes(tensors: Mapping[str, torch.Tensor]) -> dict:
+    """``{name: [dtype, [shape]]}`` of the tensors, as the sidecar records them (``tensor_shapes``): what lets
+    :func:`load` say which tensor differs, not only that the digest does."""
+    return {k: [str(tensors[k].dtype).removeprefix("torch."), list(tensors[k].shape)] for k in sorted(tensors)}
+
+
 def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str, made_by: str | None = None) -> Path:
     """Write ``path.safetensors`` and ``path.json`` (``header`` plus ``format``, ``made_by`` and
     ``tensor_digest``) and record both in the registry (:func:`compbook.results.record`); returns the JSON path.
@@ -70,7 +76,8 @@ def save(path, tensors: Mapping[str, torch.Tensor], header: dict, *, format: str
     command = made_by or header.get("made_by") or results.made_by(cfg_path)
     try:
         text = json.dumps(results.place_made_by({"format": format} | header, command)
-                          | {"tensor_digest": tensor_digest(tensors)}, indent=1, allow_nan=False)
+                          | {"tensor_digest": tensor_digest(tensors), "tensor_shapes": shapes(tensors)},
+                          indent=1, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"metadata is not JSON-able ({e}): {header!r:.200}; nothing was written") from None
     cfg_path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,12 +112,18 @@ def read_header(path, *, format: str) -> dict:
     return header
 
 
-def load(path, *, format: str, names=None) -> tuple[dict[str, torch.Tensor], dict]:
+def load(path, *, format: str, names=None, facts=None) -> tuple[dict[str, torch.Tensor], dict]:
     """``(tensors, header)`` of a checkpoint written by :func:`save`.
 
     Refused with ``ValueError`` naming the file: another format, a sidecar that is not a JSON object, a truncated
     or unreadable safetensors file, tensors whose digest differs from the sidecar's (edited, or the two files of
-    different checkpoints), and, given ``names``, a set of tensor names other than ``names``."""
+    different checkpoints), and, given ``names``, a set of tensor names other than ``names``.
+
+    Before the digest, so that the message says what differs (:func:`compbook.checks.sidecar_agrees`):
+    ``names`` may be a mapping of tensors (a model's ``state_dict()`` built from the sidecar): each stored
+    tensor's shape and dtype must then be the expected one, named when not; ``facts``, a callable
+    ``tensors -> {sidecar field: value the tensors imply}`` (a width read off a weight's shape, a count of
+    models), names the sidecar field that disagrees."""
     header = read_header(path, format=format)
     cfg_path, st_path = files(path)
     checks.file_path(st_path, "checkpoint file")
@@ -119,10 +132,42 @@ def load(path, *, format: str, names=None) -> tuple[dict[str, torch.Tensor], dic
         tensors = load_file(str(st_path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise ValueError(f"{st_path}: not a readable safetensors file, truncated or corrupt ({e})") from None
-    if "tensor_digest" in header and tensor_digest(tensors) != header["tensor_digest"]:
-        raise ValueError(f"{st_path}: tensors do not match the digest in {cfg_path.name} (edited, or the two "
-                         f"files belong to different checkpoints)")
     if names is not None and set(tensors) != set(names):
         raise ValueError(f"{st_path}: tensor names differ from the expected ones "
                          f"(missing {sorted(set(names) - set(tensors))}, extra {sorted(set(tensors) - set(names))})")
+    recorded, stored = header.get("tensor_shapes"), shapes(tensors)
+    recorded = recorded if isinstance(recorded, dict) else None
+    if recorded is not None and set(recorded) != set(stored):
+        raise ValueError(f"{st_path}: tensor names differ from those in {cfg_path.name} (missing "
+                         f"{sorted(set(recorded) - set(stored))}, extra {sorted(set(stored) - set(recorded))}: "
+                         f"renamed, or tensors of another checkpoint)")
+    if facts is not None:
+        try:
+            implied = facts(tensors)
+        except (KeyError, IndexError, AttributeError, TypeError, RuntimeError) as e:
+            raise ValueError(f"{st_path}: the tensors do not have the expected layout ({type(e).__name__}: "
+                             f"{e})") from None
+        checks.sidecar_agrees(header, implied, cfg_path)
+    for k in sorted(stored) if recorded is not None else ():
+        if _normal(recorded[k]) != stored[k]:
+            raise ValueError(f"{st_path}: tensor {k!r} is {stored[k][0]} of shape {tuple(stored[k][1])}, but "
+                             f"{cfg_path.name} records {recorded[k]!r:.80} (edited sidecar, or tensors of "
+                             f"another checkpoint)")
+    if isinstance(names, Mapping):
+        for k in sorted(names):
+            want = names[k]
+            if isinstance(want, torch.Tensor) and (tuple(want.shape) != tuple(tensors[k].shape)
+                                                   or want.dtype != tensors[k].dtype):
+                raise ValueError(f"{st_path}: tensor {k!r} is {tensors[k].dtype} of shape "
+                                 f"{tuple(tensors[k].shape)}, but the sidecar {cfg_path.name} describes "
+                                 f"{want.dtype} of shape {tuple(want.shape)} (edited sidecar, or tensors of "
+                                 f"another checkpoint)")
+    if "tensor_digest" in header and tensor_digest(tensors) != header["tensor_digest"]:
+        raise ValueError(f"{st_path}: tensor values do not match the digest in {cfg_path.name}"
+                         f"{', though names and shapes agree' if recorded is not None else ''} (edited values, "
+                         f"or the two files belong to different checkpoints)")
     return tensors, header
+
+
+def _normal(v):
+    return [_normal(x) for x in v] if isinstance(v, (list, tuple)) else v

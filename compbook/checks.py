@@ -33,9 +33,15 @@ MEMORY_BUDGET_VARIABLE = "COMPBOOK_MEMORY_BUDGET_MB"
 
 
 def integer(value, name: str, minimum: int | None = 1, maximum: int | None = None) -> int:
-    """``value`` as an ``int`` in ``[minimum, maximum]`` (bools, strings, NaN, inf and fractions refused)."""
+    """``value`` as an ``int`` in ``[minimum, maximum]``: the one rule for whole numbers (sizes, counts,
+    resolutions, seeds, steps) across the package. An int, a numpy integer, an integral float (``64.0`` is 64)
+    or a 0-d integer array / tensor is accepted; bools, strings, NaN, inf and fractions (``2.7`` is never
+    truncated to 2) are refused, naming ``name``."""
+    if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 0 and value.dtype not in (np.bool_,
+                                                                                             torch.bool):
+        value = value.item()
     ok = isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
-    if not ok and isinstance(value, (numbers.Real, np.floating)) and not isinstance(value, bool):
+    if not ok and isinstance(value, (numbers.Real, np.floating)) and not isinstance(value, (bool, np.bool_)):
         ok = math.isfinite(value) and float(value).is_integer()   # 3.0 is the integer 3
     if ok and minimum is not None and value < minimum or ok and maximum is not None and value > maximum:
         ok = False
@@ -341,3 +347,182 @@ def json_file(path, what: str = "JSON file", kind: type = dict):
         raise ValueError(f"{what} {p} must hold a JSON {'object' if kind is dict else kind.__name__}, "
                          f"got {type(data).__name__}")
     return data
+
+
+# -- shared rules for values, indices, sidecars and allocations ------------------------------------------------------
+def _array_view(value, name: str):
+    """``value`` as a numpy array or a torch tensor (no copy of either); numbers and lists become arrays."""
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return value
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be numbers, got {type(value).__name__} ({e})") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold real numbers, got {a.dtype} {value!r:.60}")
+    return a
+
+
+def finite(value, name: str):
+    """``value`` (a number, array or tensor) if every entry is finite; ``ValueError`` naming ``name``, how many
+    entries are NaN or inf and where the first one is. The finite-values rule: NaN in is refused, never NaN
+    out. Returns ``value`` unchanged (no copy)."""
+    a = _array_view(value, name)
+    if isinstance(a, torch.Tensor):
+        if a.is_complex():
+            raise ValueError(f"{name}: complex values are not supported, got dtype {a.dtype}")
+        if not a.is_floating_point() or not a.numel():
+            return value
+        bad = ~torch.isfinite(a.detach())
+        if bool(bad.any()):
+            first = tuple(int(i) for i in torch.nonzero(bad)[0])
+            raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} of {a.numel()} values, the first at "
+                             f"index {first}: {a.detach()[first].item() if first else a.item()})")
+        return value
+    if a.dtype.kind == "c":
+        raise ValueError(f"{name}: complex values are not supported, got dtype {a.dtype}")
+    if a.dtype.kind != "f" or not a.size:
+        return value
+    bad = ~np.isfinite(a)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} of {a.size} values, the first at index "
+                         f"{first}: {a[first] if first else a.item()})")
+    return value
+
+
+def value_range(value, name: str, low: float | None = None, high: float | None = None, hint: str = ""):
+    """``value`` (a number, array or tensor of activations, pixels, probabilities) if it is finite
+    (:func:`finite`) and every entry lies in ``[low, high]`` (``None``: open); ``ValueError`` naming ``name``,
+    the interval and the range found (plus ``hint``). The value-range rule. Returns ``value`` unchanged."""
+    finite(value, name)
+    a = _array_view(value, name)
+    n = a.numel() if isinstance(a, torch.Tensor) else a.size
+    if not n or low is None and high is None:
+        return value
+    if isinstance(a, torch.Tensor):
+        lo, hi = float(a.detach().min()), float(a.detach().max())
+    else:
+        lo, hi = float(a.min()), float(a.max())
+    if low is not None and lo < low or high is not None and hi > high:
+        raise ValueError(f"{name} must lie in [{'-inf' if low is None else f'{low:g}'}, "
+                         f"{'inf' if high is None else f'{high:g}'}], got values in [{lo:.4g}, {hi:.4g}]"
+                         f"{hint}")
+    return value
+
+
+def unit_image(value, name: str = "image"):
+    """``value`` (an image or a batch of images, array or tensor, floats) if its values lie in [0, 1]: the
+    image-range rule. 8-bit data (values up to 255) is refused with a hint, never rescaled by a guess, and so
+    are NaN and inf. Returns ``value`` unchanged."""
+    a = _array_view(value, name)
+    floating = a.is_floating_point() if isinstance(a, torch.Tensor) else a.dtype.kind == "f"
+    if not floating:
+        raise ValueError(f"{name} must hold floats in [0, 1], got dtype {a.dtype} (8-bit data: divide by 255)")
+    finite(a, name)
+    n = a.numel() if isinstance(a, torch.Tensor) else a.size
+    hi = float(a.detach().max() if isinstance(a, torch.Tensor) else a.max()) if n else 0.0
+    hint = " (values up to 255 look like 8-bit data: divide by 255)" if 1 < hi <= 255 else ""
+    return value_range(value, name, 0.0, 1.0, hint)
+
+
+def index(value, name: str, size, what: str = "") -> int | np.ndarray:
+    """``value`` (one index, or a list / array of them) as an ``int`` (or an int64 array) in ``[0, size - 1]``:
+    the index-range rule. A negative index is refused (never wraps to the last row), so is ``size`` itself
+    (never spills into the next region), and so are fractions, bools and NaN (:func:`integer`). ``what`` names
+    the thing indexed (``"latents"``)."""
+    size = integer(size, f"size of {what or name}", 0)
+    of = f" ({what} has {size})" if what else f" (size {size})"
+    if size == 0:
+        raise ValueError(f"{name}={value!r:.60}: there is nothing to index{of}")
+    if isinstance(value, (numbers.Number, np.number)) or isinstance(value, (np.ndarray, torch.Tensor)) and \
+            value.ndim == 0:
+        v = value.item() if isinstance(value, (np.ndarray, torch.Tensor)) else value
+        try:
+            return integer(v, name, 0, size - 1)
+        except ValueError:
+            raise ValueError(f"{name} must be an index in [0, {size - 1}]{of}, got {value!r}") from None
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    a = integers(value, name)
+    if a.size and (a.min() < 0 or a.max() >= size):
+        bad = a[(a < 0) | (a >= size)].flat[0]
+        raise ValueError(f"{name} must be indices in [0, {size - 1}]{of}, got {bad}")
+    return a
+
+
+def fields(value, name: str, allowed: Iterable[str], required: Iterable[str] = ()) -> dict:
+    """``value`` if it is a dict whose keys are all in ``allowed`` and include every ``required`` one;
+    ``ValueError`` naming ``name`` and the unknown or missing keys (a config with a misspelled key, a JSON file
+    without a field). Returns ``value``."""
+    mapping(value, name)
+    allowed, required = list(allowed), list(required)
+    unknown = [k for k in value if k not in allowed]
+    if unknown:
+        raise ValueError(f"{name}: unknown field(s) {unknown!r:.120}; known: {allowed}")
+    missing = [k for k in required if k not in value]
+    if missing:
+        raise ValueError(f"{name}: missing field(s) {missing}")
+    return value
+
+
+def from_fields(cls, value, name: str):
+    """``cls(**value)`` for a dataclass ``cls``, after :func:`fields` (unknown keys, missing required keys);
+    a ``TypeError`` of the constructor becomes a ``ValueError`` naming ``name``."""
+    import dataclasses
+    fs = dataclasses.fields(cls)
+    required = [f.name for f in fs if f.init and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING]
+    fields(value, name, [f.name for f in fs if f.init], required)
+    try:
+        return cls(**value)
+    except TypeError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+_MISSING = object()
+
+
+def _field(header: dict, dotted: str):
+    node = header
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def sidecar_agrees(header, facts: dict, where) -> dict:
+    """Refuse a sidecar (``header``, a JSON dict) that disagrees with the tensors it describes: ``facts`` maps a
+    sidecar field (dotted for nested ones: ``"config.d_sae"``) to the value the tensors imply (a width read off
+    a weight's shape, a count of stored models). ``ValueError`` naming ``where`` (the file), the field, the
+    sidecar's value and the tensors'; a field the sidecar lacks is named as missing. The sidecar-against-tensors
+    rule. Returns ``header``."""
+    mapping(header, f"{where} (sidecar)")
+    for key, implied in facts.items():
+        stated = _field(header, key)
+        if stated is _MISSING:
+            raise ValueError(f"{where}: the sidecar has no field {key!r} (the tensors say {implied!r})")
+        if _normal(stated) != _normal(implied):
+            raise ValueError(f"{where}: sidecar field {key!r} is {stated!r:.80}, but the tensors say {implied!r:.80} "
+                             f"(edited sidecar, or tensors of another checkpoint)")
+    return header
+
+
+def _normal(v):
+    if isinstance(v, (tuple, list)):
+        return [_normal(x) for x in v]
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return v
+
+
+def allocation(shape, name: str, bytes_per_value: int = 4, budget_mb: float | None = None) -> tuple:
+    """The memory-estimate rule before a large allocation: ``shape`` (a tuple of whole numbers, each checked
+    with :func:`integer`, 0 allowed) would take ``prod(shape) * bytes_per_value`` bytes; refused above the budget
+    (:func:`check_budget`, default :func:`memory_budget_mb`) with a message naming ``name``, the shape asked,
+    its size and the budget. Returns the shape as ints."""
+    dims = tuple(integer(d, f"{name} (dimension {i})", 0) for i, d in enumerate(sequence(shape, name, 0)))
+    n_bytes = float(math.prod(dims)) * bytes_per_value
+    check_budget(n_bytes, f"{name} of shape {dims}", budget_mb)
+    return dims

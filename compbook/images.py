@@ -12,11 +12,12 @@ from . import checks
 
 def psnr(a, b) -> float:
     """Peak signal-to-noise ratio in dB between two images in [0, 1] of the same shape (inf when equal)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    a, b = as_array(a), as_array(b)
     if a.shape != b.shape:
         raise ValueError(f"psnr: shapes {a.shape} and {b.shape} differ")
     check_values(a, "psnr: a")
     check_values(b, "psnr: b")
+    a, b = a.astype(np.float64), b.astype(np.float64)
     mse = float(np.mean((a - b) ** 2))
     return float("inf") if mse == 0 else 10.0 * np.log10(1.0 / mse)
 
@@ -32,21 +33,27 @@ def load_image(path, res: int | None = None) -> np.ndarray:
 
 
 def to_square(image, res: int) -> np.ndarray:
-    """Centre-crop an ``(H, W, 3)`` (or ``(H, W)`` grey) image to a square and resize it to ``res x res``."""
+    """Centre-crop an ``(H, W, 3)`` (or ``(H, W)`` grey) image to a square and resize it to ``res x res``.
+
+    The dtype says the scale: integers (``uint8``, as image files and ``skimage.data`` give them) are 8-bit
+    values in [0, 255]; floats must be in [0, 1] (:func:`compbook.checks.unit_image`: float data in [0, 255] is
+    refused, never divided by a guess)."""
     res = checks.integer(res, "res")
     img = as_array(image)
-    if not (np.issubdtype(img.dtype, np.number) and not np.iscomplexobj(img)):
+    if not (np.issubdtype(img.dtype, np.number) and not np.iscomplexobj(img)) or img.dtype == bool:
         raise ValueError(f"image: dtype {img.dtype} is not real numbers")
-    img = img.astype(np.float64)
     if img.ndim == 2:
         img = np.repeat(img[..., None], 3, -1)
     if img.ndim != 3 or img.shape[-1] != 3 or 0 in img.shape:
         raise ValueError(f"image: shape {img.shape} is not (H, W, 3) or (H, W) with H, W >= 1")
-    if not np.isfinite(img).all() or img.min() < 0 or img.max() > 255:
-        raise ValueError(f"image: values must be finite, in [0, 1] or 8-bit [0, 255], got range "
-                         f"[{np.nanmin(img):.3g}, {np.nanmax(img):.3g}]")
-    if img.max() > 1.0:
-        img = img / 255.0
+    checks.check_render_size(max(img.shape[:2]), 3 * 3, 8, f"an image of {img.shape[0]} x {img.shape[1]} px")
+    checks.check_render_size(res, 3 * 3, 8, f"a {res} px square")
+    if img.dtype.kind in "iu":
+        checks.value_range(img, "image (integer dtype: 8-bit values)", 0, 255)
+        img = img.astype(np.float64) / 255.0
+    else:
+        checks.unit_image(img, "image")
+        img = img.astype(np.float64)
     h, w, _ = img.shape
     s = min(h, w)
     img = img[(h - s) // 2:(h - s) // 2 + s, (w - s) // 2:(w - s) // 2 + s]
@@ -70,13 +77,8 @@ def as_array(image) -> np.ndarray:
 
 def check_values(a: np.ndarray, name: str) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``a`` holds finite floats in [0, 1] (we refuse to guess that
-    8-bit values need dividing by 255)."""
-    if not np.issubdtype(a.dtype, np.floating):
-        raise ValueError(f"{name}: dtype {a.dtype} is not floating point; pass floats in [0, 1] (e.g. uint8 / 255)")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name}: contains NaN or inf")
-    if a.size and (a.min() < 0 or a.max() > 1):
-        raise ValueError(f"{name}: values span [{a.min():.3g}, {a.max():.3g}], expected [0, 1]")
+    8-bit values need dividing by 255): :func:`compbook.checks.unit_image`."""
+    checks.unit_image(a, name)
 
 
 def to_uint8(image) -> np.ndarray:

@@ -20,6 +20,7 @@ import base64
 import html
 import io
 import itertools
+import json
 import os
 import re
 import sys
@@ -136,7 +137,7 @@ def frames_html(frames: Sequence[str], knobs: dict, start: dict | None = None) -
     for k, (name, values) in enumerate(knobs.items()):
         i0 = values.index(start[name]) if name in start else 0
         init.append(i0)
-        labels = html.escape(repr([_label(v) for v in values]).replace("'", '"'))
+        labels = html.escape(json.dumps([_label(v) for v in values]), quote=True)   # JSON.parse reads it back
         rows.append(
             f'<label style="font-family:sans-serif;font-size:14px;margin-right:1em">{html.escape(name)} '
             f'<input type="range" class="cb-knob" min="0" max="{len(values) - 1}" step="1" value="{i0}" '

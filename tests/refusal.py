@@ -2,11 +2,14 @@
 
 :func:`assert_refused` runs ``call()`` and asserts that it raises ``ValueError`` (or a subclass; never a
 ``TypeError``, ``IndexError``, ``MemoryError``...), within ``seconds`` (an alarm stops a call still running after
-``hang`` seconds: the likely bug is a loop that never ends or a full-size run started by a bad size), with a
-message long enough to say what is wrong, and leaving every file under ``folders`` byte-identical (sha256).
+``hang`` seconds: the likely bug is a loop that never ends or a full-size run started by a bad size), without
+raising the process's peak memory by ``memory_mb`` or more (a bad size must be refused before its allocation),
+with a message long enough to say what is wrong, and leaving every file under ``folders`` byte-identical
+(sha256).
 """
 
 import hashlib
+import resource
 import signal
 import time
 
@@ -23,7 +26,12 @@ class Hung(Exception):
     """A refused call should be quick; this one was still running when the alarm rang."""
 
 
-def assert_refused(call, folders=(), seconds: float = 1.0, hang: int = 5) -> ValueError:
+def peak_mb() -> float:
+    """This process's peak resident memory so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def assert_refused(call, folders=(), seconds: float = 1.0, hang: int = 5, memory_mb: float = 1024) -> ValueError:
     """Assert ``call()`` is refused as this module's docstring says; returns the error."""
     before = [files_digest(f) for f in folders]
 
@@ -32,6 +40,7 @@ def assert_refused(call, folders=(), seconds: float = 1.0, hang: int = 5) -> Val
 
     old = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(hang)
+    peak0 = peak_mb()
     t0 = time.perf_counter()
     try:
         with pytest.raises(ValueError) as e:
@@ -41,6 +50,8 @@ def assert_refused(call, folders=(), seconds: float = 1.0, hang: int = 5) -> Val
         signal.signal(signal.SIGALRM, old)
     took = time.perf_counter() - t0
     assert took < seconds, f"took {took:.2f} s to refuse"
+    grew = peak_mb() - peak0
+    assert grew < memory_mb, f"the peak memory grew by {grew:,.0f} MiB before the refusal"
     assert len(str(e.value)) > 15, f"message too short to say what is wrong: {e.value!r}"
     for folder, b in zip(folders, before):
         assert files_digest(folder) == b, f"a refused call changed the files under {folder} (half-written?)"
