@@ -194,10 +194,10 @@ CASES = {
     "TopKSAE d_sae None": (lambda c: topk.TopKSAE(8, None, 2), "d_sae"),
     "decode integer code": (lambda c: c.sae.decode(torch.ones(2, 16, dtype=torch.long)), "z"),
     "decode a string": (lambda c: c.sae.decode("z"), "z"),
-    "fvu_loss not tensors": (lambda c: topk.fvu_loss(np.ones((4, 8)), np.ones((4, 8))), "x"),
+    "fvu_loss strings": (lambda c: topk.fvu_loss("x", "x_hat"), "x"),
     "batch_penalties 2-D codes": (lambda c: s2ae.batch_penalties(torch.ones(4, 3), torch.zeros(4).long()), "z_hat"),
-    "batch_penalties regions a list": (lambda c: s2ae.batch_penalties(torch.ones(1, 4, 3), [[0, 0, 1, 1]]),
-                                       "regions"),
+    "batch_penalties regions a list of strings": (lambda c: s2ae.batch_penalties(
+        torch.ones(1, 4, 3), [["a", "b", "c", "d"]]), "regions"),
     "sparse_penalties d_sae 2.5": (lambda c: s2ae.sparse_penalties(
         torch.ones(1, 4, 2), torch.zeros(1, 4, 2, dtype=torch.long), torch.zeros(1, 4, dtype=torch.long), 2.5),
         "d_sae"),
@@ -221,8 +221,6 @@ CASES = {
         c.data.acts, c.data.valid, torch.arange(4), (3, 3), c.data.attn), "grid"),
     "SAEData attn of other images": (lambda c: s2ae.SAEData(
         c.data.acts, c.data.valid, torch.arange(4), (2, 2), torch.rand(2, 4, 4)), "attn"),
-    "mask_iou masks a numpy array": (lambda c: metrics.mask_iou(torch.ones(2, 4, 3), np.ones((2, 1, 4), bool)),
-                                     "masks"),
     "sae_report z_img without masks": (lambda c: metrics.sae_report(c.sae, torch.randn(4, 8), torch.ones(2, 4, 16)),
                                        "masks"),
     "sae_report not an SAE": (lambda c: metrics.sae_report(None, torch.randn(4, 8)), "sae"),
@@ -253,8 +251,8 @@ CASES = {
     "patch_attention batch 0": (lambda c: objregions.patch_attention(c.ovlm, c.scenes, batch=0), "batch"),
     "patch_attention batch 2.5": (lambda c: objregions.patch_attention(c.ovlm, c.scenes, batch=2.5), "batch"),
     "patch_attention scenes None": (lambda c: objregions.patch_attention(c.ovlm, None), "scenes"),
-    "attention_correlations labels a list": (lambda c: objregions.attention_correlations(
-        torch.rand(1, 4, 4), [[0, 0, 1, 1]]), "labels"),
+    "attention_correlations labels a list of strings": (lambda c: objregions.attention_correlations(
+        torch.rand(1, 4, 4), [["a", "a", "b", "b"]]), "labels"),
     "proximity_purity scenes None": (lambda c: objregions.proximity_purity(None), "scenes"),
     "sae_inputs batch 0": (lambda c: experiment.sae_inputs(c.vlm, c.scenes, 1, batch=0), "batch"),
     "sae_inputs no scenes": (lambda c: experiment.sae_inputs(c.vlm, c.scenes.subset([]), 1), "scenes"),
@@ -291,8 +289,8 @@ CASES = {
         torch.ones(3, 4, 5), torch.zeros(3, 4, dtype=torch.long), [0], top_k="2"), "top_k"),
     "region_masks grid does not divide res": (lambda c: interpret.region_masks(
         torch.ones(3, 4, 16), torch.tensor([[0]]), [0], (2, 2), 7), "res"),
-    "region_masks refs a list": (lambda c: interpret.region_masks(torch.ones(3, 4, 16), [[0]], [0], (2, 2), 8),
-                                 "refs"),
+    "region_masks refs a ragged list": (lambda c: interpret.region_masks(
+        torch.ones(3, 4, 16), [[0], [0, 1]], [0, 1], (2, 2), 8), "refs"),
     "identification_rate strings": (lambda c: interpret.identification_rate("ab", "ab"), "predicted"),
     "concept_masks scenes None": (lambda c: interpret.concept_masks(None), "scenes"),
     "PixelDescriber masks of other shape": (lambda c: describe.PixelDescriber()(
@@ -366,5 +364,5 @@ def test_good_inputs_still_work(c):
     assert np.isfinite(res.losses).all() and torch.isfinite(res.sae.b_dec).all()
     assert describe.nearest_colour(np.array([0.9, 0.1, 0.1])) == "red"
     assert torch.isfinite(c.sae.decode(torch.zeros(2, 16))).all()
-    ov = objregions.load_object_vlm(c.dir / "ovlm", 2, False)
+    ov, _ = objregions.load_object_vlm(c.dir / "ovlm", 2, False)
     assert ov.n_prefix == 2
