@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1] / "compbook"
 
 #: the layers of compbook: a module may import from its own layer and the layers before it, never after.
 SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
-          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.sliders", "compbook.scenes",
+          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.exercises", "compbook.sliders", "compbook.scenes",
           "compbook.serving", "compbook.journal", "compbook.results", "compbook.results.upkeep",
           "compbook.results.__main__"}
 PART_A_LAYERS = [
@@ -26,7 +26,7 @@ PART_A_LAYERS = [
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "agreement", "labellers"},                                # human verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
-    {"claims"},                                                             # claims
+    {"claims", "exercises"},                                                           # claims
     {"__main__"},                                                           # command lines
 ]
 
