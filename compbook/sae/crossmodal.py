@@ -75,9 +75,8 @@ def modality_codes(sae, data: SAEData) -> tuple[torch.Tensor, torch.Tensor]:
 
     The caption tokens are the valid tokens after the patch block (the tiny VLM's layout: patches, then text).
     """
-    from .topk import TopKSAE
-
-    checks.instance(sae, "sae", TopKSAE)
+    if not callable(getattr(sae, "encode", None)):
+        raise ValueError(f"sae must have an encode method (a TopKSAE), got {type(sae).__name__}")
     checks.instance(data, "data", SAEData)
     n, t, d = data.acts.shape
     z = sae.encode(data.acts.reshape(-1, d)).reshape(n, t, -1) * data.valid[..., None]

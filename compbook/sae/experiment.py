@@ -25,9 +25,8 @@ from .vlm import PAD, extract
 @torch.no_grad()
 def sae_inputs(vlm, scenes, layer: int, batch: int = 128) -> SAEData:
     """Residual stream after ``layer`` (N, T, d) of the tiny VLM on ``scenes`` with the image-block attention."""
-    from .data import SceneSet
-
-    checks.instance(scenes, "scenes", SceneSet)
+    if not all(hasattr(scenes, a) for a in ("patches", "tokens", "__len__")):
+        raise ValueError(f"scenes must be a SceneSet (patches, tokens), got {type(scenes).__name__}")
     if len(scenes) == 0:
         raise ValueError("scenes: no scenes to extract activations from")
     batch = checks.integer(batch, "batch")
@@ -49,12 +48,11 @@ def patch_codes(sae, data: SAEData) -> torch.Tensor:
 
 
 def _check_pair(sae, data, name: str = "data") -> None:
-    """ValueError unless ``sae`` is a TopK SAE and ``data`` an :class:`SAEData` of its width."""
-    from .topk import TopKSAE
-
-    checks.instance(sae, "sae", TopKSAE)
+    """ValueError unless ``sae`` can encode (a TopK SAE) and ``data`` is an :class:`SAEData` of its width."""
+    if not callable(getattr(sae, "encode", None)):
+        raise ValueError(f"sae must have an encode method (a TopKSAE), got {type(sae).__name__}")
     checks.instance(data, name, SAEData)
-    if data.acts.shape[-1] != sae.d_in:
+    if getattr(sae, "d_in", data.acts.shape[-1]) != data.acts.shape[-1]:
         raise ValueError(f"{name}.acts: tokens of width {data.acts.shape[-1]}, the SAE reads d_in={sae.d_in}")
 
 
