@@ -6,8 +6,7 @@ divides by **every live latent**. Two things keep that number near 0 in a next-t
 * the image-derived concept need not sit on the word itself: in a causal model it is needed where the word is
   *predicted* (the position before it), and it may be spread over the noun phrase ("a red square");
 * most live latents are unimodal, so a rate over all of them is small whatever the bimodal ones do. The paper
-  reports a coherence rate *of multimodal features* (seed summary: "il tasso di coerenza delle caratteristiche
-  multimodali"), judged by an LLM that reads a latent's *raw text references* beside its image descriptions.
+  reports a coherence rate *of multimodal features*, judged by an LLM that reads a latent's *raw text references* beside its image descriptions.
 
 So this module gives two more labellings of the caption tokens, all **our choice** and reported side by side:
 
