@@ -161,11 +161,11 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
 @torch.no_grad()
 def patch_attention(model: ObjectVLM, scenes, batch: int = 100) -> torch.Tensor:
     """Image-block attention (N, P, P) of ``model`` on ``scenes``, mean over layers and heads (the paper's "all")."""
-    from .data import SceneSet
     from .vlm import check_batch_size
 
     checks.instance(model, "model", TinyVLM)
-    checks.instance(scenes, "scenes", SceneSet)
+    if not all(hasattr(scenes, a) for a in ("patches", "tokens", "__len__")):
+        raise ValueError(f"scenes must be a SceneSet (patches, tokens), got {type(scenes).__name__}")
     if len(scenes) == 0:
         raise ValueError("scenes: no scenes to read the attention of")
     batch = checks.integer(batch, "batch")
