@@ -120,7 +120,7 @@ def test_sae_data_rejects_nan():
     data = toy_data()
     acts = data.acts.clone()
     acts[0, 0, 0] = float("nan")
-    with pytest.raises(ValueError, match="acts: contains NaN"):
+    with pytest.raises(ValueError, match="acts contains NaN"):
         SAEData(acts, data.valid, data.patch_idx, data.grid, data.attn)
 
 

@@ -75,6 +75,9 @@ def modality_codes(sae, data: SAEData) -> tuple[torch.Tensor, torch.Tensor]:
 
     The caption tokens are the valid tokens after the patch block (the tiny VLM's layout: patches, then text).
     """
+    if not callable(getattr(sae, "encode", None)):
+        raise ValueError(f"sae must have an encode method (a TopKSAE), got {type(sae).__name__}")
+    checks.instance(data, "data", SAEData)
     n, t, d = data.acts.shape
     z = sae.encode(data.acts.reshape(-1, d)).reshape(n, t, -1) * data.valid[..., None]
     first_text = int(data.patch_idx.max()) + 1 if len(data.patch_idx) else 0
@@ -105,10 +108,12 @@ def top_shares(codes: torch.Tensor, labels: torch.Tensor, top_n: int = TOP_N,
     lab = labels.reshape(-1, labels.shape[-1])
     if len(lab) != len(z):
         raise ValueError(f"labels: {len(lab)} tokens, codes have {len(z)}")
-    if not 1 <= int(top_n) <= len(z):
-        raise ValueError(f"top_n={top_n}: must be in 1..{len(z)} (the number of samples)")
+    try:
+        top_n = checks.integer(top_n, "top_n", 1, len(z))
+    except ValueError:
+        raise ValueError(f"top_n={top_n!r}: must be an integer in 1..{len(z)} (the number of samples)") from None
     idx = check_latents(latents, z.shape[1])
-    vals, where = z[:, idx].T.topk(int(top_n), dim=1)                   # (D, top_n)
+    vals, where = z[:, idx].T.topk(top_n, dim=1)                   # (D, top_n)
     on = (vals > 0).float()
     hits = torch.einsum("dtc,dt->dc", lab[where].float(), on)           # (D, C)
     return hits / on.sum(1, keepdim=True).clamp_min(1), (z[:, idx] > 0).sum(0)

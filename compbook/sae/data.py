@@ -44,8 +44,12 @@ class SceneSet:
         return len(self.tokens)
 
     def subset(self, idx) -> "SceneSet":
-        """The scenes at indices ``idx`` (a slice or list)."""
-        idx = list(range(len(self)))[idx] if isinstance(idx, slice) else list(idx)
+        """The scenes at indices ``idx`` (a slice or list of indices in ``0..N-1``: a negative one would wrap to
+        the last scene, so it is refused, :func:`compbook.checks.index`)."""
+        idx = list(range(len(self)))[idx] if isinstance(idx, slice) else \
+            checks.index(checks.sequence(idx, "idx", 0), "idx", max(len(self), 1), "the scene set").tolist()
+        if idx and len(self) == 0:
+            raise ValueError("idx: the scene set is empty")
         t = torch.as_tensor(idx, dtype=torch.long)
         return SceneSet(self.patches[t], self.tokens[t], self.token_concept[t], self.labels[t], self.masks[t],
                         [self.mask_names[i] for i in idx], self.images[idx], [self.objects[i] for i in idx],
@@ -71,6 +75,10 @@ def make_scenes(n: int, seed: int = 0, res: int = 32, patch: int = 4, n_objects=
                 space=None, layout: str = "grid2") -> SceneSet:
     """``n`` random scenes, deterministic in ``seed`` (see the module docstring for our choices)."""
     checks.choice(layout, "layout", sc.LAYOUTS)
+    n, res, patch = checks.integer(n, "n"), checks.integer(res, "res"), checks.integer(patch, "patch")
+    # every scene's image (float64, kept twice), patches, masks and per-object masks, before any is drawn
+    checks.allocation((n, res, res, 3 * (2 * 8 + 4 + 2 * MAX_OBJECTS)), f"make_scenes: n={n} scenes at res={res}",
+                      1)
     space = space or sc.clevr2d()
     vocab = sc.vocabulary(space)
     n_slots = len(sc.LAYOUTS[layout][0])

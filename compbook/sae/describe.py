@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import torch
 from scipy import ndimage
 from skimage.transform import resize
 
@@ -39,7 +40,7 @@ TRAIN_DRAWINGS = ((40, "pair"), (24, "grid2"), (40, "grid2"), (48, "grid2"), (64
 
 def foreground(image: np.ndarray, tol: float = 0.08) -> np.ndarray:
     """Bool (H, W): pixels whose colour differs from the canvas by more than ``tol`` in some channel."""
-    checks.tensor(image, "image", (None, None, 3))
+    checks.unit_image(checks.tensor(image, "image", (None, None, 3), floating=False), "image")
     checks.real(tol, "tol", 0)
     return np.abs(image - np.asarray(sc.CANVAS) / 255).max(-1) > tol
 
@@ -80,8 +81,8 @@ def shape_classifier(shapes: tuple = sc.SHAPES[:3], drawings: tuple = TRAIN_DRAW
 
 def nearest_colour(rgb: np.ndarray, palette: dict = sc.CLEVR_COLOURS) -> str:
     """Name of the palette colour (RGB 0-255) nearest ``rgb`` (3,) in [0, 1]."""
-    rgb = checks.tensor(rgb, "rgb", (3,)).double().numpy()
-    names = list(palette)
+    rgb = checks.unit_image(checks.tensor(rgb, "rgb", (3,)), "rgb").double().numpy()
+    names = list(checks.mapping(palette, "palette", 1))
     ref = np.array([palette[n] for n in names]) / 255
     return names[int(np.argmin(((ref - rgb) ** 2).sum(1)))]
 
@@ -94,8 +95,9 @@ class PixelDescriber:
 
     def __init__(self, palette: dict = sc.CLEVR_COLOURS, shapes: tuple = sc.SHAPES[:3], min_part: float = MIN_PART,
                  min_foreground: float = MIN_FOREGROUND):
-        self.palette, self.shapes = palette, tuple(shapes)
-        self.min_part, self.min_foreground = min_part, min_foreground
+        self.palette, self.shapes = checks.mapping(palette, "palette", 1), tuple(shapes)
+        self.min_part = checks.real(min_part, "min_part", 0, 1)
+        self.min_foreground = checks.real(min_foreground, "min_foreground", 0, 1)
         self._memo: dict = {}
 
     def _parts(self, image: np.ndarray) -> tuple:
@@ -127,7 +129,12 @@ class PixelDescriber:
         return " and ".join(phrases)
 
     def __call__(self, images: np.ndarray, masks: np.ndarray) -> list:
-        return [self.describe_one(im, m) for im, m in zip(images, masks)]
+        images = checks.unit_image(checks.tensor(images, "images", (None, None, None, 3), floating=False),
+                                   "images").numpy()
+        masks = checks.tensor(masks, "masks", tuple(images.shape[:3]), floating=False, finite=False)
+        if masks.dtype != torch.bool:
+            raise ValueError(f"masks must be bool (K, H, W), got dtype {masks.dtype}")
+        return [self.describe_one(im, m) for im, m in zip(images, masks.numpy())]
 
 
 def parse_description(text: str, colours, shapes) -> list:
@@ -149,6 +156,8 @@ def parse_description(text: str, colours, shapes) -> list:
 
 def supports(descriptions, colours, shapes) -> dict:
     """Fraction of the descriptions that mention each concept (colour, shape, "colour shape", "background")."""
+    if isinstance(descriptions, (str, bytes)):
+        raise ValueError(f"descriptions must be a list of strings, got the string {descriptions!r:.60}")
     count: dict = {}
     for text in descriptions:
         found = set()
@@ -178,8 +187,7 @@ class MajoritySynthesiser:
     """``synthesiser(descriptions, top_words) -> Synthesis`` by the stated majority rule (module docstring)."""
 
     def __init__(self, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAPES[:3], threshold: float = THRESHOLD):
-        if not 0 < threshold <= 1:
-            raise ValueError(f"threshold={threshold}: must lie in (0, 1]")
+        threshold = checks.real(threshold, "threshold", 0, 1, low_open=True)
         self.colours, self.shapes, self.threshold = tuple(colours), tuple(shapes), threshold
 
     def image_concept(self, descriptions) -> str:

@@ -25,6 +25,11 @@ from .vlm import PAD, extract
 @torch.no_grad()
 def sae_inputs(vlm, scenes, layer: int, batch: int = 128) -> SAEData:
     """Residual stream after ``layer`` (N, T, d) of the tiny VLM on ``scenes`` with the image-block attention."""
+    if not all(hasattr(scenes, a) for a in ("patches", "tokens", "__len__")):
+        raise ValueError(f"scenes must be a SceneSet (patches, tokens), got {type(scenes).__name__}")
+    if len(scenes) == 0:
+        raise ValueError("scenes: no scenes to extract activations from")
+    batch = checks.integer(batch, "batch")
     acts, valid, attn = [], [], []
     for i in range(0, len(scenes), batch):
         ex = extract(vlm, (scenes.patches[i:i + batch], scenes.tokens[i:i + batch]), layer)
@@ -36,13 +41,24 @@ def sae_inputs(vlm, scenes, layer: int, batch: int = 128) -> SAEData:
 
 def patch_codes(sae, data: SAEData) -> torch.Tensor:
     """SAE codes of the image patches (N, P, d_sae)."""
+    _check_pair(sae, data)
     with torch.no_grad():
         x = data.acts[:, data.patch_idx]
         return sae.encode(x.reshape(-1, x.shape[-1])).reshape(*x.shape[:2], -1)
 
 
+def _check_pair(sae, data, name: str = "data") -> None:
+    """ValueError unless ``sae`` can encode (a TopK SAE) and ``data`` is an :class:`SAEData` of its width."""
+    if not callable(getattr(sae, "encode", None)):
+        raise ValueError(f"sae must have an encode method (a TopKSAE), got {type(sae).__name__}")
+    checks.instance(data, name, SAEData)
+    if getattr(sae, "d_in", data.acts.shape[-1]) != data.acts.shape[-1]:
+        raise ValueError(f"{name}.acts: tokens of width {data.acts.shape[-1]}, the SAE reads d_in={sae.d_in}")
+
+
 def score(sae, data: SAEData, masks: torch.Tensor) -> dict:
     """EV, L0 and dead fraction on all valid tokens; L0 and mIoU on image patches (``masks`` (N, C, P))."""
+    _check_pair(sae, data)
     out = sae_report(sae, data.tokens, patch_codes(sae, data), masks)
     out["L0 patches"] = float((patch_codes(sae, data) != 0).sum(-1).float().mean())
     return out
@@ -57,6 +73,10 @@ def method_name(lam: float) -> str:
 def train_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0, LAMBDA),
                progress: bool = False) -> list:
     """One trained SAE per (seed, lambda), same data and budget: [{"method", "seed", "sae", "train s"}]."""
+    checks.instance(cfg, "cfg", SAETrainConfig)
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()     # 2.7 refused, never truncated
+    lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
+    check_data(train, None, any(lam > 0 for lam in lams), "train")
     runs = []
     for seed in seeds:
         for lam in lams:
@@ -110,6 +130,10 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
                     raise ValueError(f"store: {path}.json is named for this question but records another data "
                                      f"digest or training config (edited, or a hash collision); it is neither "
                                      f"served nor trained over: remove it or pass retrain=True")
+                if "seconds" not in meta:
+                    raise ValueError(f"store: {path}.json has no metadata field 'seconds' (its training time); "
+                                     f"remove it or pass retrain=True")
+                checks.real(meta["seconds"], f"store: {path}.json metadata field 'seconds'", 0)
             plan.append((lam, seed, c, want, name, path, stored))
     runs = []
     for lam, seed, c, want, name, path, stored in plan:
@@ -134,7 +158,8 @@ def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: SAETra
 
 def summarise(df: pd.DataFrame, columns=("EV", "L0", "L0 patches", "dead", "mIoU")) -> pd.DataFrame:
     """Mean and 95% t-interval half-width over seeds, one row per method: "0.512 ± 0.010"."""
-    missing = set(columns) - set(df.columns)
+    checks.instance(df, "df", pd.DataFrame)
+    missing = ({"method"} | set(columns)) - set(df.columns)
     if missing:
         raise ValueError(f"columns: {sorted(missing)} not in df ({sorted(df.columns)})")
     out = {}
@@ -149,6 +174,10 @@ def summarise(df: pd.DataFrame, columns=("EV", "L0", "L0 patches", "dead", "mIoU
 
 def paired_difference(df: pd.DataFrame, column: str, a: str, b: str) -> tuple[float, float]:
     """Mean and 95% t-interval half-width of ``b - a`` in ``column``, paired by seed."""
+    checks.instance(df, "df", pd.DataFrame)
+    missing = {"method", "seed"} - set(df.columns)
+    if missing:
+        raise ValueError(f"df: missing columns {sorted(missing)} (one row per method and seed)")
     if column not in df.columns:
         raise ValueError(f"column={column!r}: not a column of df ({sorted(df.columns)})")
     for name, m in (("a", a), ("b", b)):
@@ -175,6 +204,12 @@ def fragmented_latents(sae, data: SAEData, labels: torch.Tensor, top: int = 4) -
     """Latents that most often fire on several distinct objects of one image and on background: list of
     (latent, mean number of objects+background touched per firing image), most fragmented first. ``labels``
     (N, P) object index per patch (-1 background)."""
+    top = checks.integer(top, "top")
+    _check_pair(sae, data)
+    labels = torch.as_tensor(checks.integers(labels, "labels", -1, ndim=2))
+    if tuple(labels.shape) != (data.acts.shape[0], len(data.patch_idx)):
+        raise ValueError(f"labels: shape {tuple(labels.shape)}, expected (N, P) = "
+                         f"{(data.acts.shape[0], len(data.patch_idx))}")
     z = patch_codes(sae, data) != 0                                   # (N, P, d)
     n_obj = int(labels.max()) + 2
     onehot = torch.nn.functional.one_hot(labels + 1, n_obj).float()   # (N, P, n_obj): 0 = background

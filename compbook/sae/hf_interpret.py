@@ -23,7 +23,7 @@ import re
 import numpy as np
 import torch
 
-from .. import scenes as sc
+from .. import checks, scenes as sc
 from .describe import agree
 from .interpret import UNCLEAR, Synthesis
 
@@ -44,9 +44,20 @@ def masked_image(image: np.ndarray, mask: np.ndarray, size: int = 224, dim: floa
     towards white by ``dim`` (nearest-neighbour upscaling keeps the patches sharp)."""
     from PIL import Image
 
+    image = checks.unit_image(checks.tensor(image, "image", (None, None, 3), floating=False), "image").numpy()
+    mask = checks.tensor(mask, "mask", tuple(image.shape[:2]), floating=False, finite=False).numpy()
+    size, dim = checks.integer(size, "size"), checks.real(dim, "dim", 0, 1)
+    checks.allocation((size, size, 3), "size (the upscaled image)", 1)
     img = np.where(np.asarray(mask, bool)[..., None], image, (1 - dim) * image + dim)
     pil = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
     return pil.resize((size, size), Image.NEAREST)
+
+
+def _text(text, name: str = "text") -> str:
+    """``text`` if it is a string (a model's answer, a prompt), else ValueError naming ``name``."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be a string, got {type(text).__name__} {text!r:.60}")
+    return text
 
 
 def describe_messages(image, prompt: str = DESCRIBE_PROMPT) -> list:
@@ -64,6 +75,7 @@ def _generate(model, batch: dict, max_new_tokens: int) -> torch.Tensor:
 
 def first_line(text: str) -> str:
     """The answer's first non-empty line, without a thinking block (Qwen3's ``<think>...</think>``)."""
+    _text(text)
     text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.DOTALL)
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
@@ -94,6 +106,10 @@ class VLMDescriber:
 
 def synthesis_prompt(descriptions, words, template: str = SYNTHESIS_PROMPT) -> str:
     """The synthesiser's request: the region descriptions (one per line) and the latent's top caption words."""
+    for name, v in (("descriptions", descriptions), ("words", words)):
+        if isinstance(v, (str, bytes)) or not all(isinstance(t, str) for t in v):
+            raise ValueError(f"{name} must be a list of strings, got {v!r:.80}")
+    _text(template, "template")
     lines = "\n".join(f"- {d}" for d in descriptions) or "- (none)"
     return template.format(descriptions=lines, words=", ".join(words) or "(none)")
 
@@ -101,6 +117,7 @@ def synthesis_prompt(descriptions, words, template: str = SYNTHESIS_PROMPT) -> s
 def normalise_concept(text: str, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAPES[:3]) -> str:
     """A free-text concept onto the book's names: "red square", "red", "square", "background", "'a'" (a quoted
     word) or "unclear"."""
+    _text(text)
     t = text.strip().lower()
     quoted = re.fullmatch(r"['\"`](\S+)['\"`]", t)
     if quoted and quoted.group(1) not in colours + shapes:
@@ -116,6 +133,7 @@ def normalise_concept(text: str, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAP
 def parse_synthesis(text: str, colours=tuple(sc.CLEVR_COLOURS), shapes=sc.SHAPES[:3]) -> Synthesis:
     """Parse ``IMAGE: ... / TEXT: ... / AGREE: yes|no`` (any case, any order); a missing field is "unclear"; a
     missing AGREE is decided by :func:`compbook.sae.describe.agree`."""
+    _text(text)
     text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.DOTALL)
     field = {k: re.search(rf"{k}\s*:\s*(.*)", text, flags=re.IGNORECASE) for k in ("image", "text", "agree")}
     image = normalise_concept(field["image"].group(1), colours, shapes) if field["image"] else UNCLEAR

@@ -42,6 +42,7 @@ def concept_vocabulary(space) -> list:
 def concept_masks(scenes) -> tuple[torch.Tensor, list]:
     """Ground-truth masks (N, C, P) of every concept of :func:`concept_vocabulary` in every scene (empty where the
     concept is absent), from the exact patch labels; and the names."""
+    checks.instance(scenes, "scenes", SceneSet)
     space = scenes.vocab.space
     names = concept_vocabulary(space)
     col = {n: i for i, n in enumerate(names)}
@@ -60,6 +61,8 @@ def concept_masks(scenes) -> tuple[torch.Tensor, list]:
 def ground_truth(z_img: torch.Tensor, scenes, latents) -> pd.DataFrame:
     """The concept each latent fires on: the concept whose mask has the highest mean IoU with the latent's active
     patches over the images where it fires (an absent concept scores 0 there). ``z_img`` (N, P, d_sae)."""
+    checks.instance(scenes, "scenes", SceneSet)
+    z_img = checks.tensor(z_img, "z_img", tuple(scenes.labels.shape) + (None,))
     idx = check_latents(latents, z_img.shape[-1])
     masks, names = concept_masks(scenes)
     iou = mask_iou(z_img[..., idx], masks)                     # (N, C, D)
@@ -77,8 +80,7 @@ def reference_scores(z_img: torch.Tensor, regions: torch.Tensor, latents, weight
     ``z_img`` (N, P, d_sae); ``regions`` (N, P) int region labels (the S2AE clusters); ``weight`` in [0, 1] on the
     normalised activation strength, ``1 - weight`` on the IoU with the best-matching region.
     """
-    if not 0 <= weight <= 1:
-        raise ValueError(f"weight={weight}: must lie in [0, 1]")
+    weight = checks.real(weight, "weight", 0, 1)
     z_img = checks.tensor(z_img, "z_img", (None, None, None))
     regions = torch.as_tensor(checks.integers(regions, "regions", 0, ndim=2))
     idx = check_latents(latents, z_img.shape[-1])
@@ -96,18 +98,32 @@ def reference_scores(z_img: torch.Tensor, regions: torch.Tensor, latents, weight
 def collect_references(z_img: torch.Tensor, regions: torch.Tensor, latents, top_k: int = TOP_K,
                        weight: float = WEIGHT) -> torch.Tensor:
     """The ``top_k`` images (D, top_k) of each latent by Psi, best first; -1 where it fires on fewer images."""
-    n = z_img.shape[0]
-    if not 1 <= int(top_k) <= n:
-        raise ValueError(f"top_k={top_k}: must be in 1..{n} (the number of samples)")
+    n = checks.tensor(z_img, "z_img", (None, None, None)).shape[0]
+    try:
+        top_k = checks.integer(top_k, "top_k", 1, n)
+    except ValueError:
+        raise ValueError(f"top_k={top_k!r}: must be an integer in 1..{n} (the number of samples)") from None
     psi = reference_scores(z_img, regions, latents, weight)
-    vals, order = psi.nan_to_num(-1.0).T.topk(int(top_k), dim=1)
+    vals, order = psi.nan_to_num(-1.0).T.topk(top_k, dim=1)
     return torch.where(vals >= 0, order, -1)
 
 
 def region_masks(z_img: torch.Tensor, refs: torch.Tensor, latents, grid: tuple, res: int) -> np.ndarray:
     """Pixel masks (D, top_k, res, res) of each latent's active patches on its reference images (all False for a
     missing reference)."""
+    z_img = checks.tensor(z_img, "z_img", (None, None, None))
     idx = check_latents(latents, z_img.shape[-1])
+    n, p = z_img.shape[:2]
+    refs = torch.as_tensor(checks.integers(refs, "refs", -1, n - 1, ndim=2))   # -1: no reference; >= N: none
+    if refs.shape[0] != len(idx):
+        raise ValueError(f"refs: {refs.shape[0]} rows for {len(idx)} latents")
+    rows, cols = (checks.integer(g, "grid") for g in checks.sequence(grid, "grid", 2, 2))
+    if rows * cols != p or rows != cols:
+        raise ValueError(f"grid={tuple(grid)!r}: expected a square grid of the {p} patches")
+    res = checks.integer(res, "res")
+    if res % rows:
+        raise ValueError(f"res={res}: must be a multiple of the grid's {rows} rows (whole patches)")
+    checks.allocation(tuple(refs.shape) + (res, res), "region_masks (D, top_k, res, res)", 1)
     act = (z_img[..., idx] != 0).numpy()                                    # (N, P, D)
     cell = res // grid[0]
     out = np.zeros(tuple(refs.shape) + (res, res), bool)
@@ -128,6 +144,7 @@ class Synthesis:
 
 
 def _regions(images, masks) -> tuple[np.ndarray, np.ndarray]:
+    checks.unit_image(checks.tensor(images, "images", (None, None, None, 3), floating=False), "images")
     images, masks = np.asarray(images), np.asarray(masks, bool)
     if masks.shape != images.shape[:3]:
         raise ValueError(f"masks: shape {masks.shape} does not match the images' {images.shape[:3]} (K, H, W)")
@@ -174,14 +191,20 @@ def synthesise_all(synthesiser, asks: list) -> list:
 
 def top_words(z_txt: torch.Tensor, tokens: torch.Tensor, vocab, latent: int, top_n: int = 10) -> list:
     """The caption words at the latent's ``top_n`` largest nonzero activations (``z_txt`` (N, L, d_sae))."""
+    z_txt = checks.tensor(z_txt, "z_txt", (None, None, None))
     latent = checks.integer(latent, "latent", 0, z_txt.shape[-1] - 1)
     top_n = checks.integer(top_n, "top_n")
+    n_vocab = len(checks.sequence(getattr(vocab, "tokens", vocab), "vocab (its tokens)"))
+    tokens = torch.as_tensor(checks.integers(tokens, "tokens", 0, n_vocab - 1))
+    if tuple(tokens.shape) != tuple(z_txt.shape[:2]):
+        raise ValueError(f"tokens: shape {tuple(tokens.shape)}, expected z_txt's (N, L) = {tuple(z_txt.shape[:2])}")
     z = z_txt[..., latent].reshape(-1)
     if not 1 <= top_n <= len(z):
         raise ValueError(f"top_n={top_n}: must be in 1..{len(z)} (the number of samples)")
     vals, where = z.topk(top_n)
     ids = tokens.reshape(-1)[where[vals > 0]]
-    return [vocab.tokens[int(t)] for t in ids]
+    words = getattr(vocab, "tokens", vocab)
+    return [words[int(t)] for t in ids]
 
 
 def interpret(z_img, z_txt, scenes, regions, latents, describer, synthesiser, hierarchical: bool = True,
@@ -230,6 +253,9 @@ def identification_rate(predicted, truth) -> dict:
 
     "unclear" never matches. ValueError when the lists are empty or of different lengths.
     """
+    for name, v in (("predicted", predicted), ("truth", truth)):
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+            raise ValueError(f"{name} must be a list of concept names, got {type(v).__name__} {v!r:.60}")
     predicted, truth = list(predicted), list(truth)
     if not truth:
         raise ValueError("truth: empty; the identification rate needs at least one latent")

@@ -26,8 +26,11 @@ def mask_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     (latent silent, mask empty) gives 0. Chapters 14 (mIoU) and 16 (ground truth, references).
     """
     z_img = checks.tensor(z_img, "z_img")
-    if torch.as_tensor(masks).dtype != torch.bool:
-        raise ValueError(f"masks: expected a bool tensor (N, C, P), got {torch.as_tensor(masks).dtype}")
+    if masks is None:
+        raise ValueError("masks: expected a bool tensor (N, C, P) of candidate masks, got None")
+    masks = torch.as_tensor(masks)
+    if masks.dtype != torch.bool:
+        raise ValueError(f"masks: expected a bool tensor (N, C, P), got {masks.dtype}")
     if z_img.ndim != 3 or masks.ndim != 3 or masks.shape[0] != z_img.shape[0] or masks.shape[2] != z_img.shape[1]:
         raise ValueError(f"masks: shape {tuple(masks.shape)} does not fit z_img {tuple(z_img.shape)} "
                          "(expected (N, C, P) with z_img (N, P, d_sae))")
@@ -59,7 +62,14 @@ def miou(z_img: torch.Tensor, masks: torch.Tensor) -> float:
 
 
 def sae_report(sae, x: torch.Tensor, z_img: torch.Tensor | None = None, masks: torch.Tensor | None = None) -> dict:
-    """EV, L0 and dead-latent fraction of ``sae`` on tokens ``x`` (M, d_in), plus mIoU when patches are given."""
+    """EV, L0 and dead-latent fraction of ``sae`` on tokens ``x`` (M, d_in), plus mIoU when patches are given
+    (``z_img`` and ``masks`` together)."""
+    from .topk import TopKSAE
+
+    checks.instance(sae, "sae", TopKSAE)
+    if (z_img is None) != (masks is None):
+        raise ValueError(f"masks and z_img: give both (for mIoU) or neither, got z_img "
+                         f"{'None' if z_img is None else 'a code'} and masks {'None' if masks is None else 'masks'}")
     with torch.no_grad():
         z = sae.encode(x)
         out = {"EV": 1 - fvu(x, sae.decode(z)), "L0": l0(z), "dead": float(dead_latents(z).float().mean())}
@@ -77,5 +87,7 @@ def region_purity(regions: torch.Tensor, labels: torch.Tensor) -> float:
         raise ValueError(f"regions: shape {tuple(regions.shape)} differs from labels {tuple(labels.shape)}")
     n, p = regions.shape
     g, o = int(regions.max()) + 1, int(labels.max()) + 1
+    checks.allocation((n, g * o), f"the counts of {g} region labels (regions max {g - 1}) x {o} object labels "
+                      f"(labels max {o - 2})", 4)
     counts = torch.zeros(n, g * o).scatter_add_(1, regions * o + labels, torch.ones(n, p))
     return float(counts.reshape(n, g, o).amax(2).sum() / (n * p))

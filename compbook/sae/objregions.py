@@ -53,12 +53,14 @@ class ObjectVLM(TinyVLM):
     attention within the prefix + patch block. ``n_prefix = 0, bidirectional = False`` is the book's model."""
 
     def __init__(self, cfg: TinyVLMConfig, n_prefix: int = 0, bidirectional: bool = False):
-        if int(n_prefix) < 0:
-            raise ValueError(f"n_prefix={n_prefix}: must be >= 0")
+        checks.instance(cfg, "cfg", TinyVLMConfig)
+        n_prefix = checks.integer(n_prefix, "n_prefix", 0)                # 2.7 is refused, never truncated
+        checks.boolean(bidirectional, "bidirectional")
+        checks.allocation((n_prefix, cfg.d_model), "n_prefix learned prefix tokens")
         if cfg.text_only:
             raise ValueError("cfg: text_only models have no image block")
         super().__init__(cfg)
-        self.n_prefix, self.bidirectional = int(n_prefix), bool(bidirectional)
+        self.n_prefix, self.bidirectional = n_prefix, bool(bidirectional)
         g = torch.Generator().manual_seed(cfg.seed + 1)
         self.prefix = torch.nn.Parameter(0.02 * torch.randn(self.n_prefix, cfg.d_model, generator=g))
 
@@ -98,6 +100,29 @@ def train_object_vlm(cfg: TinyVLMConfig, n_prefix: int, bidirectional: bool, sce
     return train_vlm(cfg, scenes, tcfg, progress, model=ObjectVLM(cfg, n_prefix, bidirectional))
 
 
+def load_object_vlm(path, n_prefix: int, bidirectional: bool) -> tuple[ObjectVLM, dict]:
+    """A stored :class:`ObjectVLM` (``n_prefix`` prefix tokens, ``bidirectional``) -> (model in eval mode,
+    sidecar metadata). ValueError naming the file and what differs: a sidecar without ``config``, a config with
+    an unknown or missing field, tensors of another width, vocabulary, depth or prefix count than the sidecar
+    and the arguments say (:func:`compbook.checks.sidecar_agrees`), renamed or edited tensors."""
+    from .vlm import sidecar_config, vlm_facts
+
+    header = checkpoints.read_header(path, format=FORMAT)
+    where = checkpoints.files(path)[0]
+    model = ObjectVLM(sidecar_config(header, where), n_prefix, bidirectional)
+    meta = checks.mapping(header.get("metadata", {}), f"{where}: sidecar field 'metadata'")
+
+    def facts(t):
+        if t["prefix"].shape[0] != model.n_prefix:
+            raise ValueError(f"n_prefix={model.n_prefix}: {where.with_suffix('.safetensors')} stores "
+                             f"{t['prefix'].shape[0]} prefix tokens")
+        return vlm_facts(t)
+
+    tensors, _ = checkpoints.load(path, format=FORMAT, names=model.state_dict(), facts=facts)
+    model.load_state_dict(tensors)
+    return model.eval(), meta
+
+
 def _name(variant: str, layout: str) -> str:
     n_prefix, bidi = VARIANTS[variant]
     return f"{STORE}/{layout}_prefix{n_prefix}_{'bidi' if bidi else 'causal'}"
@@ -120,13 +145,11 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     want = {"recipe": asdict(recipe), "layout": layout, "n_prefix": n_prefix, "bidirectional": bidi}
     path = data_file(f"{_name(variant, layout)}.json", download=not retrain).with_suffix("")
     if not retrain and path.with_suffix(".json").is_file():
-        meta = checkpoints.read_header(path, format=FORMAT)
-        if {k: meta["metadata"].get(k) for k in want} == want:       # a model of another recipe is retrained
-            c = meta["config"]
-            model = ObjectVLM(TinyVLMConfig(**{**c, "grid": tuple(c["grid"])}), n_prefix, bidi)
+        meta = checks.mapping(checkpoints.read_header(path, format=FORMAT).get("metadata"),
+                              f"{path}.json: sidecar field 'metadata'")
+        if {k: meta.get(k) for k in want} == want:                    # a model of another recipe is retrained
             data_file(f"{_name(variant, layout)}.safetensors")          # fetched where there is no checkout
-            model.load_state_dict(checkpoints.load(path, format=FORMAT, names=model.state_dict())[0])
-            return model.eval(), meta["metadata"]
+            return load_object_vlm(path, n_prefix, bidi)
     train = make_scenes(recipe.n_train, seed=recipe.train_seed, layout=layout)
     test = make_scenes(recipe.n_test, seed=recipe.test_seed, layout=layout)
     tcfg = VLMTrainConfig(steps=recipe.steps, batch=recipe.batch, lr=recipe.lr, seed=recipe.seed)
@@ -140,6 +163,16 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
 @torch.no_grad()
 def patch_attention(model: ObjectVLM, scenes, batch: int = 100) -> torch.Tensor:
     """Image-block attention (N, P, P) of ``model`` on ``scenes``, mean over layers and heads (the paper's "all")."""
+    from .vlm import check_batch_size
+
+    checks.instance(model, "model", TinyVLM)
+    if not all(hasattr(scenes, a) for a in ("patches", "tokens", "__len__")):
+        raise ValueError(f"scenes must be a SceneSet (patches, tokens), got {type(scenes).__name__}")
+    if len(scenes) == 0:
+        raise ValueError("scenes: no scenes to read the attention of")
+    batch = checks.integer(batch, "batch")
+    check_batch_size(model.cfg, min(batch, len(scenes)), scenes.tokens.shape[1] + getattr(model, "n_prefix", 0),
+                     "patch_attention")
     out = []
     for i in range(0, len(scenes), batch):
         _, _, attns = model.run(scenes.patches[i:i + batch], scenes.tokens[i:i + batch])
@@ -152,7 +185,10 @@ def attention_correlations(attn: torch.Tensor, labels: torch.Tensor) -> dict:
     "same object" (both patches on one object, background excluded) and with raster order 1 / (max(i, j) + 1)."""
     attn = checks.tensor(attn, "attn", (None, None, None))
     n, p, _ = attn.shape
-    if attn.shape[2] != p or tuple(torch.as_tensor(labels).shape) != (n, p):
+    if n == 0 or p < 2:
+        raise ValueError(f"attn: need at least one image of two patches, got shape {tuple(attn.shape)}")
+    labels = torch.as_tensor(checks.integers(labels, "labels", -1, ndim=2))
+    if attn.shape[2] != p or tuple(labels.shape) != (n, p):
         raise ValueError(f"attn (N, P, P) and labels (N, P) do not fit: got {tuple(attn.shape)} and "
                          f"{tuple(torch.as_tensor(labels).shape)}")
     a = (attn + attn.transpose(1, 2)) / 2
@@ -181,6 +217,9 @@ def region_row(model: ObjectVLM, scenes, n_regions: int = 20) -> dict:
 
 def proximity_purity(scenes, n_regions: int = 20) -> float:
     """Purity of regions from proximity alone (the grid distance, no attention): the layout's own baseline."""
+    from .data import SceneSet
+
+    checks.instance(scenes, "scenes", SceneSet)
     d = grid_distance(*scenes.grid).expand(len(scenes), -1, -1)
     return region_purity(average_linkage(d, n_regions), scenes.labels)
 

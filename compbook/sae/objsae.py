@@ -113,9 +113,7 @@ def table(layouts=("grid2",), variants=tuple(VARIANTS), counts=st.REGION_COUNTS,
 def reading(df: pd.DataFrame, columns=COLUMNS) -> pd.DataFrame:
     """S2AE - vanilla paired by seed per (layout, variant, regions) of :func:`table`'s ``df``: seeds, region
     purity, and ``(mean, 95% half-width)`` per column of ``columns`` as "+0.012 ± 0.004"."""
-    missing = {"layout", "variant", "regions", "method", "seed", *columns} - set(df.columns)
-    if missing:
-        raise ValueError(f"df: missing columns {sorted(missing)}")
+    st._columns(df, "df", ("layout", "variant", "regions", "method", "seed", "purity (regions)", *columns))
     rows = []
     for (layout, variant), g in df.groupby(["layout", "variant"], sort=False):
         van = g[g.method == "vanilla"]
@@ -132,6 +130,7 @@ def reading(df: pd.DataFrame, columns=COLUMNS) -> pd.DataFrame:
 
 def paired_rows(df: pd.DataFrame, column: str) -> pd.DataFrame:
     """Numeric S2AE - vanilla of ``column`` per (layout, variant, regions): columns ``mean``, ``half``."""
+    st._columns(df, "df", ("layout", "variant", "regions", "method", "seed", column))
     rows = []
     for (layout, variant), g in df.groupby(["layout", "variant"], sort=False):
         van = g[g.method == "vanilla"]

@@ -45,19 +45,20 @@ class ReferenceTrainConfig(SAETrainConfig):
     b_dec_init: str = "zero"        # "zero": the reference; "mean": the data mean, ours
 
     def __post_init__(self):
+        super().__post_init__()                     # the base config's checks (sizes, rates, seed)
         for name, allowed in (("schedule", SCHEDULES), ("init", INITS), ("b_dec_init", B_DEC_INITS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {allowed}")
-        if self.clip is not None and not (isinstance(self.clip, (int, float)) and self.clip > 0
-                                          and math.isfinite(self.clip)):
-            raise ValueError(f"clip={self.clip!r}: expected a finite number > 0 or None")
+        if self.clip is not None:                   # a bool is not a norm: refused by checks.real
+            checks.real(self.clip, "clip", 0, low_open=True)
 
 
 def linear_init(sae: TopKSAE, seed: int) -> TopKSAE:
     """Re-initialise ``sae`` as the reference does: ``nn.Linear(d_in, d_sae)``'s default distribution for the
     encoder weight and bias (uniform in ``+-1/sqrt(d_in)``), ``W_dec`` a copy of that weight (rows not
     normalised), ``b_dec = 0``. Deterministic in ``seed``."""
-    g = torch.Generator().manual_seed(int(seed))
+    checks.instance(sae, "sae", TopKSAE)
+    g = torch.Generator().manual_seed(checks.integer(seed, "seed", 0))
     bound = 1.0 / math.sqrt(sae.d_in)
     weight = (torch.rand(sae.d_sae, sae.d_in, generator=g) * 2 - 1) * bound      # nn.Linear layout (out, in)
     bias = (torch.rand(sae.d_sae, generator=g) * 2 - 1) * bound
@@ -78,6 +79,10 @@ def linear_decay(step: int, steps: int) -> float:
 def train_sae_reference(data: SAEData, cfg: SAETrainConfig, progress: bool = True) -> TrainResult:
     """Train like :func:`compbook.sae.s2ae.train_sae` (same batches, loss and penalties for the same seed) with
     the optimisation of ``cfg`` (a :class:`ReferenceTrainConfig`; a plain :class:`SAETrainConfig` means ours)."""
+    from .s2ae import check_data
+
+    checks.instance(cfg, "cfg", SAETrainConfig)
+    check_data(data, None, cfg.lam > 0)
     ref = cfg if isinstance(cfg, ReferenceTrainConfig) else ReferenceTrainConfig(
         **{**cfg.__dict__, "schedule": "constant", "clip": None, "init": "ours", "b_dec_init": "mean"})
     sae = TopKSAE(data.acts.shape[-1], ref.d_sae, ref.k, seed=ref.seed)

@@ -57,7 +57,10 @@ def image_attention(attentions: torch.Tensor, patch_idx: torch.Tensor) -> torch.
 
 def region_distance(attn: torch.Tensor, grid: tuple[int, int], exponent: float = SPATIAL_EXPONENT) -> torch.Tensor:
     """The S2AE distance (B, P, P), float64, from image-block attention ``attn`` (B, P, P) on ``grid`` (rows, cols)."""
-    a = torch.as_tensor(attn).double()
+    a = checks.tensor(attn, "attn", finite=False)
+    exponent = checks.real(exponent, "exponent", 0)       # a negative one makes the diagonal 0 ** -e = inf
+    checks.allocation(tuple(a.shape), "attn (the distances, float64)", 8 * 4)
+    a = a.double()
     single = a.ndim == 2
     if single:
         a = a[None]
@@ -89,7 +92,9 @@ def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
     the two clusters with the smallest average distance, and updates distances by Lance-Williams:
     ``d(i+j, m) = (n_i d(i, m) + n_j d(j, m)) / (n_i + n_j)``.
     """
-    d = checks.tensor(dist, "dist", finite=False).detach().cpu().double().numpy().copy()   # numpy: small arrays
+    d = checks.tensor(dist, "dist", finite=False)
+    checks.allocation(tuple(d.shape), "dist (a float64 copy to merge in)", 8 * 3)     # before the copy
+    d = d.detach().cpu().double().numpy().copy()                                      # numpy: small arrays
     single = d.ndim == 2
     if single:
         d = d[None]

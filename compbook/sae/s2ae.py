@@ -87,16 +87,33 @@ def exclusive_sparsity(z_hat: torch.Tensor, regions) -> torch.Tensor:
     return group_profiles(z_hat, regions).mean(0).pow(2).mean()
 
 
+def region_labels(regions, shape: tuple, name: str = "regions") -> torch.Tensor:
+    """``regions`` (a tensor, array or nested list) as int64 region labels of ``shape``, each ``>= 0`` (a negative
+    label would wrap to the last region, a fraction be truncated: both refused, naming ``name``)."""
+    if not isinstance(regions, torch.Tensor):
+        regions = torch.as_tensor(checks.integers(regions, name))
+    if regions.is_floating_point() or regions.is_complex() or regions.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer region labels, got dtype {regions.dtype}")
+    if tuple(regions.shape) != tuple(shape):
+        raise ValueError(f"{name}: shape {tuple(regions.shape)}, expected {tuple(shape)}")
+    if regions.numel() and int(regions.min()) < 0:
+        raise ValueError(f"{name} must be region labels >= 0, got {int(regions.min())}")
+    return regions.long()
+
+
 def batch_penalties(z_hat: torch.Tensor, regions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """GS and ES of every image of a batch, averaged over the images.
 
-    ``z_hat`` (B, P, d_sae); ``regions`` (B, P) int labels in ``0..G-1`` (a label may be unused in an image).
-    Equal to the mean over images of :func:`group_sparsity` / :func:`exclusive_sparsity` (tested).
+    ``z_hat`` (B, P, d_sae) finite; ``regions`` (B, P) int labels in ``0..G-1`` (a label may be unused in an
+    image). Equal to the mean over images of :func:`group_sparsity` / :func:`exclusive_sparsity` (tested).
     """
+    z_hat = checks.tensor(z_hat, "z_hat", (None, None, None))
     b, p, _ = z_hat.shape
-    if regions.shape != (b, p):
-        raise ValueError(f"regions: shape {tuple(regions.shape)}, expected {(b, p)}")
+    regions = region_labels(regions, (b, p))
+    if regions.numel() == 0:
+        raise ValueError(f"z_hat: no image patches to penalise, got shape {tuple(z_hat.shape)}")
     g = int(regions.max()) + 1
+    checks.allocation((b, g, p), "regions (one-hot of the labels)", z_hat.element_size())
     onehot = torch.nn.functional.one_hot(regions.long(), g).transpose(1, 2).to(z_hat.dtype)   # (B, G, P)
     count = onehot.sum(2, keepdim=True)                                                        # (B, G, 1)
     present = (count > 0).to(z_hat.dtype)
@@ -131,13 +148,15 @@ class SAETrainConfig:
     regions_every_step: bool = False    # True: cluster the batch's images inside each step, as the paper's trainer
 
     def __post_init__(self):
+        self.seed = checks.integer(self.seed, "seed", 0)
+        checks.boolean(self.regions_every_step, "regions_every_step")
         d_sae = checks.integer(self.d_sae, "d_sae")
         if not 1 <= checks.integer(self.k, "k", None) <= d_sae:
             raise ValueError(f"k={self.k}: must satisfy 1 <= k <= d_sae={d_sae}")
         for name in ("lam", "gs_weight", "es_weight"):
             checks.real(getattr(self, name), name, 0)
         checks.optional_integer(self.n_regions, "n_regions")
-        checks.real(self.exponent, "exponent")
+        checks.real(self.exponent, "exponent", 0)
         checks.integer(self.steps, "steps")
         checks.integer(self.batch_images, "batch_images")
         checks.real(self.lr, "lr", 0, low_open=True)
@@ -166,6 +185,19 @@ class SAEData:
                              f"{getattr(self.valid, 'dtype', type(self.valid).__name__)}")
         if self.valid.shape != self.acts.shape[:2]:
             raise ValueError(f"valid: shape {tuple(self.valid.shape)}, expected {tuple(self.acts.shape[:2])}")
+        n, t = self.valid.shape
+        if not isinstance(self.patch_idx, torch.Tensor) or self.patch_idx.is_floating_point():
+            checks.integers(self.patch_idx, "patch_idx", ndim=1)       # a fraction is refused, never truncated
+        self.patch_idx = torch.as_tensor(checks.index(torch.as_tensor(self.patch_idx).reshape(-1), "patch_idx", t,
+                                                      "each image's token sequence")).long()
+        rows, cols = (checks.integer(g, "grid", 0) for g in checks.sequence(self.grid, "grid", 2, 2))
+        if rows * cols != len(self.patch_idx):
+            raise ValueError(f"grid={tuple(self.grid)!r} has {rows * cols} cells for {len(self.patch_idx)} patch "
+                             f"positions (patch_idx)")
+        self.grid = (rows, cols)
+        if self.attn is not None:
+            p = len(self.patch_idx)
+            self.attn = checks.tensor(self.attn, "attn", (n, p, p))
 
     @property
     def tokens(self) -> torch.Tensor:
@@ -189,11 +221,28 @@ class TrainResult:
 def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.Tensor,
                      d_sae: int) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`batch_penalties` from the TopK's kept entries only: ``vals_hat`` (B, P, k) binarised kept values,
-    ``idx`` (B, P, k) their latents, ``regions`` (B, P) labels in ``0..G-1``. Same values and gradients (the
-    dense code is 0 elsewhere, where the square's gradient is 0), without touching the (B, P, d_sae) code."""
+    ``idx`` (B, P, k) their latents in ``0..d_sae-1`` (an id equal to ``d_sae`` would spill into the next
+    region's slots: refused, :func:`compbook.checks.index`), ``regions`` (B, P) labels in ``0..G-1``. Same values
+    and gradients (the dense code is 0 elsewhere, where the square's gradient is 0), without touching the
+    (B, P, d_sae) code."""
+    d_sae = checks.integer(d_sae, "d_sae")
+    vals_hat = checks.tensor(vals_hat, "vals_hat", (None, None, None))
     b, p, k = vals_hat.shape
-    if regions.shape != (b, p):
-        raise ValueError(f"regions: shape {tuple(regions.shape)}, expected {(b, p)}")
+    idx = checks.tensor(idx, "idx", (b, p, k), floating=False)
+    if idx.is_floating_point() or idx.dtype == torch.bool:
+        raise ValueError(f"idx must hold integer latent ids, got dtype {idx.dtype}")
+    checks.index(idx, "idx", d_sae, "the SAE's d_sae latents")
+    regions = region_labels(regions, (b, p))
+    if regions.numel() == 0:
+        raise ValueError(f"vals_hat: no image patches to penalise, got shape {tuple(vals_hat.shape)}")
+    checks.allocation((b, (int(regions.max()) + 1) * d_sae), "regions x d_sae (the penalty's sums)",
+                      vals_hat.element_size())
+    return _sparse_penalties(vals_hat, idx.long(), regions, d_sae)
+
+
+def _sparse_penalties(vals_hat, idx, regions, d_sae):
+    """:func:`sparse_penalties` without the checks (the trainer's own TopK indices and regions)."""
+    b, p, k = vals_hat.shape
     g = int(regions.max()) + 1
     slot = (regions.long()[:, :, None] * d_sae + idx).reshape(b, -1)                          # (B, P k)
     sums = vals_hat.new_zeros(b, g * d_sae).scatter_add(1, slot, vals_hat.pow(2).reshape(b, -1))
@@ -204,19 +253,37 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
 
 def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: torch.Tensor,
               regions: torch.Tensor | None, cfg: SAETrainConfig) -> torch.Tensor:
-    """One batch's loss: FVU over all valid tokens, plus ``lam (gs GS + es ES)`` over image patches (B, P)."""
+    """One batch's loss: FVU over all valid tokens, plus ``lam (gs GS + es ES)`` over image patches (B, P).
+    ``x`` (B, T, d_in), ``valid`` (B, T) bool with a valid token, ``patch_idx`` (P,) positions in ``0..T-1``,
+    ``regions`` (B, P) labels (needed when ``cfg.lam > 0``)."""
+    checks.instance(sae, "sae", TopKSAE)
+    checks.instance(cfg, "cfg", SAETrainConfig)
+    x = check_activations(checks.tensor(x, "x", (None, None, sae.d_in), finite=False), sae.d_in, "x")
     b, t, d = x.shape
+    if not isinstance(valid, torch.Tensor) or valid.dtype != torch.bool or tuple(valid.shape) != (b, t):
+        raise ValueError(f"valid must be a bool tensor of shape {(b, t)} (False on padding), got "
+                         f"{getattr(valid, 'dtype', type(valid).__name__)} {tuple(getattr(valid, 'shape', ()))}")
+    if not bool(valid.any()):
+        raise ValueError("valid: the batch has no valid token (its loss would be 0 and its biases NaN)")
+    patch_idx = torch.as_tensor(checks.index(torch.as_tensor(patch_idx).cpu(), "patch_idx", t, "the batch's tokens"),
+                                device=x.device)
+    if cfg.lam > 0:
+        if regions is None:
+            raise ValueError("regions: S2AE (cfg.lam > 0) needs the region labels (B, P) of the batch; got None")
+        regions = region_labels(regions, (b, len(patch_idx)))
     vals, idx = sae.encode_topk(x.reshape(b * t, d))
-    loss = fvu_loss(x[valid], sae.decode(sae.scatter(vals, idx)).reshape(b, t, d)[valid])
+    loss = fvu_loss(x[valid], sae.decode(sae._scatter(vals, idx)).reshape(b, t, d)[valid])
     if cfg.lam > 0:
         vals, idx = vals.reshape(b, t, -1)[:, patch_idx], idx.reshape(b, t, -1)[:, patch_idx]
-        gs, es = sparse_penalties(binarize_ste(vals), idx, regions, sae.d_sae)
+        gs, es = _sparse_penalties(binarize_ste(vals), idx, regions, sae.d_sae)
         loss = loss + cfg.lam * (cfg.gs_weight * gs + cfg.es_weight * es)
     return loss
 
 
 def train_sae(data: SAEData, cfg: SAETrainConfig, progress: bool = True) -> TrainResult:
     """Train a TopK SAE (``cfg.lam = 0``) or an S2AE (``cfg.lam > 0``) on ``data``; deterministic given ``cfg.seed``."""
+    checks.instance(cfg, "cfg", SAETrainConfig)
+    check_data(data, None, cfg.lam > 0)
     sae = TopKSAE(data.acts.shape[-1], cfg.d_sae, cfg.k, seed=cfg.seed)
     with torch.no_grad():
         sae.b_dec.copy_(data.tokens.mean(0))                 # our choice: start b_dec at the data mean
@@ -230,6 +297,10 @@ def check_data(data, d_in: int | None = None, needs_attention: bool = False, nam
     n, t, d = data.acts.shape
     if n == 0:
         raise ValueError(f"{name}.acts: no images (N = 0)")
+    empty = torch.nonzero(~data.valid.any(1)).flatten()
+    if len(empty):                         # a batch of such images has no token: loss 0, NaN biases
+        raise ValueError(f"{name}.valid: {len(empty)} image(s) without a valid token (the first: image "
+                         f"{int(empty[0])}); drop them before training")
     if d_in is not None and d != d_in:
         raise ValueError(f"{name}.acts: tokens of width {d}, the SAE reads d_in={d_in}")
     idx = checks.integers(data.patch_idx, f"{name}.patch_idx", 0, t - 1, ndim=1)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .. import checks
+
 WIDTH = 7.0
 
 
@@ -19,6 +21,7 @@ def _grid_axes(n: int, ncols: int, height: float):
 
 def show_scenes(scenes, idx, ncols: int = 4):
     """Images with their captions (wrapped), one panel per scene index in ``idx``."""
+    idx = checks.index(checks.sequence(idx, "idx"), "idx", len(scenes), "the scene set").tolist()
     fig, axes = _grid_axes(len(idx), ncols, 2.2)
     for ax, i in zip(axes, idx):
         ax.imshow(scenes.images[i], interpolation="nearest")
@@ -30,8 +33,16 @@ def show_scenes(scenes, idx, ncols: int = 4):
 
 def overlay(image: np.ndarray, patch_values: np.ndarray, grid: tuple, colour=(1.0, 0.0, 0.0), alpha=0.6):
     """``image`` (H, W, 3) with patches tinted by ``patch_values`` (P,) in [0, 1] (row-major on ``grid``)."""
+    image = np.asarray(checks.unit_image(checks.tensor(image, "image", (None, None, 3), floating=False), "image"))
     h, w, _ = image.shape
-    v = np.asarray(patch_values, float).reshape(grid)
+    rows, cols = (checks.integer(g, "grid") for g in checks.sequence(grid, "grid", 2, 2))
+    v = checks.reals(patch_values, "patch_values")
+    checks.value_range(v, "patch_values", 0, 1)
+    if v.size != rows * cols or h % rows or w % cols:
+        raise ValueError(f"patch_values: {v.size} values for a {rows} x {cols} grid on a {h} x {w} image "
+                         f"(expected {rows * cols}, whole patches)")
+    v = v.reshape(rows, cols)
+    checks.real(alpha, "alpha", 0, 1)
     v = np.kron(v, np.ones((h // grid[0], w // grid[1])))[..., None]
     return image * (1 - alpha * v) + alpha * v * np.asarray(colour)
 

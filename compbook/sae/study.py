@@ -91,6 +91,7 @@ def _lam_of(method: str) -> float:
 def slack(sae, data: SAEData) -> dict:
     """Positive pre-activations per image patch, the share whose k-th kept value is 0, the medians of the k-th
     and (k+1)-th largest pre-activations (see the module docstring)."""
+    ex._check_pair(sae, data)
     x = data.acts[:, data.patch_idx].reshape(-1, data.acts.shape[-1])
     pre = sae.pre_acts(x)
     k = sae.k
@@ -104,6 +105,10 @@ def slack(sae, data: SAEData) -> dict:
 
 def study_table(runs: list, test: SAEData, masks: torch.Tensor) -> pd.DataFrame:
     """One row per run: k, lambda, seed, EV, L0 (all tokens and patches), dead, mIoU, the slack, train s."""
+    runs = checks.sequence(runs, "runs")
+    for i, r in enumerate(runs):
+        checks.fields(checks.mapping(r, f"runs[{i}]"), f"runs[{i}]", r, ("k", "lam", "method", "seed", "sae",
+                                                                         "train s"))
     rows = []
     for r in runs:
         rows.append({"k": r["k"], "lambda": r["lam"], "method": r["method"], "seed": r["seed"],
@@ -116,6 +121,7 @@ COLUMNS = ("EV", "L0", "L0 patches", "mIoU", "positive pre", "k-th kept = 0")
 
 def study_summary(df: pd.DataFrame, columns=COLUMNS) -> pd.DataFrame:
     """Mean and 95% t-interval over seeds (:func:`compbook.sae.experiment.summarise`) per (k, lambda)."""
+    _columns(df, "df", ("k", "method", *columns))
     parts = []
     for k, g in df.groupby("k", sort=True):
         s = ex.summarise(g, columns)
@@ -131,11 +137,21 @@ def choose_k(df: pd.DataFrame, ev_target: float = EV_TARGET) -> int:
 
     Our choice (a parameter): only vanilla rows are read, so the choice cannot depend on how S2AE does."""
     checks.real(ev_target, "ev_target", None, 1)
+    _columns(df, "df", ("k", "lambda", "EV"))
     v = df[df["lambda"] == 0].groupby("k")["EV"].mean().sort_index()
     if v.empty:
         raise ValueError("df: no vanilla (lambda = 0) rows to choose k from")
     ok = v[v >= ev_target]
     return int(ok.index[0]) if len(ok) else int(v.idxmax())
+
+
+def _columns(df, name: str, columns) -> pd.DataFrame:
+    """``df`` if it is a DataFrame with every column of ``columns``; ValueError naming the missing ones."""
+    checks.instance(df, name, pd.DataFrame)
+    missing = sorted(set(columns) - set(df.columns))
+    if missing:
+        raise ValueError(f"{name}: missing columns {missing} (has {sorted(map(str, df.columns))})")
+    return df
 
 
 def paired(df: pd.DataFrame, k: int, lam: float, columns=("EV", "L0", "L0 patches", "mIoU")) -> pd.DataFrame:
@@ -162,6 +178,9 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
         raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
     checks.real(mean, "mean")
     checks.real(paper_size, "paper_size")
+    half = float(checks.reals(half, "half", 0, finite=False))          # NaN or inf: one seed, no interval
+    if half < 0:
+        raise ValueError(f"half must be a half-width >= 0 (NaN or inf for one seed), got {half!r}")
     if not np.isfinite(half):
         return "inconclusive (one seed)"
     base = verdict(difference_row(mean, half), 0, "greater" if paper_sign > 0 else "less")
@@ -296,7 +315,8 @@ REGION_SEEDS = SEEDS
 
 def region_store(n_regions: int, store: str = STORE) -> str:
     """Folder (under ``data/``) of the S2AEs trained with ``n_regions`` regions per image."""
-    return f"{store}/regions/n{int(n_regions)}"
+    checks.safe_path("data", store, "store")
+    return f"{store}/regions/n{checks.integer(n_regions, 'n_regions')}"
 
 
 def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 0.01, seeds=REGION_SEEDS,
@@ -304,8 +324,7 @@ def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 
     """Vanilla and S2AE with the paper's regions at ``k`` (the study's stored SAEs, ``data/<store>/k{k}/``) and
     S2AE with each region count of ``counts`` (``data/<store>/regions/n{n}/``), same data, seeds and budget:
     [{"k", "lam", "regions", "method", "seed", "sae", "train s"}]; method "vanilla" or "S2AE, {n} regions"."""
-    if not counts:
-        raise ValueError("counts: expected at least one region count")
+    counts = [checks.integer(n, "counts", 1) for n in checks.sequence(counts, "counts")]
     base = dataclasses.replace(base, k=int(k), n_regions=None)
     runs = study_runs(train, base, (k,), (0.0, lam), seeds, store, retrain=retrain)
     n_paper = min(paper.REGIONS, len(train.patch_idx))
@@ -353,6 +372,8 @@ def region_reading(df: pd.DataFrame, l0_share: float, miou_rel: float) -> pd.Dat
     proximity alone, S2AE - vanilla paired by seed (EV, L0 patches, mIoU: "mean ± 95% half-width") and
     :func:`reread` of L0 (the paper's drop ``l0_share`` of k) and mIoU (the paper's gain ``miou_rel`` of
     vanilla's mIoU)."""
+    _columns(df, "df", ("method", "k", "regions", "seed", "purity (regions)", "purity (proximity only)", "EV",
+                        "L0 patches", "mIoU"))
     van = df[df.method == "vanilla"]
     if van.empty:
         raise ValueError("df: no vanilla rows to pair with")

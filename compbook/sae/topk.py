@@ -37,17 +37,18 @@ class TopKSAEConfig:
 
     def __post_init__(self):
         for name in ("d_in", "d_sae"):
-            checks.integer(getattr(self, name), name)
-        if not 1 <= checks.integer(self.k, "k", None) <= int(self.d_sae):
-            raise ValueError(f"k={self.k}: must satisfy 1 <= k <= d_sae={self.d_sae}")
+            setattr(self, name, checks.integer(getattr(self, name), name))
+        self.k = checks.integer(self.k, "k", 1, self.d_sae)        # k <= d_sae: the TopK keeps k of d_sae
+        self.seed = checks.integer(self.seed, "seed", 0)
         # W_enc and W_dec in float32, refused before allocating (checks.memory_budget_mb)
         checks.check_budget(2 * self.d_in * self.d_sae * 4, f"a TopK SAE of d_in={self.d_in} x d_sae={self.d_sae}")
 
 
-def check_activations(x: torch.Tensor, d_in: int, name: str = "x", dtype: torch.dtype | None = None
-                      ) -> torch.Tensor:
-    """``x`` as a float tensor (..., d_in) (of ``dtype`` when given); ValueError naming ``name`` on a wrong width,
-    integer, bool, complex or non-numeric values (activations are floats: ints are likely token ids) or NaN/inf.
+def check_activations(x: torch.Tensor, d_in: int, name: str = "x", dtype: torch.dtype | None = None,
+                      width: str = "d_in") -> torch.Tensor:
+    """``x`` as a float tensor (..., d_in) (of ``dtype`` when given); ValueError naming ``name`` on a wrong width
+    (called ``width`` in the message), integer, bool, complex or non-numeric values (activations are floats: ints
+    are likely token ids) or NaN/inf (:func:`compbook.checks.finite`: NaN in is refused, never NaN out).
     """
     if not isinstance(x, torch.Tensor):
         try:
@@ -62,9 +63,9 @@ def check_activations(x: torch.Tensor, d_in: int, name: str = "x", dtype: torch.
     if dtype is not None and x.dtype != dtype:
         raise ValueError(f"{name} must be {dtype} (the SAE's weights), got {x.dtype}; convert it first")
     if x.ndim < 1 or x.shape[-1] != d_in:
-        raise ValueError(f"{name}: last dimension is {tuple(x.shape)[-1:] or 'missing'}, expected width d_in={d_in}")
-    if not torch.isfinite(x).all():
-        raise ValueError(f"{name}: contains NaN or infinite activations")
+        raise ValueError(f"{name}: last dimension is {tuple(x.shape)[-1:] or 'missing'}, expected width "
+                         f"{width}={d_in}")
+    checks.finite(x, name)
     return x
 
 
@@ -73,7 +74,7 @@ class TopKSAE(nn.Module):
 
     def __init__(self, d_in: int, d_sae: int, k: int, seed: int = 0):
         super().__init__()
-        self.cfg = TopKSAEConfig(int(d_in), int(d_sae), int(k), int(seed))
+        self.cfg = TopKSAEConfig(d_in, d_sae, k, seed)            # whole numbers checked there, never truncated
         g = torch.Generator().manual_seed(self.cfg.seed)
         w = torch.randn(self.cfg.d_in, self.cfg.d_sae, generator=g)
         w = w / w.norm(dim=0, keepdim=True)          # unit columns, so the copy W_enc.T has unit rows
@@ -106,18 +107,27 @@ class TopKSAE(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Sparse code (N, d_sae): the top ``k`` of the ReLU'd pre-activations, zeros elsewhere."""
         vals, idx = self.encode_topk(x)
-        return self.scatter(vals, idx)
+        return self._scatter(vals, idx)
 
     def scatter(self, vals: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-        """Dense code (N, d_sae) from :meth:`encode_topk`'s values and indices."""
+        """Dense code (N, d_sae) from :meth:`encode_topk`'s values and indices: ``idx`` latent ids in
+        ``0..d_sae-1`` (an id equal to ``d_sae`` or a negative one is refused, :func:`compbook.checks.index`),
+        the shape of ``vals``."""
+        vals = checks.tensor(vals, "vals")
+        idx = checks.tensor(idx, "idx", tuple(vals.shape), floating=False)
+        if idx.is_floating_point() or idx.dtype == torch.bool:
+            raise ValueError(f"idx must hold integer latent ids, got dtype {idx.dtype}")
+        checks.index(idx, "idx", self.d_sae, "the SAE's d_sae latents")
+        return self._scatter(vals, idx.long())
+
+    def _scatter(self, vals: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """:meth:`scatter` without the checks (``idx`` from :meth:`encode_topk`)."""
         return torch.zeros(*vals.shape[:-1], self.d_sae, dtype=vals.dtype, device=vals.device).scatter(-1, idx, vals)
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """``z W_dec + b_dec``: (N, d_sae) -> (N, d_in)."""
-        z = torch.as_tensor(z)
-        if z.ndim < 1 or z.shape[-1] != self.d_sae:
-            raise ValueError(f"z: last dimension is {tuple(z.shape)[-1:]}, expected d_sae={self.d_sae}")
-        return z @ self.W_dec + self.b_dec
+        """``z W_dec + b_dec``: (N, d_sae) -> (N, d_in); ``z`` finite floats (NaN in is refused, never NaN out)."""
+        z = check_activations(z, self.d_sae, "z", width="d_sae")
+        return z.to(self.W_dec.dtype) @ self.W_dec + self.b_dec
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Reconstruction ``x_hat`` (N, d_in)."""
@@ -131,7 +141,13 @@ class TopKSAE(nn.Module):
 
 # -- metrics -------------------------------------------------------------------------------------------------------
 def fvu_loss(x: torch.Tensor, x_hat: torch.Tensor) -> torch.Tensor:
-    """FVU as a differentiable scalar: ``sum ||x - x_hat||^2 / sum ||x - mean(x)||^2`` over the N rows of (N, d)."""
+    """FVU as a differentiable scalar: ``sum ||x - x_hat||^2 / sum ||x - mean(x)||^2`` over the N rows of (N, d).
+    ``x`` and ``x_hat``: finite float tensors of one shape with at least one row (no rows: no variance to explain,
+    refused rather than a loss of 0)."""
+    x, x_hat = checks.tensor(x, "x"), checks.tensor(x_hat, "x_hat")
+    if x.ndim < 1 or x.numel() == 0:
+        raise ValueError(f"x: FVU needs at least one row of activations, got shape {tuple(x.shape)} (no valid "
+                         f"token?)")
     if x.shape != x_hat.shape:
         raise ValueError(f"x_hat: shape {tuple(x_hat.shape)} differs from x's {tuple(x.shape)}")
     x = x.reshape(-1, x.shape[-1])
@@ -144,7 +160,7 @@ def fvu(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     """Fraction of variance unexplained (a float); explained variance EV = 1 - FVU. ``ValueError`` when ``x``
     has no variance (FVU is undefined there)."""
     x = checks.tensor(x, "x", finite=False)
-    checks.tensor(x_hat, "x_hat", finite=False)
+    checks.finite(checks.tensor(x_hat, "x_hat", finite=False), "x_hat")        # NaN in: refused, never NaN out
     if x.numel() == 0 or not torch.isfinite(x).all() or float(x.reshape(-1, x.shape[-1]).var(0).sum()) == 0:
         raise ValueError(f"x: FVU needs finite data with some variance, got shape {tuple(x.shape)}")
     with torch.no_grad():
@@ -176,12 +192,15 @@ def save_sae(sae: TopKSAE, path, metadata: dict | None = None) -> Path:
 
 
 def load_sae(path) -> TopKSAE:
-    """Load a :func:`save_sae` checkpoint; ValueError on a wrong format or missing/misshapen tensors."""
-    tensors, cfg = checkpoints.load(path, format=FORMAT)
-    c = cfg["config"]
-    sae = TopKSAE(c["d_in"], c["d_sae"], c["k"], c.get("seed", 0))
-    try:
-        sae.load_state_dict(tensors, strict=True)
-    except RuntimeError as e:
-        raise ValueError(f"{path}.safetensors: does not match its config ({e})") from e
+    """Load a :func:`save_sae` checkpoint; ValueError naming the file and what differs: another format, a sidecar
+    without its ``config`` (or with an unknown or missing field, :func:`compbook.checks.fields`), tensors
+    renamed or of another width than the sidecar says (:func:`compbook.checks.sidecar_agrees`), edited values."""
+    header = checkpoints.read_header(path, format=FORMAT)
+    where = checkpoints.files(path)[0]
+    c = checks.from_fields(TopKSAEConfig, checks.mapping(header.get("config"), f"{where}: sidecar field 'config'"),
+                           f"{where}: sidecar field 'config'")
+    sae = TopKSAE(c.d_in, c.d_sae, c.k, c.seed)
+    tensors, _ = checkpoints.load(path, format=FORMAT, names=sae.state_dict(), facts=lambda t: {
+        "config.d_in": t["W_enc"].shape[0], "config.d_sae": t["W_enc"].shape[1]})
+    sae.load_state_dict(tensors, strict=True)
     return sae

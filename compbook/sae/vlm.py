@@ -54,10 +54,12 @@ class TinyVLMConfig:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         checks.integer(self.pad_id, "pad_id", 0, self.vocab_size - 1)
         checks.integer(self.seed, "seed", 0)
+        checks.boolean(self.text_only, "text_only")      # a string such as "no" would be true
         d = self.d_model
         n = (self.n_layers * (4 * d * d + 2 * d * self.d_mlp) + 2 * self.vocab_size * d
              + (self.patch_dim + self.grid[0] * self.grid[1] + self.max_text) * d)
-        checks.check_budget(4.0 * 4 * n, f"a TinyVLM of d_model={d} (weights, gradients and Adam's moments)")
+        checks.check_budget(4.0 * 4 * n, f"a TinyVLM of d_model={d}, n_layers={self.n_layers}, d_mlp={self.d_mlp}, "
+                                         f"vocab_size={self.vocab_size} (weights, gradients and Adam's moments)")
 
     @property
     def n_patches(self) -> int:
@@ -100,6 +102,7 @@ class TinyVLM(nn.Module):
     """``forward(patches (B, P, patch_dim), tokens (B, L)) -> logits (B, L, vocab)`` at the caption positions."""
 
     def __init__(self, cfg: TinyVLMConfig):
+        checks.instance(cfg, "cfg", TinyVLMConfig)
         super().__init__()
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
@@ -120,15 +123,12 @@ class TinyVLM(nn.Module):
         return torch.arange(self.n_image_tokens())
 
     def embed(self, patches: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        """The input sequence (B, P + L, d): patch tokens then caption tokens (caption only when text_only)."""
-        if tokens.shape[1] > self.cfg.max_text:
-            raise ValueError(f"tokens: {tokens.shape[1]} caption tokens > max_text={self.cfg.max_text}")
+        """The input sequence (B, P + L, d): patch tokens then caption tokens (caption only when text_only).
+        ``tokens`` ids in ``0..vocab_size-1`` and finite ``patches`` (:func:`check_inputs`)."""
+        check_inputs(self.cfg, patches, tokens)
         text = self.tok_embed(tokens) + self.tok_pos[: tokens.shape[1]]
         if self.cfg.text_only:
             return text
-        if patches.shape[1:] != (self.cfg.n_patches, self.cfg.patch_dim):
-            raise ValueError(f"patches: shape {tuple(patches.shape)}, expected (B, {self.cfg.n_patches}, "
-                             f"{self.cfg.patch_dim})")
         return torch.cat([self.patch_embed(patches) + self.patch_pos, text], 1)
 
     def run(self, patches, tokens, need_weights: bool = True) -> tuple[torch.Tensor, list, list]:
@@ -149,9 +149,12 @@ class TinyVLM(nn.Module):
 
 def caption_loss(model: TinyVLM, patches, tokens, pad_id: int) -> torch.Tensor:
     """Next-token cross-entropy over the caption (targets tokens[1:], padding ignored)."""
+    checks.instance(model, "model", TinyVLM)
     tokens = checks.tensor(tokens, "tokens", (None, None), floating=False)
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise ValueError(f"tokens must hold integer token ids, got dtype {tokens.dtype}")
+    pad_id = checks.integer(pad_id, "pad_id", 0, model.cfg.vocab_size - 1)
+    check_inputs(model.cfg, patches, tokens)
     logits = model(patches, tokens[:, :-1])
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1), ignore_index=pad_id)
 
@@ -161,6 +164,14 @@ def caption_accuracy(model: TinyVLM, scenes, batch: int = 256) -> dict:
     """Teacher-forced next-token accuracy on ``scenes`` (a :class:`compbook.sae.data.SceneSet`): over all caption
     targets (``all``) and over the words that name a colour or shape (``concept words``)."""
     batch = checks.integer(batch, "batch")
+    checks.instance(model, "model", TinyVLM)
+    checks.instance(scenes, "scenes", SceneSet)
+    if len(scenes) == 0:
+        raise ValueError("scenes: no scenes to score the captions on")
+    check_inputs(model.cfg, scenes.patches, scenes.tokens[:, :-1], "scenes.patches", "scenes.tokens")
+    if not bool((scenes.tokens[:, 1:] != scenes.vocab.pad_id).any()):
+        raise ValueError("scenes: no caption token to predict (all padding)")
+    check_batch_size(model.cfg, min(batch, len(scenes)), scenes.tokens.shape[1], "caption_accuracy")
     model.eval()
     hits, total, chits, ctotal = 0, 0, 0, 0
     for i in range(0, len(scenes), batch):
@@ -173,7 +184,7 @@ def caption_accuracy(model: TinyVLM, scenes, batch: int = 256) -> dict:
         total += int(keep.sum())
         chits += int(((pred == tgt) & concept).sum())
         ctotal += int(concept.sum())
-    return {"all": hits / total, "concept words": chits / ctotal}
+    return {"all": hits / total, "concept words": chits / ctotal if ctotal else float("nan")}
 
 
 @dataclass
@@ -251,22 +262,40 @@ def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool =
 
 def save_vlm(model: TinyVLM, path, metadata: dict | None = None) -> Path:
     """``path.safetensors`` (weights) + ``path.json`` (config, metadata); returns the JSON path."""
+    checks.instance(model, "model", TinyVLM)
     return checkpoints.save(path, model.state_dict(), {"config": asdict(model.cfg), "metadata": metadata or {}},
                             format=FORMAT)
 
 
 def load_vlm(path) -> tuple[TinyVLM, dict]:
-    """A :func:`save_vlm` checkpoint -> (model in eval mode, metadata)."""
-    tensors, meta = checkpoints.load(path, format=FORMAT)
-    c = meta["config"]
-    model = TinyVLM(TinyVLMConfig(**{**c, "grid": tuple(c["grid"])}))
-    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    got = {k: tuple(v.shape) for k, v in tensors.items()}
-    if want != got:
-        bad = sorted(k for k in want.keys() | got.keys() if want.get(k) != got.get(k))
-        raise ValueError(f"path: {path} holds weights of another config than its sidecar says (e.g. {bad[:3]})")
+    """A :func:`save_vlm` checkpoint -> (model in eval mode, metadata). ValueError naming the file and what
+    differs: a sidecar without ``config`` or ``metadata``, a config with an unknown or missing field, tensors of
+    another width, vocabulary or depth than the sidecar says, renamed or edited tensors."""
+    header = checkpoints.read_header(path, format=FORMAT)
+    model = TinyVLM(sidecar_config(header, checkpoints.files(path)[0]))
+    meta = checks.mapping(header.get("metadata"), f"{checkpoints.files(path)[0]}: sidecar field 'metadata'")
+    tensors, _ = checkpoints.load(path, format=FORMAT, names=model.state_dict(), facts=vlm_facts)
     model.load_state_dict(tensors)
-    return model.eval(), meta["metadata"]
+    return model.eval(), meta
+
+
+def sidecar_config(header: dict, where) -> TinyVLMConfig:
+    """The :class:`TinyVLMConfig` of a checkpoint sidecar's ``config`` (unknown or missing fields refused,
+    naming ``where`` and the field)."""
+    name = f"{where}: sidecar field 'config'"
+    c = dict(checks.mapping(header.get("config"), name))
+    if isinstance(c.get("grid"), list):
+        c["grid"] = tuple(c["grid"])
+    return checks.from_fields(TinyVLMConfig, c, name)
+
+
+def vlm_facts(tensors: dict) -> dict:
+    """What a TinyVLM's tensors say of its sidecar's config: width, vocabulary, depth, patch size and grid."""
+    n_layers = len({k.split(".")[1] for k in tensors if k.startswith("blocks.")})
+    return {"config.d_model": tensors["tok_embed.weight"].shape[1],
+            "config.vocab_size": tensors["tok_embed.weight"].shape[0], "config.n_layers": n_layers,
+            "config.patch_dim": tensors["patch_embed.weight"].shape[1],
+            "config.max_text": tensors["tok_pos"].shape[0]}
 
 
 # -- extraction ----------------------------------------------------------------------------------------------------
@@ -322,6 +351,7 @@ def extract(model, inputs, layer: int) -> Extraction:
             raise ValueError(f"model must be a TinyVLM or a transformers Qwen2.5-VL, got {type(model).__name__}")
         return extract_hf(model, inputs, layer)
     patches, tokens = checks.sequence(inputs, "inputs (patches, tokens)", 2, 2)
+    checks.instance(model, "model", TinyVLM)
     layer = _check_layer(layer, model.cfg.n_layers)
     tokens = checks.tensor(tokens, "tokens", (None, None), floating=False, finite=False)
     check_batch_size(model.cfg, len(tokens), tokens.shape[1], "extract")   # before reading every value
@@ -403,6 +433,8 @@ STORE = "sae/tiny_vlm"
 
 def vlm_config(scenes, recipe: Recipe, text_only: bool = False) -> TinyVLMConfig:
     """The :class:`TinyVLMConfig` of ``recipe`` for scenes shaped like ``scenes``."""
+    checks.instance(scenes, "scenes", SceneSet)
+    checks.instance(recipe, "recipe", Recipe)
     return TinyVLMConfig(vocab_size=len(scenes.vocab), patch_dim=scenes.patches.shape[-1], grid=scenes.grid,
                          max_text=scenes.tokens.shape[1], d_model=recipe.d_model, n_layers=recipe.n_layers,
                          n_heads=recipe.n_heads, d_mlp=recipe.d_mlp, text_only=text_only,
