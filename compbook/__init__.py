@@ -7,7 +7,7 @@
   :mod:`~compbook.results` (the registry of stored results in ``data/``), :mod:`~compbook.serving` (an
   OpenAI-compatible chat client) and :mod:`~compbook.journal` (atomic files and journals that survive a killed
   run);
-* Part A, chapters 1-9b: :mod:`compbook.cppn` (CPPNs, training, EMC2-Bench and its judges, claims);
+* Part A, chapters 1-9 and their notes: :mod:`compbook.cppn` (CPPNs, training, EMC2-Bench and its judges, claims);
 * Part B, chapters 10-13: :mod:`compbook.binding` (how embedding models bind concepts);
 * Part C, chapters 14-16: :mod:`compbook.sae` (sparse autoencoders, vanilla and S2AE).
 

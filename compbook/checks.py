@@ -1,4 +1,4 @@
-"""Argument checks shared by every module: one place that says what a valid argument is (issue 15).
+"""Argument checks shared by every module: one place that says what a valid argument is.
 
 Each check returns the value converted (``int``, ``float``, ``Path``, a tensor) or raises ``ValueError`` whose
 message names the argument, what was expected and what was given, e.g.
@@ -182,7 +182,7 @@ def check_render_size(res, values_per_pixel: float, bytes_per_value: int, what: 
     return res
 
 
-# -- issue 23: shared checks for sizes, sequences, ids and names used in file paths ---------------------------------
+# -- shared checks for sizes, sequences, ids and names used in file paths -------------------------------------------
 def memory_budget_mb() -> float:
     """The data budget in MiB: ``$COMPBOOK_MEMORY_BUDGET_MB`` if set, else :data:`MEMORY_BUDGET_MB`."""
     return budget_mb(MEMORY_BUDGET_VARIABLE, MEMORY_BUDGET_MB)

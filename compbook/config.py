@@ -38,7 +38,7 @@ def device() -> torch.device:
 
 
 class ModeConfig:
-    """Mixin for an experiment's config dataclass: the book's one config idiom (issue 20).
+    """Mixin for an experiment's config dataclass: the book's one config idiom.
 
     ``Config.for_mode()`` is ``Config()`` in CPU mode and ``Config.full()`` in full mode; a chapter writes
     ``cfg = Config.for_mode()`` and ``print(cfg)``. A subclass says what full mode changes in ``FULL`` (field ->

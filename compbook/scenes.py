@@ -16,7 +16,7 @@ Chapters 10-11 (Part B, binding) and Part C (S2AE) read their data from here.
   drawing ``SUPERSAMPLE`` times larger and averaging blocks, deterministic. It returns a :class:`Scene` with the
   image (H, W, 3) float32 in [0, 1], exact masks (n_obj, H, W) bool, the objects' values, the caption and its
   token ids, and :meth:`Scene.patches` (the patch-grid view for Part C). :func:`render_images` draws many.
-* **Layouts** (our choice apart from ``"pair"``): ``"pair"`` (the spec's 2 slots), ``"grid2"`` (2x2, up to 4
+* **Layouts** (our choice apart from ``"pair"``): ``"pair"`` (Paper B's CLEVR-2D, 2 slots), ``"grid2"`` (2x2, up to 4
   objects), ``"grid3"`` (3x3, up to 9). Each slot's object lies inside its own cell, so objects never overlap and
   the masks are disjoint by construction. ``"pair"`` draws the released triangle, the grid layouts our own
   (:data:`LAYOUT_TRIANGLE`). A pixel belongs to object i's mask when at least half of its area (in
@@ -43,7 +43,7 @@ from . import checks
 
 # ---------------------------------------------------------------- names and palettes
 
-#: CLEVR's 8 colours (RGB 0-255), the spec's palette, in the paper's order.
+#: CLEVR's 8 colours (RGB 0-255), Paper B's CLEVR-2D palette, in the paper's order.
 CLEVR_COLOURS = {
     "gray": (87, 87, 87), "red": (173, 35, 35), "blue": (42, 75, 215), "green": (29, 105, 20),
     "brown": (129, 74, 25), "purple": (129, 38, 192), "cyan": (41, 208, 208), "yellow": (255, 238, 51),
@@ -62,7 +62,7 @@ PATTERNS = ("core", "band", "stripe", "half")
 CANVAS = (245, 245, 245)
 OUTLINE = (0, 0, 0)
 SUPERSAMPLE = 4
-#: Slot centres (x, y) and box width, as fractions of the canvas. "pair" is the spec's CLEVR-2D layout.
+#: Slot centres (x, y) and box width, as fractions of the canvas. "pair" is Paper B's CLEVR-2D layout.
 LAYOUTS = {
     "pair": (((70 / 224, 112 / 224), (154 / 224, 112 / 224)), 64 / 224),
     "grid2": (tuple((x, y) for y in (0.25, 0.75) for x in (0.25, 0.75)), 0.40),
@@ -267,7 +267,7 @@ def _pattern_mask(pattern: str, shape: str, x, y, r, triangle: str = "ours") -> 
 
 
 def _outline_px(res: int) -> float:
-    """Outline width in output pixels: 2 px at 224 (the spec), at least 1 px so it stays visible (our choice)."""
+    """Outline width in output pixels: 2 px at 224 (Paper B's CLEVR-2D), at least 1 px so it stays visible (our choice)."""
     return max(2.0 * res / 224, 1.0)
 
 

@@ -7,8 +7,9 @@ the project was made).
 Rules (the book's conventions, CONTRIBUTING.md):
 * a number in the prose is glued from the run (``{glue:text}`name:.3f```) or is the paper's, on a line that says
   so ("the paper", "the paper's"); a decimal typed anywhere else is a finding;
-* a main chapter holds at most ``MAX_WORDS`` words of prose and ``MAX_CODE_LINES`` visible code lines (cells
-  tagged ``hide-input``, ``remove-input`` or ``remove-cell`` are not visible);
+* a main chapter's main line (the cells before its ``## Exercises``) holds at most ``MAX_WORDS`` words of prose
+  and ``MAX_CODE_LINES`` visible code lines (cells tagged ``hide-input``, ``remove-input`` or ``remove-cell`` are
+  not visible);
 * stored verdicts by an AI model are never called human;
 * the book speaks of its subject, not of its own making (no issue numbers, sessions, "the spec").
 """
@@ -40,15 +41,23 @@ HUMAN = re.compile(r"\bhuman[- ](?:verdict|label|eye|judg|labell?er|rater|annota
 SELF = re.compile(r"\bissues? #?\d+|\bsessions?\b|\bthe spec\b|\bseed summar|\bthis session", re.I)
 
 
+def main_line(path: Path) -> list[dict]:
+    """The chapter's cells before its ``## Exercises`` section (the exercises are room at the end, not counted in
+    the main line's bounds; their markdown is still read for typed decimals and names by :func:`_all_text`)."""
+    cells = json.loads(Path(path).read_text())["cells"]
+    end = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                and "".join(c["source"]).startswith("## Exercises")), len(cells))
+    return cells[:end]
+
+
 def markdown_cells(path: Path) -> list[str]:
     nb = json.loads(Path(path).read_text())
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
 
 
 def code_cells(path: Path) -> list[tuple[str, set]]:
-    nb = json.loads(Path(path).read_text())
     return [("".join(c["source"]), set(c.get("metadata", {}).get("tags", [])))
-            for c in nb["cells"] if c["cell_type"] == "code"]
+            for c in main_line(path) if c["cell_type"] == "code"]
 
 
 def _strip_fences(text: str) -> str:
@@ -80,7 +89,7 @@ def typed_decimals(path: Path) -> list[str]:
 
 
 def prose_words(path: Path) -> int:
-    text = "\n".join(_strip_fences(c) for c in markdown_cells(path))
+    text = "\n".join(_strip_fences("".join(c["source"])) for c in main_line(path) if c["cell_type"] == "markdown")
     text = GLUE_ROLE.sub("N", text)
     return len(re.findall(r"[A-Za-z0-9][\w'’\-.]*", text))
 

@@ -1,4 +1,4 @@
-"""compbook.cppn.agreement: agreement metrics and the held-out split (issue 11)."""
+"""compbook.cppn.agreement: agreement metrics and the held-out split."""
 
 import numpy as np
 import pytest
@@ -71,7 +71,7 @@ def test_validate_reads_a_new_batch_at_fixed_thresholds():
         assert rows["sgd"]["n"] == 2 and rows["picbreeder"]["n"] == 1
 
 
-# -- a second labeller (issue 24) ---------------------------------------------------------------------------------
+# -- a second labeller --------------------------------------------------------------------------------------------
 def _synthetic(n, cut, seed, kinds=("picbreeder", "fer", "fertwin")):
     """Items with a known judge score ``s`` (every candidate the same) and a labeller who says yes iff
     s >= cut; every 10th item is "can't tell"."""
@@ -148,17 +148,17 @@ def test_threshold_curve_matches_metrics_per_kind():
     assert c["fer"][0] == agreement.metrics(h[m], s[m] >= 0.25)["balanced_accuracy"]
 
 
-def test_human_rows_count_per_kind_and_delta():
+def test_answer_rows_count_per_kind_and_delta():
     from compbook.stats import wilson
     items, answers, _ = _synthetic(90, 0.5, 4)
-    rows = agreement.human_rows(items, answers)
+    rows = agreement.answer_rows(items, answers)
     assert sum(r["n"] for r in rows) == 90 and [r["kind"] for r in rows][0] == "picbreeder"
     r = next(r for r in rows if r["kind"] == "fer" and r["delta"] == 1.0)
     g = [a for it, a in zip(items, answers) if it["kind"] == "fer" and it["question"]["delta"] == 1.0]
     assert (r["yes"], r["no"], r["cant_tell"]) == (g.count("yes"), g.count("no"), g.count("can't tell"))
     assert r["ci95"] == list(wilson(g.count("yes"), len(g)))
     with pytest.raises(ValueError, match="answers"):
-        agreement.human_rows(items, answers[:-1])
+        agreement.answer_rows(items, answers[:-1])
 
 
 def test_pairwise_against_a_naive_count():

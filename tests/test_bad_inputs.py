@@ -1,4 +1,4 @@
-"""Bad and hostile inputs across Part A's public API (issue 15): each must raise a ``ValueError`` quickly.
+"""Bad and hostile inputs across Part A's public API: each must raise a ``ValueError`` quickly.
 
 Every case is one call a careless or curious reader might make. For each we check that it raises ``ValueError``
 (or a subclass such as ``GenomeError``; never a torch ``RuntimeError``, ``KeyError``, ``TypeError`` ...), within

@@ -1,4 +1,4 @@
-"""Bad inputs to Part B's public functions not in ``tests/test_bad_inputs_parts_bc.py`` (issue 23).
+"""Bad inputs to Part B's public functions not in ``tests/test_bad_inputs_parts_bc.py``.
 
 Each case must raise ``ValueError`` quickly, naming the argument, and leave the fixture folder byte-identical
 (``tests/refusal.py``). The ids name the input.

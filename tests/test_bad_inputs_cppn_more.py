@@ -1,4 +1,4 @@
-"""Bad inputs to Part A's twins, experiments, counting, fer and tables modules (issue 23).
+"""Bad inputs to Part A's twins, experiments, counting, fer and tables modules.
 
 Each case must raise ``ValueError`` quickly, naming the argument, and leave the fixture folder byte-identical
 (``tests/refusal.py``). The ids name the input.

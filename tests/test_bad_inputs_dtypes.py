@@ -1,4 +1,4 @@
-"""Wrong dtypes across the public functions of the three parts (issue 23): a systematic set.
+"""Wrong dtypes across the public functions of the three parts: a systematic set.
 
 Each target is a public function with one array argument that must hold numbers of a kind (float32 where a
 model's float32 weights read it, floating point where values are averaged, bools where they are masks, integer
@@ -133,7 +133,7 @@ TARGETS = {
     "render_images scenes": (lambda c: np.array([[0.0, 1.0]]), lambda c, x: S.render_images(c.space, x, res=32), IDS),
     "pad_sequences seqs": (lambda c: np.array([[1.0, 2.0]]), lambda c, x: S.pad_sequences(x, 0), IDS),
     # -- Part A
-    "agreement.metrics human": (lambda c: np.array([1.0, 0.0, 1.0]), lambda c, x: agreement.metrics(
+    "agreement.metrics labels": (lambda c: np.array([1.0, 0.0, 1.0]), lambda c, x: agreement.metrics(
         x, [True, False, True]), MASKS),
     "best_threshold scores": (lambda c: np.array([0.2, 0.7]), lambda c, x: agreement.best_threshold(
         x, [False, True], [0.5]), ("bool",) + NUMBERS),
@@ -157,9 +157,9 @@ REFUSED_BEFORE = {
     "SAEData acts complex",
     "TopKSAE.encode x complex",
     "TopKSAE.forward x complex",
-    "agreement.metrics human float",
-    "agreement.metrics human object",
-    "agreement.metrics human strings",
+    "agreement.metrics labels float",
+    "agreement.metrics labels object",
+    "agreement.metrics labels strings",
     "best_threshold scores strings",
     "contact_sheet images bool",
     "contact_sheet images complex",

@@ -1,4 +1,4 @@
-"""Bad and hostile inputs to Part A's newer modules (issue 23): ``compbook.cppn.judges.semantic``,
+"""Bad and hostile inputs to Part A's newer modules: ``compbook.cppn.judges.semantic``,
 ``labelling``, ``agreement``, ``reread`` and ``claims``.
 
 As ``tests/test_bad_inputs.py``: each case must raise ``ValueError`` within a second, before any work, and leave
@@ -34,7 +34,7 @@ def c(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad_part_a")
     ns = types.SimpleNamespace(dir=d)
     data = data_dir()
-    key = json.loads((data / "judge_cache" / "human_key.json").read_text())
+    key = json.loads((data / "judge_cache" / "labeller_key.json").read_text())
     ns.items = [dict(it) for it in key["items"][:6]]
     ns.answers = ["yes", "no", "can't tell", "yes", None, "no"]
     ns.images = torch.rand(6, 64, 64, 3, generator=torch.Generator().manual_seed(0))
@@ -58,7 +58,7 @@ def c(tmp_path_factory):
     (d / "key_twice.json").write_text(json.dumps(key | {"items": ns.items + ns.items[:1]}))
     (d / "key_noitems.json").write_text(json.dumps({"note": "x", "protocol": key["protocol"]}))
     (d / "key_strings.json").write_text(json.dumps(key | {"items": ["a", "b"]}))
-    cache = data / "judge_cache" / "human-book-authors-95209140.json"
+    cache = data / "judge_cache" / "model-labeller-1-8a60dcf2.json"
     shutil.copy(cache, d / "cache.json")
     (d / "cache_cut.json").write_text(cache.read_text()[:500])
     (d / "labels.txt").write_text(f"{ns.items[0]['item']} y\n")
@@ -140,8 +140,8 @@ CASES = {
     "default_judge truncated choice.json": lambda c: semantic.default_judge(c.dir / "choice_cut.json"),
     "default_judge edited choice.json": lambda c: semantic.default_judge(c.dir / "choice_edited.json"),
     # -- compbook.cppn.labelling -------------------------------------------------------------------------------
-    "human_identity labeller=5": lambda c: labelling.human_identity(5),
-    "human_identity labeller ''": lambda c: labelling.human_identity(""),
+    "labeller_identity labeller=5": lambda c: labelling.labeller_identity(5),
+    "labeller_identity labeller ''": lambda c: labelling.labeller_identity(""),
     "networks concepts 'skull' (a string)": lambda c: labelling.networks("skull"),
     "networks concept 'dog'": lambda c: labelling.networks(["dog"]),
     "networks no concepts": lambda c: labelling.networks([]),
@@ -194,8 +194,8 @@ CASES = {
         c.items, {c.items[0]["item"]: "y"}, c.dir / "cache.json", identity="human:someone else|protocol=x"),
     "store_verdicts items with repeated numbers": lambda c: labelling.store_verdicts(
         c.items + c.items[:1], {c.items[0]["item"]: "y"}, c.dir / "new_cache.json"),
-    "human_judge identity=5": lambda c: labelling.human_judge(c.dir / "cache.json", identity=5),
-    "human_judge truncated cache": lambda c: labelling.human_judge(c.dir / "cache_cut.json"),
+    "labeller_judge identity=5": lambda c: labelling.labeller_judge(c.dir / "cache.json", identity=5),
+    "labeller_judge truncated cache": lambda c: labelling.labeller_judge(c.dir / "cache_cut.json"),
     "answers_for truncated cache": lambda c: labelling.answers_for(c.items, c.dir / "cache_cut.json"),
     "answers_for items without question": lambda c: labelling.answers_for([{"concept": "skull"}],
                                                                           c.dir / "cache.json"),
@@ -274,20 +274,20 @@ CASES = {
     "machine_scores concept 'dog'": lambda c: reread.machine_scores({"x": semantic.ReferenceJudge()},
                                                                     concepts=["dog"]),
     "machine_scores no concepts": lambda c: reread.machine_scores({"x": semantic.ReferenceJudge()}, concepts=[]),
-    "human_scores answers shorter than key": lambda c: reread.human_scores(c.items, c.answers[:3]),
-    "human_scores answer 'maybe'": lambda c: reread.human_scores(c.items, ["maybe"] * 6),
-    "human_scores current a string": lambda c: reread.human_scores(c.items, c.answers, current="emc2/x"),
-    "human_scores items without question": lambda c: reread.human_scores([{"concept": "skull"}], ["yes"]),
+    "labeller_scores answers shorter than key": lambda c: reread.labeller_scores(c.items, c.answers[:3]),
+    "labeller_scores answer 'maybe'": lambda c: reread.labeller_scores(c.items, ["maybe"] * 6),
+    "labeller_scores current a string": lambda c: reread.labeller_scores(c.items, c.answers, current="emc2/x"),
+    "labeller_scores items without question": lambda c: reread.labeller_scores([{"concept": "skull"}], ["yes"]),
     "merge no parts": lambda c: reread.merge([]),
     "merge parts not dicts": lambda c: reread.merge(["a"]),
     "merge parts without rows": lambda c: reread.merge([{"made_by": "x", "concepts": ["skull"]}]),
     "merge parts with different chosen judges": lambda c: reread.merge([
-        {"made_by": "m", "seconds": 1, "twins": {}, "chosen": ch, "concepts": cs, "rows": [], "human_rows": []}
+        {"made_by": "m", "seconds": 1, "twins": {}, "chosen": ch, "concepts": cs, "rows": [], "labeller_rows": []}
         for ch, cs in (("reference", ["skull"]), ("classifier", ["butterfly", "apple"]))]),
     "merge seconds nan": lambda c: reread.merge([
         {"made_by": "m", "seconds": _nan, "twins": {}, "chosen": "reference", "concepts": ["skull", "butterfly",
                                                                                             "apple"],
-         "rows": [], "human_rows": []}]),
+         "rows": [], "labeller_rows": []}]),
     "run sample=0": lambda c: reread.run(sample=0),
     "run deltas=()": lambda c: reread.run(deltas=()),
     "run concepts ['dog']": lambda c: reread.run(concepts=["dog"]),
@@ -373,11 +373,11 @@ def test_stored_files_still_load_and_give_the_same_numbers(c):
     assert semantic.read_choice(c.dir / "choice.json") == c.choice
     judge = semantic.default_judge()
     assert judge.kind == c.choice["chosen"] and judge.threshold == c.choice["thresholds"][c.choice["chosen"]]
-    key = labelling.read_key(data_dir() / "judge_cache" / "human_key.json")
+    key = labelling.read_key(data_dir() / "judge_cache" / "labeller_key.json")
     answers = labelling.answers_for(key)
     assert len(key) == len(answers) and sum(a is not None for a in answers) > 300
-    items, human = agreement.labelled(key, answers)
-    assert len(items) == len(human) == sum(a in ("yes", "no") for a in answers)
+    items, labels = agreement.labelled(key, answers)
+    assert len(items) == len(labels) == sum(a in ("yes", "no") for a in answers)
     assert agreement.metrics([True, False, True], [True, True, True])["agreement"] == pytest.approx(2 / 3)
     rows = claims.table(c.reread, c.stored)
     assert len(rows) > 20 and {r["verdict"] for r in rows} <= {claims.REPRODUCED, claims.NOT_REPRODUCED,

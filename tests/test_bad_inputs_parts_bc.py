@@ -1,4 +1,4 @@
-"""Bad and hostile inputs across Parts B and C (issue 23): each must raise a ``ValueError`` quickly.
+"""Bad and hostile inputs across Parts B and C: each must raise a ``ValueError`` quickly.
 
 As in ``tests/test_bad_inputs.py`` (Part A): each case is one call a careless or curious reader might make; it
 must raise ``ValueError`` (never a torch ``RuntimeError``, ``IndexError``, ``KeyError``, ``MemoryError``...)

@@ -1,4 +1,4 @@
-"""Bad inputs to Part C's public functions not in ``tests/test_bad_inputs_parts_bc.py`` (issue 23).
+"""Bad inputs to Part C's public functions not in ``tests/test_bad_inputs_parts_bc.py``.
 
 Each case must raise ``ValueError`` quickly, naming the argument, and leave the fixture folder byte-identical
 (``tests/refusal.py``). The ids name the input.
@@ -156,7 +156,7 @@ CASES = {
     "load_vlm sidecar of another config": lambda c: vlm.load_vlm(c.dir / "vlm_other"),
     "load_vlm an SAE checkpoint": lambda c: vlm.load_vlm(c.dir / "sae"),
     "caption_accuracy batch 0": lambda c: vlm.caption_accuracy(c.vlm, None, batch=0),
-    # -- claims, objsae, full (issue 22)
+    # -- claims, objsae, full
     "claim_row unknown claim": lambda c: claims.claim_row("S2AE wins", "s", "m", 0.1, 0.1),
     "claim_row mean NaN": lambda c: claims.claim_row("mIoU higher", "s", "m", NAN, 0.1, vanilla=0.2),
     "claim_row relative size without vanilla": lambda c: claims.claim_row("mIoU higher", "s", "m", 0.1, 0.1),

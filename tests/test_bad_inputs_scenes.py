@@ -1,4 +1,4 @@
-"""Bad and hostile inputs to the shared modules ``compbook.scenes`` and ``compbook.sliders`` (issue 23).
+"""Bad and hostile inputs to the shared modules ``compbook.scenes`` and ``compbook.sliders``.
 
 As ``tests/test_bad_inputs.py``: each case is one call that must raise ``ValueError`` (never a ``TypeError``,
 ``IndexError``, ``MemoryError`` ..., never a silent wrong answer), within a second, before any work, leaving the

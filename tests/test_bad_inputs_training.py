@@ -1,4 +1,4 @@
-"""Bad inputs to the training and evaluation entry points, and stored runs that must be refused (issue 23).
+"""Bad inputs to the training and evaluation entry points, and stored runs that must be refused.
 
 Parts B and C's trainers (``binding.train.train_stack``, ``binding.controlled.train_controlled``,
 ``binding.sweep.run_size``, ``binding.recipe.train_recipe``, ``sae.s2ae.fit_sae``, ``sae.vlm.train_vlm``) and evaluators

@@ -75,7 +75,7 @@ def _chapter_code_lines():
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
 def test_chapter_shows_a_result_every_ten_visible_code_lines(nb_path):
-    """Plumbing lives in compbook (issue 20): at most 10 visible code lines per result, on average."""
+    """Plumbing lives in compbook: at most 10 visible code lines per result, on average."""
     lines, results = _chapter_code_lines().count(nb_path)
     print(f"{nb_path.stem}: {lines} visible code lines, {results} results, {lines / max(results, 1):.1f} per result")
     assert results and lines / results <= 10, (f"{lines} visible code lines for {results} results: move plumbing "

@@ -50,7 +50,7 @@ def test_bad_checkpoint_files(tmp_path):
         checkpoints.load_cppn(tmp_path / "m")
 
 
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sidecar,match", [
     (lambda cfg: {k: v for k, v in cfg.items() if k != "activations"}, r"m\.json: missing fields \['activations'\]"),
     (lambda cfg: [cfg], r"m\.json: expected a JSON object .* got a JSON list"),

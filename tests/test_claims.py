@@ -1,4 +1,4 @@
-"""compbook.cppn.claims: the Part A claims table's bookkeeping, on planted numbers (issue 11)."""
+"""compbook.cppn.claims: the Part A claims table's bookkeeping, on planted numbers."""
 
 import numpy as np
 import pytest
@@ -201,19 +201,19 @@ def test_labeller_claims_one_row_per_kind_and_delta_with_the_book_rule():
     rows = [_kind_row("picbreeder", 0.5, 95, 100), _kind_row("fer", 0.5, 20, 100),
             _kind_row("picbreeder", 2.0, 20, 100), _kind_row("fer", 2.0, 95, 100), _kind_row("fer", 0.0, 3, 3),
             _kind_row("fertwin", 0.5, 90, 100)]
-    out = claims.labeller_claims({"human": {"kind_delta": rows}})
+    out = claims.labeller_claims({"verdicts": {"kind_delta": rows}})
     got = {r["claim"]: r["verdict"] for r in out}
     assert got == {"Picbreeder above FER's SGD networks (delta 0.5)": claims.REPRODUCED,
                    "Picbreeder above FER's SGD networks (delta 2)": claims.NOT_REPRODUCED,
                    "Picbreeder above FER twins (delta 0.5)": claims.INCONCLUSIVE}
-    assert {r["judge"] for r in out} == {"human (labeller 2)"} and {r["chapter"] for r in out} == {5}
+    assert {r["judge"] for r in out} == {claims.SECOND_LABELLER_ROWS} and {r["chapter"] for r in out} == {5}
     with pytest.raises(ValueError, match="kind_delta"):
-        claims.labeller_claims({"human": {}})
+        claims.labeller_claims({"verdicts": {}})
 
 
 def test_table_takes_the_second_labeller_rows_from_the_stored_run():
     reread, stored = claims.load()
     base = claims.table(reread, stored)
     more = claims.table(reread, stored, labelled=claims.load_labelled())
-    extra = [r for r in more if r["judge"] == "human (labeller 2)"]
+    extra = [r for r in more if r["judge"] == claims.SECOND_LABELLER_ROWS]
     assert len(more) == len(base) + len(extra) and len(extra) == 6

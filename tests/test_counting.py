@@ -1,4 +1,4 @@
-"""What the score counts (issue 24): counting rules, delta policies, judges, checked against naive references."""
+"""What the score counts: counting rules, delta policies, judges, checked against naive references."""
 
 import numpy as np
 import pytest

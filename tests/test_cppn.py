@@ -109,7 +109,7 @@ def test_layout_from_counts():
         cppn.layout_from_counts({"sin": -1})
 
 
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 def test_render_over_the_budget_is_refused_before_allocating(monkeypatch):
     """A 20000 px render used to run 12 s and take 6 GB; now it is refused at once, with the budget named."""
     import time

@@ -170,7 +170,7 @@ def test_peak_frequencies():
     assert 0.5 < freq[4] < 1.0 and freq[8] > 0.0
 
 
-# -- issue 15: outside the fitted range ---------------------------------------------------------------------------
+# -- outside the fitted range -------------------------------------------------------------------------------------
 def test_predict_depth_warns_or_refuses_outside_the_fitted_range(genomes):
     """A constant image (ratio ~350) used to read as depth -6251, or 1 when rounded, without a word."""
     import warnings

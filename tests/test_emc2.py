@@ -353,7 +353,7 @@ def test_random_hidden_weights_are_seeded_non_zero_and_hidden():
     nonzero = set(emc2.nonzero_weights(model))
     assert all(w in nonzero and w[0] < model.depth for w in picked), "only non-zero weights of hidden layers"
     assert picked != emc2.random_hidden_weights(model, k=4, seed=1)
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 class _Recorder:
     """A lenient judge (keeps everything) that records what it was shown."""
     identity = "recorder"

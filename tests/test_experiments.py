@@ -1,4 +1,4 @@
-"""compbook.cppn.experiments: chapters 6-9's protocols as functions, on tiny settings (issue 11)."""
+"""compbook.cppn.experiments: chapters 6-9's protocols as functions, on tiny settings."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""FER's own SGD networks (issue 24): the loader reproduces FER's renders, and bad files are refused by name."""
+"""FER's own SGD networks: the loader reproduces FER's renders, and bad files are refused by name."""
 
 import numpy as np
 import pytest

@@ -451,7 +451,7 @@ def test_score_or_fall_back_uses_the_fallback_only_on_a_cache_miss(tmp_path):
 
     with pytest.raises(ValueError, match="a real error"):
         judges.score_or_fall_back(broken, cache, "fallback")
-# -- issue 15: cache integrity ---------------------------------------------------------------------------------
+# -- cache integrity -------------------------------------------------------------------------------------------
 def _filled(tmp_path, n=2):
     cache = CachedJudge(tmp_path, CountingJudge(), mode="fill")
     cache(levels(*[0.9, 0.1][:n]), "skull", questions=[question(weight=[0, 0, k]) for k in range(n)])
@@ -506,7 +506,7 @@ def test_cache_path_that_is_a_directory(tmp_path):
 
 
 def test_show_skips_json_files_that_are_not_caches(tmp_path, capsys):
-    """``judges show`` on a folder lists its caches and says which other JSON files it skipped (the human keys
+    """``judges show`` on a folder lists its caches and says which other JSON files it skipped (the labelling keys
     and self-agreement records live beside the caches); a named file that is not a cache exits with status 2; a
     damaged cache still stops it (never summarised as if it were sound)."""
     from compbook.cppn.judges.cache import write_cache
@@ -514,15 +514,15 @@ def test_show_skips_json_files_that_are_not_caches(tmp_path, capsys):
     question = {"model": "abc", "weight": [0, 0, 0], "delta": 0.5, "policy": "fixed", "res": 16}
     write_cache(tmp_path / "ssim.json", identity, {entry_key(identity, "skull", question): {
         "concept": "skull", "question": question, "verdict": True}})
-    (tmp_path / "human_key.json").write_text(json.dumps([{"number": 1, "concept": "skull"}]))
+    (tmp_path / "labeller_key.json").write_text(json.dumps([{"number": 1, "concept": "skull"}]))
     (tmp_path / "self_agreement.json").write_text(json.dumps({"kappa": 0.8}))
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert cli(["judges", "show", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "skull: 1 verdicts, 100.0% preserved" in out and identity in out
-    for name in ("human_key.json", "self_agreement.json"):
+    for name in ("labeller_key.json", "self_agreement.json"):
         assert f"{name}\n  skipped: not a judge cache" in out
-    assert cli(["judges", "show", str(tmp_path / "human_key.json")]) == 2
+    assert cli(["judges", "show", str(tmp_path / "labeller_key.json")]) == 2
     assert "not a judge cache" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before, "show must not write"
     edited = json.loads((tmp_path / "ssim.json").read_text())
@@ -533,8 +533,8 @@ def test_show_skips_json_files_that_are_not_caches(tmp_path, capsys):
 
 
 def test_show_reads_the_books_cache_folder(capsys):
-    """The book's ``data/judge_cache/`` holds caches and human keys side by side: ``show`` summarises the first
-    and skips the second (it used to stop at ``human_key.json``)."""
+    """The book's ``data/judge_cache/`` holds caches and labelling keys side by side: ``show`` summarises the first
+    and skips the second (it used to stop at ``labeller_key.json``)."""
     assert cli(["judges", "show"]) == 0
     out = capsys.readouterr().out
-    assert "human_key.json\n  skipped: not a judge cache" in out and "verdicts" in out
+    assert "labeller_key.json\n  skipped: not a judge cache" in out and "verdicts" in out

@@ -38,26 +38,26 @@ def _same_but_seconds(built: dict, stored: dict) -> None:
 
 def test_overlap_items_rebuild_the_stored_key():
     """The draw behind ``labelling overlap --seed 20`` gives the stored key's items, in order."""
-    key = _stored("judge_cache/human_key_overlap.json")
+    key = _stored("judge_cache/labeller_key_overlap.json")
     assert labellers.overlap_items(20) == key["items"]
     assert labellers.overlap_items(21) != key["items"]          # the seed matters
 
 
 def test_overlap_run_rebuilds_overlap_json():
     stored = _stored("semantic/overlap.json")
-    built = labellers.overlap_run(stored["key"], "third labeller", stored["made_by"])
+    built = labellers.overlap_run(stored["key"], labelling.THIRD_LABELLER, stored["made_by"])
     _same_but_seconds(built, stored)              # keys in the same order too: the same file text
 
 
 def test_validation_run_rebuilds_the_second_batch():
     stored = _stored("semantic/validation_batch2.json")
-    built = labellers.validation_run("human_key_batch2.json")
+    built = labellers.validation_run("labeller_key_batch2.json")
     _same_but_seconds(built, stored)
-    assert labellers.validation_path("human_key_batch2.json") == data_file("semantic/validation_batch2.json")
+    assert labellers.validation_path("labeller_key_batch2.json") == data_file("semantic/validation_batch2.json")
 
 
 def test_stored_answers_refuses_a_labeller_with_no_answers():
-    identity, items, answers = labellers.stored_answers("human_key_overlap.json", "third labeller")
-    assert identity == labelling.human_identity("third labeller") and len(items) == len(answers) == 80
+    identity, items, answers = labellers.stored_answers("labeller_key_overlap.json", labelling.THIRD_LABELLER)
+    assert identity == labelling.labeller_identity(labelling.THIRD_LABELLER) and len(items) == len(answers) == 80
     with pytest.raises(ValueError, match="no answers"):
-        labellers.stored_answers("human_key.json", "second labeller")
+        labellers.stored_answers("labeller_key.json", labelling.SECOND_LABELLER)

@@ -24,9 +24,9 @@ PART_A_LAYERS = [
     {"optim", "backprop", "train", "prune", "twins"},                       # training
     {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
      "judges.registry", "judges.server"},                                   # judging
-    {"labelling", "agreement", "labellers"},                                # human verdicts
+    {"labelling", "agreement", "labellers"},                                # blind verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
-    {"claims"},                                                             # claims
+    {"claims", "exercises"},                                                           # claims
     {"__main__"},                                                           # command lines
 ]
 

@@ -1,4 +1,4 @@
-"""compbook.cppn.panel: several judges on the same renders, scores with 95% intervals (issue 11)."""
+"""compbook.cppn.panel: several judges on the same renders, scores with 95% intervals."""
 
 import numpy as np
 import pytest

@@ -156,7 +156,7 @@ def test_zip_bomb_member_refused(tmp_path):
         load_genome(bomb)
 
 
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 def test_render_over_the_budget_is_refused_quickly(genomes):
     import time
     t0 = time.perf_counter()

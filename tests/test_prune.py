@@ -304,7 +304,7 @@ def test_bad_arguments_raise(trained, target):
         prune.similarity_prune(trained, target * 2)
 
 
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 def test_negative_threshold_on_absolute_similarity_is_refused(trained, target):
     """|cos| >= 0 > threshold made every pair "redundant"; it used to be accepted with absolute=True."""
     with pytest.raises(ValueError, match=r"threshold \(on \|cos\|, absolute=True\) must be a finite number >= 0"):

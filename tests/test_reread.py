@@ -1,16 +1,16 @@
-"""compbook.cppn.reread: scores under several judges from one set of renders (issue 11)."""
+"""compbook.cppn.reread: scores under several judges from one set of renders."""
 
 import numpy as np
 
 from compbook.cppn import reread
 
 
-def test_human_scores_count_only_perturbed_items_and_cant_tell_as_no():
+def test_labeller_scores_count_only_perturbed_items_and_cant_tell_as_no():
     q = lambda w, d: {"model": "m", "weight": w, "delta": d, "policy": "plus", "res": 64}   # noqa: E731
     key = [{"concept": "skull", "kind": "sgd", "question": q([0, 0, 0], 0.5)},
            {"concept": "skull", "kind": "sgd", "question": q([0, 0, 1], 0.5)},
            {"concept": "skull", "kind": "sgd", "question": q(None, 0.0)}]
-    rows = reread.human_scores(key, ["yes", "can't tell", "no"])
+    rows = reread.labeller_scores(key, ["yes", "can't tell", "no"])
     row = [r for r in rows if r["concept"] == "skull" and r["network"] == "sgd" and r["delta"] == 0.5][0]
     assert (row["k"], row["n"], row["cant_tell"]) == (1, 2, 1)
     assert row["ci95"][0] < 0.5 < row["ci95"][1]
@@ -18,9 +18,9 @@ def test_human_scores_count_only_perturbed_items_and_cant_tell_as_no():
 
 
 def test_merge_needs_every_concept_once_and_the_same_settings():
-    """A run split by ``--concepts`` must merge to what one run writes: concepts in order, human rows once."""
+    """A run split by ``--concepts`` must merge to what one run writes: concepts in order, labeller rows once."""
     part = lambda cs, made="m": {"made_by": made, "seconds": 1.0, "concepts": cs, "chosen": "reference",  # noqa: E731
-                                 "twins": {c: ["h"] for c in cs}, "human_rows": [{"concept": "skull", "h": 1}],
+                                 "twins": {c: ["h"] for c in cs}, "labeller_rows": [{"concept": "skull", "h": 1}],
                                  "rows": [{"concept": c} for c in cs]}
     out = reread.merge([part(["apple"]), part(["skull", "butterfly"])])
     assert [r["concept"] for r in out["rows"]] == ["skull", "butterfly", "apple", "skull"]
@@ -52,7 +52,7 @@ def test_unperturbed_counts_ask_each_network_alone():
     assert out == {"bright": [2, 3], "ssim (own render, 0.5)": [3, 3]}
 
 
-def test_human_scores_split_current_and_earlier_twins():
+def test_labeller_scores_split_current_and_earlier_twins():
     """SGD items of twins not scored now must not be pooled with the current twins' (the likely bug: one row
     over two different sets of networks); Picbreeder items count under both names."""
     q = lambda w: {"model": "m", "weight": w, "delta": 0.5, "policy": "plus", "res": 64}   # noqa: E731
@@ -60,9 +60,9 @@ def test_human_scores_split_current_and_earlier_twins():
            {"concept": "skull", "kind": "sgd", "source": "emc2/old", "question": q([0, 0, 1])},
            {"concept": "skull", "kind": "sgd", "source": "emc2/old", "question": q([0, 0, 2])},
            {"concept": "skull", "kind": "picbreeder", "source": "picbreeder:skull", "question": q([0, 1, 0])}]
-    rows = reread.human_scores(key, ["yes", "no", "no", "yes"], current={"emc2/new"})
+    rows = reread.labeller_scores(key, ["yes", "no", "no", "yes"], current={"emc2/new"})
     get = lambda judge, net: [r for r in rows if r["judge"] == judge and r["network"] == net  # noqa: E731
                               and r["concept"] == "skull" and r["delta"] == 0.5][0]
-    assert (get("human (book authors)", "sgd")["k"], get("human (book authors)", "sgd")["n"]) == (1, 1)
+    assert (get(reread.LABELLER_ROWS, "sgd")["k"], get(reread.LABELLER_ROWS, "sgd")["n"]) == (1, 1)
     assert (get(reread.EARLIER, "sgd")["k"], get(reread.EARLIER, "sgd")["n"]) == (0, 2)
-    assert get("human (book authors)", "picbreeder")["n"] == get(reread.EARLIER, "picbreeder")["n"] == 1
+    assert get(reread.LABELLER_ROWS, "picbreeder")["n"] == get(reread.EARLIER, "picbreeder")["n"] == 1

@@ -93,7 +93,7 @@ def test_load_returns_the_data_and_a_provenance_line():
     assert checkpoints.read_header(stem, format=json.loads(stem.with_suffix(".json").read_text())["format"])
     folder = results.load("sae/study/k32").data
     assert folder.is_dir() and len(list(folder.glob("*.safetensors"))) == 15
-    text = results.load("judge_cache/human_labels_batch2.txt")
+    text = results.load("judge_cache/labeller_labels_batch2.txt")
     assert text.data.startswith("4000 ") and "labeller" in text.provenance
     assert all(len(line) <= 80 for line in results.wrap(got.provenance).splitlines())
 

@@ -81,3 +81,17 @@ def test_an_oracle_is_coherent_only_under_next_token_labels(scenes):
     assert rep["word / bimodal"] < 0.1
     with pytest.raises(ValueError, match="labelling"):
         co.coherence_report(Oracle(s), data, {"word": word}, (("phrase", "bimodal"),))
+
+
+def test_readings_pair_by_seed_against_the_papers_relative_gains():
+    rows = []
+    for seed, gain in enumerate((0.04, 0.05, 0.06)):
+        rows.append({"method": "vanilla", "seed": seed, "next token / bimodal": 0.10, "mono image": 0.8})
+        rows.append({"method": "S2AE", "seed": seed, "next token / bimodal": 0.10 + gain, "mono image": 0.8 - gain})
+    r = co.readings(pd.DataFrame(rows), "S2AE", ["next token / bimodal", "mono image"])
+    assert r.loc["next token / bimodal", "S2AE - vanilla"] == pytest.approx(0.05)
+    assert r.loc["next token / bimodal", "vanilla"] == pytest.approx(0.10)
+    assert r.loc["next token / bimodal", "reading"] == "reproduced"
+    assert r.loc["mono image", "reading"] == "not reproduced (opposite direction)"
+    with pytest.raises(ValueError, match="column"):
+        co.readings(pd.DataFrame(rows), "S2AE", ["word / live"])

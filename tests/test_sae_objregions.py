@@ -67,3 +67,13 @@ def test_attention_correlations_on_known_maps():
     got = orr.attention_correlations(raster[None], labels)
     assert got["corr raster order"] == pytest.approx(1.0)
     assert got["corr same object"] < 1.0
+
+
+def test_the_variants_layouts_are_scene_layouts_under_their_own_name():
+    """The layouts the object VLMs are trained on are names of compbook.scenes.LAYOUTS (a dict of geometry);
+    objregions keeps no second, different ``LAYOUTS``."""
+    from compbook import scenes
+    assert set(orr.OBJECT_VLM_LAYOUTS) <= set(scenes.LAYOUTS)
+    assert not hasattr(orr, "LAYOUTS")
+    with pytest.raises(ValueError, match="layout='pair'"):
+        orr.stored_object_vlm("causal (the book's)", "pair")

@@ -84,6 +84,27 @@ def test_reread_refuses_a_bad_sign():
         st.reread(0.1, 0.01, 0, 0.06)
 
 
+def test_reading_table_pairs_by_seed_and_reads_against_the_paper():
+    rows = []
+    for seed, (l0_drop, gain) in enumerate([(-10.0, 0.05), (-12.0, 0.07), (-11.0, 0.06)]):
+        for lam, l0, miou in ((0.0, 32.0, 0.2), (0.01, 32.0 + l0_drop, 0.2 + gain)):
+            rows.append({"k": 32, "lambda": lam, "method": ex.method_name(lam), "seed": seed,
+                         "EV": 0.99 - lam, "L0 patches": l0, "mIoU": miou + 0.01 * seed})
+    r = st.reading_table(pd.DataFrame(rows)).iloc[0]
+    assert (r.k, r["lambda"]) == (32, 0.01)
+    assert r["L0 patches"] == pytest.approx(-11.0) and r["mIoU"] == pytest.approx(0.06)
+    assert r["EV"] == pytest.approx(-0.01) and r["EV ±"] == pytest.approx(0.0, abs=1e-9)
+    assert r["L0 reading"] == "reproduced"          # 11 of 32 is more than half the paper's 23.8% of k
+    assert r["mIoU reading"] == "reproduced"
+    shown = st.shown(st.reading_table(pd.DataFrame(rows)))
+    assert shown["mIoU"].iloc[0].startswith("+0.060 ± ") and "mIoU ±" not in shown.columns
+    # with the paper's mIoU gain ten times our difference, the same numbers are only its direction
+    far = st.reading_table(pd.DataFrame(rows), miou_rel=3.0).iloc[0]
+    assert far["mIoU reading"] == "direction only (under half the paper's effect)"
+    with pytest.raises(ValueError, match="columns"):
+        st.reading_table(pd.DataFrame(rows).drop(columns="mIoU"))
+
+
 def test_study_runs_store_per_k_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     calls = []
@@ -154,3 +175,23 @@ def test_region_runs_store_per_count_resume_and_read(tmp_path, monkeypatch):
         st.region_reading(df[df.method != "vanilla"], 0.2, 0.06)
     with pytest.raises(ValueError, match="counts"):
         st.region_runs(tiny_data(), counts=(), k=2, base=base)
+
+
+def test_the_chapters_figures_draw_intervals_and_refuse_bad_columns():
+    import matplotlib
+    matplotlib.use("Agg")
+    from compbook.sae import show
+    rows = [{"k": k, "lambda": lam, "method": ex.method_name(lam), "seed": s, "EV": 0.9 + 0.01 * s,
+             "L0 patches": k - 10 * lam * s, "mIoU": 0.2 + lam} for k in (8, 32) for lam in (0.0, 0.01)
+            for s in range(3)]
+    fig = show.plot_study(pd.DataFrame(rows), chosen_k=32)
+    assert len(fig.axes) == 3 and [a.get_title() for a in fig.axes] == ["EV", "L0 / k", "mIoU"]
+    with pytest.raises(ValueError, match="columns"):
+        show.plot_study(pd.DataFrame(rows), columns=("FVU",))
+    ident = pd.DataFrame([{"method": f"{m}, {p}", "seed": s, "identified": 0.5, "identified (objects)": 0.4}
+                          for m in ("vanilla", "S2AE (lambda=0.01)") for p in ("hierarchical", "direct")
+                          for s in range(3)])
+    fig = show.plot_identification(ident, paper={"hierarchical": 0.988, "direct": 0.664})
+    assert len(fig.axes) == 2 and len(fig.axes[0].patches) == 4
+    with pytest.raises(ValueError, match="pipelines"):
+        show.plot_identification(ident.assign(method="vanilla, sideways"))

@@ -1,4 +1,4 @@
-"""compbook.cppn.judges.semantic and compbook.cppn.judges.augment: the semantic CPU judges (issue 11)."""
+"""compbook.cppn.judges.semantic and compbook.cppn.judges.augment: the semantic CPU judges."""
 
 import numpy as np
 import pytest

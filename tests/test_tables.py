@@ -1,5 +1,5 @@
 """compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.theory, against naive
-references: the loops the chapters held before (issue 20) and the stored JSON itself."""
+references (plain loops) and against the stored JSON itself."""
 
 import json
 import math
@@ -301,7 +301,7 @@ def test_bench_config_full_mode(monkeypatch):
     assert experiments.BenchConfig.for_mode().live == ("skull",)
 
 
-# -- chapters 6-8 with FER's networks (issue 24) -----------------------------------------------------------------
+# -- chapters 6-8 with FER's networks ----------------------------------------------------------------------------
 def _fer_row(kind, target, name, judge, kn):
     return panel.summary(panel.groups_from_counts(kn), name=name, judge=judge) | {
         "kind": kind, "target": target, "k_n": kn, "unperturbed": 1.0}
@@ -340,13 +340,13 @@ def test_second_labeller_tables_from_synthetic_rows():
     answers = ["no" if j % 7 == 0 else "yes" for j in range(30)]
     verdicts = np.array([j % 5 != 0 for j in range(30)])
     result = {"fixed": {"reference": {"threshold": 0.625, "rows": agreement.labeller_rows(items, answers, verdicts)}},
-              "human": {"kind_delta": agreement.human_rows(items, answers),
-                        "first_kind_delta": agreement.human_rows(items[:12], answers[:12])}}
+              "verdicts": {"kind_delta": agreement.answer_rows(items, answers),
+                        "first_kind_delta": agreement.answer_rows(items[:12], answers[:12])}}
     t = tables.labeller_agreement_table(result)
     assert list(t.index.get_level_values("network")) == ["all", "Picbreeder", "FER's SGD", "FER-arch twins"]
     assert t.loc[("reference 0.625", "all"), "always yes"] == round(answers.count("yes") / 30, 2)
-    assert t.loc[("reference 0.625", "all"), "human no"] == answers.count("no")
-    h = tables.human_kind_table(result)
+    assert t.loc[("reference 0.625", "all"), "labeller no"] == answers.count("no")
+    h = tables.labeller_kind_table(result)
     assert h.loc[("labeller 2", "FER's SGD", 2.0), "n"] == sum(k == "fer" and j % 2 for j, k in enumerate(kinds))
     assert set(h.loc["labeller 1"].index.get_level_values("network")) == {"Picbreeder"}
 
@@ -355,7 +355,7 @@ def test_overlap_table_shows_each_groups_rates_and_agreement():
     from compbook.cppn import agreement
     a, b = ["yes"] * 6 + ["no"] * 4, ["yes"] * 3 + ["no"] * 5 + ["can't tell"] * 2
     judge = ["yes"] * 5 + ["no"] * 5
-    group = {"labeller": "second labeller", "n": 10, "labellers": agreement.pairwise(a, b),
+    group = {"labeller": "labeller 2", "n": 10, "labellers": agreement.pairwise(a, b),
              "judge_vs_third": agreement.pairwise(judge, b), "original_yes_batch": 0.94,
              "third_yes_reweighted": 0.41}
     t = tables.overlap_table({"groups": [group]})
@@ -366,3 +366,29 @@ def test_overlap_table_shows_each_groups_rates_and_agreement():
     assert col["both yes/no"] == "8" and col["same answer (of 3)"].startswith("0.50 [")    # 5 of 10
     assert col["judge vs 3: yes/no items"] == "8" and col["judge vs 3: agreement"].startswith("0.75 [")
     assert max(len(str(i)) + len(v) for i, v in col.items()) < 60
+
+
+# -- chapter 5: per-network scores and readings ------------------------------------------------------------------
+def _reread():
+    pb = {"concept": "skull", "network": "picbreeder", "judge": "reference (default)", "delta": 0.5, "score": 0.5,
+          "k": 50, "n": 100, "ci95": [0.40, 0.60], "unperturbed": [1, 1]}
+    sg = {"concept": "skull", "network": "sgd", "judge": "reference (default)", "delta": 0.5, "score": 0.9,
+          "k": 270, "n": 300, "ci95": [0.86, 0.93], "per_seed": [0.8, 0.9, 1.0], "unperturbed": [3, 3]}
+    other = pb | {"judge": "ssim (own render, 0.5)", "k": 99}
+    return {"chosen": "reference", "rows": [pb, sg, other]}
+
+
+def test_per_network_scores_split_the_twins_and_add_fer():
+    counted = {"scale": 0.5, "rows": [
+        {"target": "skull", "kind": "fer", "rule": "nonzero", "policy": "fixed", "judge": "default", "k": 30, "n": 40},
+        {"target": "skull", "kind": "fer", "rule": "links", "policy": "fixed", "judge": "default", "k": 1, "n": 40}]}
+    df = tables.per_network_scores(_reread(), counted)
+    assert list(df.network) == ["Picbreeder", "SGD twin 0", "SGD twin 1", "SGD twin 2", "FER's SGD"]
+    assert list(df.k) == [50, 80, 90, 100, 30] and list(df.n) == [100, 100, 100, 100, 40]
+    assert df.score.iloc[-1] == pytest.approx(0.75) and (df.lo <= df.score + 1e-12).all()
+    with pytest.raises(ValueError, match="judge"):
+        tables.per_network_scores(_reread(), judge="vlm")
+
+
+def test_readings_follow_the_intervals():
+    assert tables.readings(_reread()).loc["skull", 0.5] == "not reproduced"

@@ -294,7 +294,7 @@ def test_trimmed_drops_dead_units():
     assert t.widths == [1] and t.n_edges == 3
 
 
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("r,d", [(math.inf, 2), (2, math.inf), (math.nan, 2), (2.5, 2), ("3", 2)])
 def test_welch_bound_refuses_non_integers_with_value_error(r, d):
     """welch_bound(inf, 2) used to raise OverflowError."""

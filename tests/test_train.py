@@ -126,7 +126,7 @@ def test_autograd_gradients_give_the_same_fit(target):
         train.fit(m, target, steps=1, progress=False, gradients="finite differences")
 
 
-# -- issue 15: hardening ---------------------------------------------------------------------------------------
+# -- hardening -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("lr,match", [("0.01", "lr must be a finite number > 0, got '0.01'"),
                                       (float("inf"), "lr must be a finite number > 0, got inf"),
                                       (float("nan"), "lr must be a finite number"), (None, "lr must be")])

@@ -1,4 +1,4 @@
-"""compbook.cppn.twins: FER-recipe SGD twins (issue 11)."""
+"""compbook.cppn.twins: FER-recipe SGD twins."""
 
 import json
 
@@ -79,7 +79,7 @@ def test_the_fast_path_gives_the_plain_loss_trajectory():
 
 
 def test_load_twins_loads_the_longest_stored_run():
-    """Older runs stay stored (the human verdicts were given on them); the chapters must get the longest."""
+    """Older runs stay stored (the first labeller's verdicts were given on them); the chapters must get the longest."""
     for t in twins.TARGETS:
         raw = [json.loads(p.read_text()) for p in twins.stored_twins(t)]
         longest = max(r["metadata"]["recipe"]["steps"] for r in raw)

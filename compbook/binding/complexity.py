@@ -25,13 +25,14 @@ from sklearn.linear_model import LogisticRegression
 
 from .. import checks
 from ..config import ModeConfig
+from . import paper
 
 
 @dataclass(frozen=True)
 class ComplexityConfig(ModeConfig):
     """The complexity probe (CPU mode; full mode widths up to 4096)."""
 
-    FULL = dict(widths=(64, 128, 256, 512, 1024, 2048, 4096), steps=5000, fit_scenes=20000, eval_scenes=4000)
+    FULL = dict(widths=paper.figure("complexity_widths"), steps=5000, fit_scenes=20000, eval_scenes=4000)
 
     widths: tuple = (64, 128, 256, 512, 1024)
     table_dim: int = 16

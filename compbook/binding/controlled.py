@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 
 from .. import checks
 from ..config import ModeConfig
+from . import paper
 from .splits import CoverageSplit
 from .symbolic import SymbolicTokens
 from .recognition import TIE, recognition
@@ -44,7 +45,8 @@ class ControlledConfig(ModeConfig):
     """Architecture and training of one controlled model (defaults: CPU mode, our choice). ``FULL``: the
     released models' shape (6 layers x 256, 512-d output; |O| = 50^3 = 125,000 at C = 3)."""
 
-    FULL = dict(n_values=50, d_model=256, n_layers=6, n_heads=8, d_out=512, steps=20000, batch=256, lr=5e-4,
+    FULL = dict(n_values=50, d_model=paper.figure("released_recipe")["d_model"],
+                n_layers=paper.figure("released_recipe")["n_layers"], n_heads=8, d_out=paper.figure("d_out"), steps=20000, batch=256, lr=5e-4,
                 warmup=1000, eval_every=1000, eval_scenes=1024)
 
     n_concepts: int = 3

@@ -1,4 +1,4 @@
-"""Figures of chapters 10-11: scenes with their masks, one scene's logits, the 3-D MDS."""
+"""Figures of chapters 10-11: scenes with their masks, one scene's logits, recognition per split, the 3-D MDS."""
 
 from __future__ import annotations
 
@@ -59,5 +59,32 @@ def mds_figure(points: dict, title: str = "", width: float = 7.0):
             a.set_ylabel(f"MDS {j + 1}", fontsize=8)
     ax[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
+    """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
+
+    ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
+    label on the axis); ``chance``: column -> a random order's score, drawn as a black dash over its group.
+    """
+    kinds = list(dict.fromkeys(table["model"]))
+    splits = list(dict.fromkeys(table["scenes"]))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(width, 3.1), sharey=True, squeeze=False)
+    w = 0.8 / len(splits)
+    x = np.arange(len(measures))
+    for ax, kind in zip(axes[0], kinds):
+        rows = table[table["model"] == kind].set_index("scenes")
+        for j, split in enumerate(splits):
+            ax.bar(x + (j - (len(splits) - 1) / 2) * w, [rows.loc[split, m] for m in measures], w, label=split)
+        for i, m in enumerate(measures):
+            if m in chance:
+                ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=1.5, label="chance" if i == 0 else None)
+        ax.set_xticks(x, list(measures.values()), fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_title(kind, fontsize=9)
+    axes[0][0].set_ylabel("accuracy (mean of the models)")
+    axes[0][-1].legend(fontsize=7, loc="upper right", ncol=2)
     fig.tight_layout()
     return fig

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from .. import checks
 from ..config import ModeConfig
+from . import paper
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class RecipeConfig(ModeConfig):
     """One controlled model of the recipe. Released values in comments; ours said "our choice". The defaults
     are the CPU miniature; ``FULL`` the released sizes (6 x 256, d_ff 2048, 50,000 steps x 512, lr 3e-5)."""
 
-    FULL = dict(d_model=256, n_layers=6, d_ff=2048, steps=50000, batch=512, lr=3e-5, eval_every=2000)
+    FULL = dict(paper.figure("released_recipe"), eval_every=2000)
 
     n_concepts: int = 2            # released README: 2
     n_values: int = 50             # released README: 20; the claim is for |O| >= 2,500 (our choice: 50)

@@ -1,4 +1,4 @@
-"""Part A: CPPNs in the narrow depth-connectivity regime (Do, Shah, Le, Liu 2026), chapters 1-9b.
+"""Part A: CPPNs in the narrow depth-connectivity regime (Do, Shah, Le, Liu 2026), chapters 1-9 and notes_part_a_claims.
 
 Modules, in import order (a module imports only from the shared top of :mod:`compbook` and from the layers
 before its own; ``tests/test_layout.py`` checks it):
@@ -10,12 +10,12 @@ before its own; ``tests/test_layout.py`` checks it):
    :mod:`.prune` (SP pruning, chapter 6), :mod:`.twins` (SGD twins of the Picbreeder targets);
 3. judging: :mod:`.emc2` (EMC2-Bench's perturbations and score, chapter 5), :mod:`.judges` (SSIM, cache,
    semantic, VLM);
-4. human verdicts: :mod:`.labelling` (contact sheets, blind labels), :mod:`.agreement` (judges against them);
+4. blind verdicts: :mod:`.labelling` (contact sheets, the model labellers' and a reader's labels), :mod:`.agreement` (judges against them);
 5. experiments: :mod:`.panel` (every judge on the same renders), :mod:`.depth` (PNG depth predictor and sweeps,
    chapter 7), :mod:`.reread`, :mod:`.counting` (what the score counts: rules, delta policies, judges;
    chapter 5), :mod:`.experiments` (chapters 6-9 as functions), :mod:`.tables` (the tables chapters 3-9 show,
    as DataFrames);
-6. claims: :mod:`.claims` (chapter 9b's verdict rule and table).
+6. claims: :mod:`.claims` (the verdict rule and table of notes_part_a_claims).
 
 Command lines: ``python -m compbook.cppn <command>`` (:mod:`.__main__`). The network's names are importable
 from here as before (``from compbook.cppn import CPPN, uniform_cppn``); importing this package loads nothing.

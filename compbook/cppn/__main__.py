@@ -8,9 +8,10 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
   :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
   :mod:`compbook.cppn.judges.server`);
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
-  held-out human verdicts; validate the choice on a later batch; the judge and the choice against a second
-  labeller; a third labeller on the overlap set (:mod:`compbook.cppn.labellers`);
-* ``labelling sheets|relabel|overlap|agreement|store``: blind human verdicts (:mod:`compbook.cppn.labelling`);
+  the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice against a second
+  model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.labellers`);
+* ``labelling sheets|relabel|overlap|agreement|store``: blind verdicts of the model labellers or a reader
+  (:mod:`compbook.cppn.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
 * ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`);
 * ``fer``: FER's SGD networks against the Picbreeder renders (:mod:`compbook.cppn.fer`);
@@ -306,7 +307,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
 
 def semantic(argv: Sequence[str]) -> int:
     """``semantic train`` (the CNN's weights), ``semantic choose``, ``validate``, ``second`` or ``overlap``."""
-    from .labelling import HUMAN_KEYS
+    from .labelling import LABELLER_KEYS, SECOND_LABELLER, THIRD_LABELLER
     p = argparse.ArgumentParser(prog=f"{PROG} semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -316,16 +317,16 @@ def semantic(argv: Sequence[str]) -> int:
     t.add_argument("--threads", type=int, default=1)
     sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
     v = sub.add_parser("validate", help="the chosen thresholds on a later labelled batch (not in the choice)")
-    v.add_argument("--key", default="human_key_batch2.json", help="its key, in data/judge_cache/")
+    v.add_argument("--key", default="labeller_key_batch2.json", help="its key, in data/judge_cache/")
     w = sub.add_parser("second", help="the default judge and the choice against another labeller's verdicts")
-    w.add_argument("--key", default="human_key_batch3.json", help="its key, in data/judge_cache/")
-    w.add_argument("--labeller", default="second labeller", help="the labeller whose verdicts are stored")
-    w.add_argument("--first-keys", nargs="+", default=list(HUMAN_KEYS),
+    w.add_argument("--key", default="labeller_key_batch3.json", help="its key, in data/judge_cache/")
+    w.add_argument("--labeller", default=SECOND_LABELLER, help="the labeller whose verdicts are stored")
+    w.add_argument("--first-keys", nargs="+", default=list(LABELLER_KEYS),
                    help="the first labeller's keys (the cross-labeller choice)")
     w.add_argument("--seed", type=int, default=0)
     o = sub.add_parser("overlap", help="a third labeller on items labellers 1 and 2 answered (overlap set)")
-    o.add_argument("--key", default="human_key_overlap.json", help="its key, in data/judge_cache/")
-    o.add_argument("--labeller", default="third labeller", help="the labeller whose verdicts are stored")
+    o.add_argument("--key", default="labeller_key_overlap.json", help="its key, in data/judge_cache/")
+    o.add_argument("--labeller", default=THIRD_LABELLER, help="the labeller whose verdicts are stored")
     args = p.parse_args(argv)
     torch.set_num_threads(1 if args.command != "train" else args.threads)
     if args.command == "choose":
@@ -389,10 +390,13 @@ def labelling(argv: Sequence[str]) -> int:
     g.add_argument("--second", required=True, help="the re-label pass's labels")
     g.add_argument("--note", required=True, help="what was re-labelled (stored with the result)")
     g.add_argument("--out", required=True, help="the JSON to write (e.g. data/judge_cache/self_agreement.json)")
-    t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into the human-verdict cache")
+    t = sub.add_parser("store", help="write labels (lines '<item> y|n|?') into a verdict cache")
     t.add_argument("--key", nargs="+", required=True)
     t.add_argument("--labels", nargs="+", required=True)
-    t.add_argument("--labeller", default=lab.LABELLER, help="whose answers (their own cache file)")
+    who = t.add_mutually_exclusive_group()
+    who.add_argument("--labeller", default=lab.LABELLER, help="the model labeller whose answers these are (their "
+                     "own cache file)")
+    who.add_argument("--reader", help="instead: a reader's own (human) answers, stored under this name")
     args = p.parse_args(argv)
     if args.command == "sheets":
         start = 1000 * (tw.TARGETS.index(args.concept) + 1) if args.start is None else args.start
@@ -420,7 +424,7 @@ def labelling(argv: Sequence[str]) -> int:
         labels = {}
         for f in args.labels:
             labels |= lab.read_labels(f)
-        identity = lab.human_identity(args.labeller)
+        identity = lab.reader_identity(args.reader) if args.reader else lab.labeller_identity(args.labeller)
         print(f"wrote {lab.store_verdicts(items, labels, identity=identity)} ({len(labels)} labels)")
     return 0
 
@@ -539,7 +543,7 @@ def counting(argv: Sequence[str]) -> int:
     p.add_argument("--kinds", nargs="+", choices=c.KINDS, default=list(c.KINDS))
     p.add_argument("--out", default=None, help=f"JSON path (default data/{c.FILE})")
     p.add_argument("--cross-batch", action="store_true",
-                   help=f"instead: choose the judge on one human batch, validate on the other (data/{c.CROSS_FILE})")
+                   help=f"instead: choose the judge on one labelled batch, validate on the other (data/{c.CROSS_FILE})")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.cross_batch:

@@ -1,4 +1,4 @@
-"""How well a CPU judge agrees with blind human verdicts (chapter 5).
+"""How well a CPU judge agrees with the stored blind verdicts of the model labellers (chapter 5).
 
 Items are the labelling key's (:mod:`compbook.cppn.labelling`); "can't tell" answers are left out. The items are cut,
 seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
@@ -9,7 +9,7 @@ writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choi
 A second labeller: :func:`labeller_rows` scores a judge at its fixed threshold against another
 labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
 with intervals (:func:`with_intervals`) and "can't tell" counts; :func:`cross_labeller` chooses on one labeller
-and validates on the other, each way round; :func:`human_rows` gives a labeller's verdicts per kind and delta.
+and validates on the other, each way round; :func:`answer_rows` gives a labeller's verdicts per kind and delta.
 ``python -m compbook.cppn semantic second`` writes ``data/semantic/validation_batch3.json``. :func:`pairwise`:
 two labellers on the same items (the overlap set, ``semantic overlap``).
 """
@@ -30,22 +30,22 @@ from .judges.base import SSIM_THRESHOLD
 from .judges.semantic import THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
 
 
-def metrics(human: Sequence[bool], judge: Sequence[bool]) -> dict:
-    """Agreement, balanced accuracy (mean of the judge's recall on human-yes and human-no items) and Cohen's
-    kappa of two bool sequences; ``n``, and the human "yes" rate. NaN where a class is missing."""
-    h, j = checks.bools(human, "human"), checks.bools(judge, "judge")
-    checks.same_length(h, j, "human", "judge")
+def metrics(labels: Sequence[bool], judge: Sequence[bool]) -> dict:
+    """Agreement, balanced accuracy (mean of the judge's recall on the items ``labels`` says yes and no to) and
+    Cohen's kappa of two bool sequences; ``n``, and the labeller's "yes" rate. NaN where a class is missing."""
+    h, j = checks.bools(labels, "labels"), checks.bools(judge, "judge")
+    checks.same_length(h, j, "labels", "judge")
     n = len(h)
     if n == 0:
         return {"n": 0, "agreement": float("nan"), "balanced_accuracy": float("nan"), "kappa": float("nan"),
-                "human_yes": float("nan")}
+                "labeller_yes": float("nan")}
     agree = float((h == j).mean())
     tpr = float(j[h].mean()) if h.any() else float("nan")
     tnr = float((~j[~h]).mean()) if (~h).any() else float("nan")
     pe = h.mean() * j.mean() + (1 - h.mean()) * (1 - j.mean())
     kappa = float((agree - pe) / (1 - pe)) if pe < 1 else float("nan")
     return {"n": n, "agreement": agree, "balanced_accuracy": (tpr + tnr) / 2, "kappa": kappa,
-            "human_yes": float(h.mean())}
+            "labeller_yes": float(h.mean())}
 
 
 def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
@@ -148,12 +148,12 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
     return out
 
 
-def best_threshold(scores: np.ndarray, human: np.ndarray, grid: Sequence[float]) -> float:
-    """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``human`` (first on ties)."""
+def best_threshold(scores: np.ndarray, labels: np.ndarray, grid: Sequence[float]) -> float:
+    """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``labels`` (first on ties)."""
     scores = checks.reals(scores, "scores", ndim=1)
-    human = checks.bools(human, "human", len(scores))
+    labels = checks.bools(labels, "labels", len(scores))
     grid = [checks.real(t, f"grid[{i}]") for i, t in enumerate(checks.sequence(grid, "grid"))]
-    ba = [metrics(human, scores >= t)["balanced_accuracy"] for t in grid]
+    ba = [metrics(labels, scores >= t)["balanced_accuracy"] for t in grid]
     return float(grid[int(np.nanargmax(ba))])
 
 
@@ -167,25 +167,25 @@ def _kinds_of(kinds: np.ndarray) -> tuple:
     return ("picbreeder", "sgd") + tuple(k for k in KIND_ORDER[2:] if k in present)
 
 
-def kind_rows(items, human, verdicts, mask=None) -> list[dict]:
+def kind_rows(items, labels, verdicts, mask=None) -> list[dict]:
     """Metrics rows over the ``mask``ed items (default all): all network kinds together, then each kind
     (picbreeder and sgd always, fer and fertwin where present)."""
     kinds = np.array([it["kind"] for it in _check_items(items, ("kind",))])
-    human = checks.bools(human, "human", len(kinds))
+    labels = checks.bools(labels, "labels", len(kinds))
     verdicts = checks.bools(verdicts, "verdicts", len(kinds))
     mask = np.ones(len(kinds), dtype=bool) if mask is None else checks.bools(mask, "mask", len(kinds))
     rows = []
     for kind in ("all", *_kinds_of(kinds)):
         m = mask & ((kinds == kind) if kind != "all" else True)
-        rows.append({"network": kind} | metrics(human[m], verdicts[m]))
+        rows.append({"network": kind} | metrics(labels[m], verdicts[m]))
     return rows
 
 
-def table(items, human, verdicts, held) -> list[dict]:
+def table(items, labels, verdicts, held) -> list[dict]:
     """Metrics rows: all items and per network kind, on the held-out half and on everything."""
     held = checks.bools(held, "held", len(items))
     return [{"split": part} | r for part, mask in (("held-out", held), ("all", np.ones_like(held)))
-            for r in kind_rows(items, human, verdicts, mask)]
+            for r in kind_rows(items, labels, verdicts, mask)]
 
 
 def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.Tensor,
@@ -202,17 +202,17 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     for k in checks.sequence(kinds, "kinds"):
         checks.choice(k, "kinds", (*semantic.CANDIDATE_KINDS, *VARIANTS))
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
-    items_l, human = labelled(items, answers)
+    items_l, labels = labelled(items, answers)
     imgs = images[keep]
     held = split(items_l, seed)
     out = {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
            "thresholds": {}, "tables": {}, "split_seed": seed}
     scores = {k: judge_scores(k, imgs, items_l) for k in (*kinds, "ssim")}
     for k in kinds:
-        t = best_threshold(scores[k][~held], human[~held], grid(k))
+        t = best_threshold(scores[k][~held], labels[~held], grid(k))
         out["thresholds"][k] = t
-        out["tables"][k] = table(items_l, human, scores[k] >= t, held)
-    out["tables"][SSIM_LABEL] = table(items_l, human, scores["ssim"] >= SSIM_THRESHOLD, held)
+        out["tables"][k] = table(items_l, labels, scores[k] >= t, held)
+    out["tables"][SSIM_LABEL] = table(items_l, labels, scores["ssim"] >= SSIM_THRESHOLD, held)
     held_rows = {k: out["tables"][k][0] for k in kinds}
     out["chosen"] = max(kinds, key=lambda k: (held_rows[k]["balanced_accuracy"], held_rows[k]["kappa"]))
     out["rule"] = ("candidate with the best held-out balanced accuracy (ties: kappa); thresholds: best "
@@ -221,7 +221,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
 
 
 def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
-    """The items of a key in ``data/judge_cache/`` that have a stored human answer, and those answers."""
+    """The items of a key in ``data/judge_cache/`` that have a stored answer of the first labeller, and those answers."""
     from . import labelling
     from ..paths import data_dir
     checks.safe_name(key_name, "key_name")
@@ -243,13 +243,13 @@ def validate(items: Sequence[dict], answers: Sequence[str | None], images: torch
         checks.choice(k, "thresholds (a kind)", (*semantic.CANDIDATE_KINDS, *VARIANTS))
         checks.real(t, f"thresholds[{k!r}]", -1, 1)
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
-    items_l, human = labelled(items, answers)
+    items_l, labels = labelled(items, answers)
     imgs = images[keep]
     verdicts = {k: judge_scores(k, imgs, items_l) >= t for k, t in thresholds.items()}
     verdicts[SSIM_LABEL] = judge_scores("ssim", imgs, items_l) >= SSIM_THRESHOLD
     return {"n_labelled": len(items_l), "n_cant_tell": sum(a == "can't tell" for a in answers),
             "thresholds": dict(thresholds),
-            "tables": {k: kind_rows(items_l, human, v) for k, v in verdicts.items()}}
+            "tables": {k: kind_rows(items_l, labels, v) for k, v in verdicts.items()}}
 
 
 def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[int, str]) -> dict:
@@ -269,12 +269,13 @@ def self_agreement(relabel: Sequence[dict], first: dict[int, str], second: dict[
 
 
 # -- a second labeller -------------------------------------------------------------------------------------
-def with_intervals(human: Sequence[bool], judge: Sequence[bool], n_boot: int = 2000, seed: int = 0) -> dict:
-    """:func:`metrics` with 95% intervals: Wilson for the agreement and for the judge's recall on the human's
-    yes items (``recall_yes``) and no items (``recall_no``); a seeded percentile bootstrap, resampling items
-    within each human class, for the balanced accuracy and kappa. NaN intervals where a class is missing."""
-    h, j = checks.bools(human, "human"), checks.bools(judge, "judge")
-    checks.same_length(h, j, "human", "judge")
+def with_intervals(labels: Sequence[bool], judge: Sequence[bool], n_boot: int = 2000, seed: int = 0) -> dict:
+    """:func:`metrics` with 95% intervals: Wilson for the agreement and for the judge's recall on the
+    labeller's yes items (``recall_yes``) and no items (``recall_no``); a seeded percentile bootstrap, resampling
+    items within each class of ``labels``, for the balanced accuracy and kappa. NaN intervals where a class is
+    missing."""
+    h, j = checks.bools(labels, "labels"), checks.bools(judge, "judge")
+    checks.same_length(h, j, "labels", "judge")
     n_boot = checks.integer(n_boot, "n_boot", 1)
     m = metrics(h, j)
     nan2 = [float("nan")] * 2
@@ -320,7 +321,7 @@ def labeller_rows(items: Sequence[dict], answers: Sequence[str | None], verdicts
 
 def answered(key_names: Sequence[str], identity: str | None = None) -> tuple[list[dict], list[str]]:
     """:func:`answered_items` over several keys in ``data/judge_cache/``, for the labeller ``identity``
-    (default: the first labeller, :func:`compbook.cppn.labelling.human_identity`)."""
+    (default: the first labeller, :func:`compbook.cppn.labelling.labeller_identity`)."""
     from . import labelling
     from ..paths import data_dir
     items, answers = [], []
@@ -332,15 +333,15 @@ def answered(key_names: Sequence[str], identity: str | None = None) -> tuple[lis
     return items, answers
 
 
-def threshold_curve(scores, human, kinds, grid_values: Sequence[float]) -> dict:
+def threshold_curve(scores, labels, kinds, grid_values: Sequence[float]) -> dict:
     """Balanced accuracy of ``scores >= t`` for each ``t`` of ``grid_values``, for all items and per kind."""
     scores = np.asarray(scores, dtype=float)
-    human = checks.bools(human, "human", len(scores))
+    labels = checks.bools(labels, "labels", len(scores))
     kinds = np.asarray(kinds)
     out = {}
     for kind in ("all", *[k for k in KIND_ORDER if k in set(kinds.tolist())]):
         m = np.ones(len(scores), bool) if kind == "all" else kinds == kind
-        out[kind] = [metrics(human[m], scores[m] >= t)["balanced_accuracy"] for t in grid_values]
+        out[kind] = [metrics(labels[m], scores[m] >= t)["balanced_accuracy"] for t in grid_values]
     return out
 
 
@@ -370,15 +371,15 @@ def cross_labeller(first: tuple, second: tuple, kinds=("reference", "classifier"
                                   "validation": val})
     for name, (items, answers, _) in batches.items():
         yn = [j for j, x in enumerate(answers) if x in ("yes", "no")]
-        human = np.array([answers[j] == "yes" for j in yn])
+        labels = np.array([answers[j] == "yes" for j in yn])
         s = scores[name]["reference"][yn]
         g = grid("reference")
-        out["curves"][name] = {"grid": g, "balanced": threshold_curve(s, human, [items[j]["kind"] for j in yn], g),
-                               "best_all": best_threshold(s, human, g)}
+        out["curves"][name] = {"grid": g, "balanced": threshold_curve(s, labels, [items[j]["kind"] for j in yn], g),
+                               "best_all": best_threshold(s, labels, g)}
     return out
 
 
-def human_rows(items: Sequence[dict], answers: Sequence[str | None], by=("kind", "delta")) -> list[dict]:
+def answer_rows(items: Sequence[dict], answers: Sequence[str | None], by=("kind", "delta")) -> list[dict]:
     """One labeller's verdicts as scores: per group of ``by`` (item fields, or ``delta`` / ``perturbed`` from the
     question) the yes / no / can't tell counts, the score yes / all (can't tell counts as not yes, as the cache
     stores it) with its Wilson interval, and yes / (yes + no) with its Wilson interval."""

@@ -1,4 +1,4 @@
-"""Part A's claims table: each claim of paper A, reproduced / not reproduced / inconclusive (``09b_part_a_claims``).
+"""Part A's claims table: each claim of paper A, reproduced / not reproduced / inconclusive (``notes_part_a_claims``).
 
 Numbers come from files a command in this repository wrote, never typed by hand:
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import checks
 from .paper import figure
+from .reread import LABELLER_ROWS
 from .tables import pick
 # the verdict rule is the book's (compbook.stats.verdict, shared with Part C); re-exported here
 from ..stats import (DIRECTIONS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, RULES,  # noqa: F401 (re-exported)
@@ -76,11 +77,12 @@ def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
 
 # -- reading the stored files -------------------------------------------------------------------------------------
 def judge_kind(name: str, chosen: str) -> str | None:
-    """``"default"``, ``"ssim"`` or ``"human"`` for a judge name of ``reread.json`` (None: another judge)."""
+    """``"default"``, ``"ssim"`` or the model labeller's row name (:data:`compbook.cppn.reread.LABELLER_ROWS`)
+    for a judge name of ``reread.json`` (None: another judge, or the labeller's rows on the earlier twins)."""
     checks.non_empty_str(name, "name")
     checks.non_empty_str(chosen, "chosen")
-    if name.startswith("human"):
-        return "human"
+    if name.startswith(LABELLER_ROWS):
+        return LABELLER_ROWS
     if name.startswith("ssim"):
         return "ssim"
     return "default" if name.split(" ")[0] == chosen else None
@@ -118,7 +120,7 @@ def chapter5_claims(reread: dict, rule: str = "separated", require_drawn: bool =
     rows = [r | {"kind": judge_kind(r["judge"], reread["chosen"])} for r in reread["rows"]]
     for c in sorted({r["concept"] for r in rows}):
         for d in sorted({r["delta"] for r in rows if r["concept"] == c}):
-            for kind in ("default", "ssim", "human"):
+            for kind in ("default", "ssim", LABELLER_ROWS):
                 pair = {r["network"]: r for r in rows if r["concept"] == c and r["delta"] == d
                         and r["kind"] == kind and r["n"] > 0}
                 if set(pair) != {"picbreeder", "sgd"}:
@@ -312,7 +314,7 @@ def theory_claims(theory: dict) -> list[dict]:
 def counting_claims(counted: dict, rule: str = "separated") -> list[dict]:
     """Picbreeder above FER's own SGD networks (the paper's SGD side), under every counting rule and delta policy
     of ``counted`` (``data/emc2/counting.json``, :mod:`compbook.cppn.counting`) and each of its judges: pooled
-    scores over the networks of each kind with their 95% intervals (chapter 5, re-read in chapter 9b)."""
+    scores over the networks of each kind with their 95% intervals (chapter 5, re-read in notes_part_a_claims)."""
     from . import counting
     rule = checks.choice(rule, "rule", RULES)
     checks.mapping(counted, "counted")
@@ -335,14 +337,14 @@ def labeller_claims(labelled: dict, rule: str = "separated") -> list[dict]:
     second``; chapter 5): the share of perturbed renders still called the concept, Wilson 95% intervals over all
     items (a "can't tell" counts as no)."""
     rule = checks.choice(rule, "rule", RULES)
-    human = checks.mapping(labelled, "labelled").get("human")
-    rows = human.get("kind_delta") if isinstance(human, dict) else None
+    verdicts = checks.mapping(labelled, "labelled").get("verdicts")
+    rows = verdicts.get("kind_delta") if isinstance(verdicts, dict) else None
     if not isinstance(rows, list):
-        raise ValueError("labelled: expected a stored run with ['human']['kind_delta'] rows (python -m "
+        raise ValueError("labelled: expected a stored run with ['verdicts']['kind_delta'] rows (python -m "
                          f"compbook.cppn semantic second), got keys {sorted(labelled)[:8]}")
     by = {}
     for r in rows:
-        name = "labelled['human']['kind_delta'] row"
+        name = "labelled['verdicts']['kind_delta'] row"
         if not isinstance(r, dict) or not {"kind", "delta", "score", "ci95"} <= set(r):
             raise ValueError(f"{name}: expected a dict with kind, delta, score, ci95, got {r!r:.80}")
         by[(r["kind"], float(r["delta"]))] = r
@@ -352,7 +354,7 @@ def labeller_claims(labelled: dict, rule: str = "separated") -> list[dict]:
             if (other, delta) not in by:
                 continue
             pb, sg = by[("picbreeder", delta)], by[(other, delta)]
-            out.append(_claim(f"Picbreeder above {name} (delta {delta:g})", 5, "human (labeller 2)",
+            out.append(_claim(f"Picbreeder above {name} (delta {delta:g})", 5, SECOND_LABELLER_ROWS,
                               f"{fmt(pb)} vs {fmt(sg)}", verdict(pb, sg, "greater", rule)))
     return out
 
@@ -363,7 +365,9 @@ def load_labelled() -> dict:
     return checks.json_file(data_dir() / "semantic" / "validation_batch3.json", "stored validation")
 
 
-#: How the rows of :func:`fer_claims` begin (chapter 9b counts them apart).
+#: How the rows of :func:`fer_claims` begin (notes_part_a_claims counts them apart).
+#: the judge name of the claims read off the second model labeller's verdicts (FER's networks, chapter 5)
+SECOND_LABELLER_ROWS = "model labeller 2"
 FER_LABELS = {"fer": "FER's networks", "fertwin": "FER twins", "8fer": "FER's architecture, dense"}
 
 
@@ -452,7 +456,7 @@ def live_table(results: dict, cfg):
 def reread_table(reread: dict, steps_now: dict):
     """Chapter 5's stored re-read (``data/emc2/reread.json``) as one table: per target, delta and judge, Picbreeder
     and SGD with intervals and the reading. A judge whose SGD verdicts were given on twins of another run than
-    the ones trained for ``steps_now[target]`` steps is marked ``*`` (the human verdicts of the first batch)."""
+    the ones trained for ``steps_now[target]`` steps is marked ``*`` (the first model labeller's verdicts of the first batch)."""
     import pandas as pd
     from .tables import ci_cell
     by = {(r["concept"], r["network"], r["judge"], r["delta"]): r for r in reread["rows"]}

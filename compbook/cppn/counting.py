@@ -1,9 +1,8 @@
 """What the compositional score counts, made explicit (chapter 5).
 
 Paper A's score is "the fraction of non-zero parameters w such that the image rendered with w' = w + delta still
-has the same global identity". Three things in it are not fixed by the paper's text (the spec,
-``../shared/spec/paper-a-narrow-regime.md``, marks delta's size and sign policy as open), and each one changes
-what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
+has the same global identity". Three things in it are not fixed by the paper's text (delta's size and sign policy
+among them), and each one changes what a Picbreeder-versus-SGD contrast means. Here each is a parameter:
 
 - **rule**, which weights are perturbed: ``"nonzero"`` (every non-zero weight of the network as it computes:
   the paper's wording, and the book's default in :mod:`compbook.cppn.emc2`; a layerized Picbreeder network's
@@ -296,13 +295,13 @@ CROSS_FILE = "emc2/judge_cross_batch.json"
 
 
 def cross_batch(keys: Sequence[str] | None = None, seed: int = 0) -> dict:
-    """Choose the CPU judge on one stored human batch (:func:`compbook.cppn.agreement.choose`: thresholds on its
+    """Choose the CPU judge on one stored labelled batch (:func:`compbook.cppn.agreement.choose`: thresholds on its
     calibration half, the candidate on its held-out half) and validate it, thresholds fixed, on the other
     (:func:`~compbook.cppn.agreement.validate`), each way round. Rows per network kind (all, picbreeder, sgd).
-    Both batches are one labeller's (the book's authors): this measures how the choice moves with the batch,
-    not with the labeller. ``keys``: default :data:`compbook.cppn.labelling.HUMAN_KEYS`."""
+    Both batches are one labeller's (model labeller 1): this measures how the choice moves with the batch,
+    not with the labeller. ``keys``: default :data:`compbook.cppn.labelling.LABELLER_KEYS`."""
     from . import agreement, labelling
-    keys = labelling.HUMAN_KEYS if keys is None else keys
+    keys = labelling.LABELLER_KEYS if keys is None else keys
     if len(keys) != 2 or keys[0] == keys[1]:
         raise ValueError(f"keys must be two different stored batches, got {keys!r}")
     t0 = time.perf_counter()

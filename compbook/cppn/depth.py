@@ -102,7 +102,7 @@ def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = 
 #: of the three FER targets against their *layerized Picbreeder depths* (FER's, ``paper.figure("layerized_depths")``), i.e.
 #: the depth evolution found, not an optimal depth measured by a sweep (FER's numbers; our own
 #: :func:`compbook.cppn.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
-#: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The spec's hint 5.49 / 5.23 / 4.57 is another
+#: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The ratios 5.49 / 5.23 / 4.57 come from another
 #: definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
 #: Layerized depths of the FER targets as FER reports them (our layerizer: skull 11).
 PICBREEDER_DEPTHS = figure("layerized_depths")

@@ -4,7 +4,7 @@ code (chapters 6, 8 and 9; chapter 7's sweep is :func:`compbook.cppn.depth.depth
 Each runner trains and prunes exactly as its chapter explains; :func:`judged` scores the resulting networks
 under the two judges of :func:`compbook.cppn.panel.default_panel` with 95% intervals. ``python -m compbook.cppn experiments
 --write`` runs every chapter's experiment in CPU mode with more seeds than a chapter can afford live, and writes
-``data/emc2/partA_reread.json``, which the chapters and the Part A claims table (``09b_part_a_claims``) load.
+``data/emc2/partA_reread.json``, which the chapters and the Part A claims table (``notes_part_a_claims``) load.
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def target_panel(concept: str, target) -> dict:
 
 
 # -- the command line: every chapter's experiment, more seeds, one file -----------------------------------------
-#: Seeds and weights per network of the stored run (our choice: what the shared CPU allowed, about 25 min).
+#: Seeds and weights per network of the stored run (our choice: about 25 min on a 2-core CPU).
 STORED = {"6": dict(seeds=list(range(8)), sample=300), "7": dict(seeds=[0, 1, 2, 3, 4], sample=100),
           "8": dict(seeds=list(range(12)), sample=200), "9": dict(seeds=[0, 1, 2, 3, 4], sample=100),
           "theory": dict(seeds=[], sample=None)}

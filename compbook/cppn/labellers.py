@@ -25,18 +25,18 @@ from .judges import semantic
 from .judges.base import SSIM_THRESHOLD
 
 #: the overlap draw: per earlier labeller, its keys and how many items of each answer
-OVERLAP = ((labelling.HUMAN_KEYS, labelling.LABELLER, {"yes": 14, "no": 13, "can't tell": 13}),
-           (("human_key_batch3.json",), "second labeller", {"no": 12, "yes": 28}))
+OVERLAP = ((labelling.LABELLER_KEYS, labelling.LABELLER, {"yes": 14, "no": 13, "can't tell": 13}),
+           (("labeller_key_batch3.json",), labelling.SECOND_LABELLER, {"no": 12, "yes": 28}))
 #: the overlap key's first item number per concept
 OVERLAP_STARTS = {"skull": 20000, "butterfly": 21000, "apple": 22000}
 
 
 def validation_path(key_name: str) -> Path:
-    """``data/semantic/validation_<batch>.json`` of a key ``human_key_<batch>.json``."""
-    return semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('human_key_')}.json"
+    """``data/semantic/validation_<batch>.json`` of a key ``labeller_key_<batch>.json``."""
+    return semantic.choice_path().parent / f"validation_{Path(key_name).stem.removeprefix('labeller_key_')}.json"
 
 
-def choice_run(key_name: str = "human_key.json") -> dict:
+def choice_run(key_name: str = "labeller_key.json") -> dict:
     """:func:`agreement.choose` on the labelled items of ``key_name``: the content of ``choice.json``."""
     key, answers = agreement.answered_items(key_name)
     return agreement.choose(key, answers, labelling.render_items(key))
@@ -52,7 +52,7 @@ def validation_run(key_name: str) -> dict:
 
 def stored_answers(key_name: str, labeller: str) -> tuple[str, list, list]:
     """``(identity, items, answers)``: ``labeller``'s stored verdicts on the items of ``key_name``."""
-    identity = labelling.human_identity(labeller)
+    identity = labelling.labeller_identity(labeller)
     items, answers = agreement.answered([key_name], identity)
     if not items:
         raise ValueError(f"no answers of {labeller!r} stored for {key_name} (run labelling store --labeller first)")
@@ -79,9 +79,9 @@ def second_labeller_run(key_name: str, labeller: str, first_keys: Sequence[str],
            "fixed": {k: {"threshold": t, "rows": agreement.labeller_rows(items, answers, scores[k] >= t, seed)}
                      for k, t in fixed.items()},
            "items": per_item,
-           "human": {"kind_delta": agreement.human_rows(items, answers),
-                     "concept_kind_delta": agreement.human_rows(items, answers, ("concept", "kind", "delta")),
-                     "first_kind_delta": agreement.human_rows(first_items, first_answers)},
+           "verdicts": {"kind_delta": agreement.answer_rows(items, answers),
+                        "concept_kind_delta": agreement.answer_rows(items, answers, ("concept", "kind", "delta")),
+                        "first_kind_delta": agreement.answer_rows(first_items, first_answers)},
            "cross": agreement.cross_labeller((first_items, first_answers, first_images),
                                              (items, answers, images), seed=seed,
                                              names=("labeller 1", "labeller 2"))}
@@ -103,10 +103,10 @@ def overlap_run(key_name: str, labeller: str, command: str = "") -> dict:
            "groups": [], "items": []}
     for keys, who, _ in OVERLAP:
         idx = [j for j, it in enumerate(items) if it["labeller"] == who]
-        orig = labelling.answers_for([items[j] for j in idx], identity=labelling.human_identity(who))
+        orig = labelling.answers_for([items[j] for j in idx], identity=labelling.labeller_identity(who))
         thr = [third[j] for j in idx]
         verdict = ["yes" if judge[j] >= t else "no" for j in idx]
-        batch = Counter(agreement.answered(list(keys), labelling.human_identity(who))[1])
+        batch = Counter(agreement.answered(list(keys), labelling.labeller_identity(who))[1])
         out["groups"].append({
             "labeller": who, "batches": list(keys), "n": len(idx), "batch_counts": dict(batch),
             "labellers": agreement.pairwise(orig, thr),
@@ -129,7 +129,7 @@ def overlap_items(seed: int = 20) -> list[dict]:
     for j, (keys, who, counts) in enumerate(OVERLAP):
         got, answers = [], []
         for k in keys:
-            its, ans = agreement.answered([k], labelling.human_identity(who))
+            its, ans = agreement.answered([k], labelling.labeller_identity(who))
             got += [it | {"batch": k, "labeller": who} for it in its]
             answers += ans
         items += [{f: v for f, v in it.items() if f != "answer"}

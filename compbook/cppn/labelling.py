@@ -1,4 +1,9 @@
-"""Blind human verdicts for EMC2-Bench: contact sheets, a notebook widget, and their judge cache (chapter 5).
+"""Blind verdicts for EMC2-Bench: contact sheets, a notebook widget, and their judge cache (chapter 5).
+
+The stored verdicts (``data/judge_cache/``) are those of three *model labellers*: a multimodal AI model viewing
+the PNG contact sheets, blind to the key (:data:`LABELLER`, :data:`SECOND_LABELLER`, :data:`THIRD_LABELLER`;
+identity :func:`labeller_identity`). A reader's own verdicts, given in the widget, are human verdicts and are kept
+apart under :func:`reader_identity`.
 
 The protocol (``PROTOCOL``; written out in ``data/judge_cache/README.md``): each item is one 64x64 render, a
 perturbation ``w + delta`` of one weight of a network (or the network's unperturbed render). The labeller sees
@@ -8,8 +13,8 @@ weight or which delta made it: items are shuffled across network kinds, seeds an
 shuffled order. The *key* (item number -> network and question) is a separate file the labeller does not open.
 
 Verdicts go to a :class:`~compbook.cppn.judges.CachedJudge` cache whose identity names the protocol and the labeller
-(:func:`human_identity`), keyed by the same question dicts :func:`compbook.cppn.emc2.compositional_score` asks, so a
-human verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
+(:func:`labeller_identity`, :func:`reader_identity`), keyed by the same question dicts
+:func:`compbook.cppn.emc2.compositional_score` asks, so a verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
 with ``detail: {"answer": "can't tell"}`` (like a VLM answer with no yes/no); agreement tables leave it out.
 
 Two ways to label: :func:`write_sheets` (PNG contact sheets, then a text file ``<item> y|n|?`` per line, read by
@@ -34,23 +39,40 @@ PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the conce
             "render and its name only; question 'Would you still call this a {concept}?'; answers yes / no / "
             "can't tell (stored false, detail can't tell); items shuffled across network kinds, seeds and "
             "deltas; key kept apart")
-LABELLER = "book authors"
+#: The first model labeller (batches 1 and 2): a multimodal AI model viewing the contact sheets, blind to the key.
+LABELLER = "labeller 1"
 #: the keys of :data:`LABELLER`'s two batches in ``data/judge_cache/`` (the first: earlier twins; the second: current)
-HUMAN_KEYS = ("human_key.json", "human_key_batch2.json")
-#: The labeller of the third batch: an AI assistant in another session, blind to the key and to the
-#: first labeller's answers; its verdicts have their own identity and cache file.
-SECOND_LABELLER = "second labeller"
+LABELLER_KEYS = ("labeller_key.json", "labeller_key_batch2.json")
+#: The model labeller of the third batch, blind to the key and to the first labeller's answers; its verdicts
+#: have their own identity and cache file.
+SECOND_LABELLER = "labeller 2"
+#: The model labeller of the overlap set (items labellers 1 and 2 answered), blind to both.
+THIRD_LABELLER = "labeller 3"
+#: Whose verdicts the widget stores by default: the reader's own (human) answers.
+READER = "reader"
 ANSWERS = {"y": "yes", "n": "no", "?": "can't tell"}
 RES = 64
 
 
-def human_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str:
-    """The judge identity of human verdicts: the labeller and the protocol (both part of every cache key)."""
-    checks.non_empty_str(labeller, "labeller")
+def _identity(kind: str, who: str, name: str, protocol: str) -> str:
+    checks.non_empty_str(who, name)
     checks.non_empty_str(protocol, "protocol")
-    if not labeller.strip() or not protocol.strip():
-        raise ValueError("labeller and protocol must be non-empty")
-    return f"human:{labeller}|protocol={protocol}"
+    if not who.strip() or not protocol.strip():
+        raise ValueError(f"{name} and protocol must be non-empty")
+    return f"{kind}:{who}|protocol={protocol}"
+
+
+def labeller_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str:
+    """The judge identity of a model labeller's blind verdicts, ``model:<labeller>|protocol=<protocol>`` (both
+    part of every cache key). Caches written under the earlier ``human:`` names are read through
+    :data:`compbook.cppn.judges.cache.RENAMED_IDENTITIES`."""
+    return _identity("model", labeller, "labeller", protocol)
+
+
+def reader_identity(reader: str = READER, protocol: str = PROTOCOL) -> str:
+    """The judge identity of a reader's own (human) verdicts, ``human:<reader>|protocol=<protocol>``: what
+    :class:`LabelWidget` stores by default, never mixed with the model labellers' caches."""
+    return _identity("human", reader, "reader", protocol)
 
 
 # -- the items ---------------------------------------------------------------------------------------------------
@@ -309,11 +331,12 @@ def read_labels(path) -> dict[int, str]:
 
 # -- the cache ---------------------------------------------------------------------------------------------------
 def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, identity: str | None = None) -> Path:
-    """Write the labelled key items into the human-verdict cache (``CachedJudge`` format); returns its path.
+    """Write the labelled key items into a verdict cache (``CachedJudge`` format; default: the first model
+    labeller's, :func:`labeller_identity`); returns its path.
 
     An existing file must have the same identity (else ``ValueError``); a question already stored with another
     answer is an error too (a verdict is never silently replaced)."""
-    identity = identity or human_identity()
+    identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
     items = _check_items(items, keys=("concept", "question", "item"))
     numbers = [it["item"] for it in items]
@@ -341,16 +364,18 @@ def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, ide
     return judges.write_cache(path, identity, entries)
 
 
-def human_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
-    """The stored human verdicts as a strict :class:`~compbook.cppn.judges.CachedJudge` (refuses another identity)."""
-    identity = identity or human_identity()
+def labeller_judge(path=None, identity: str | None = None) -> judges.CachedJudge:
+    """A model labeller's stored verdicts (default: the first's) as a strict
+    :class:`~compbook.cppn.judges.CachedJudge` (refuses another identity)."""
+    identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
     return judges.CachedJudge(path if path is not None else judges.cache_path(identity), identity=identity)
 
 
 def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -> list[str | None]:
-    """The stored answer (``"yes"``, ``"no"``, ``"can't tell"``) of each key item, None where none is stored."""
-    identity = identity or human_identity()
+    """The stored answer (``"yes"``, ``"no"``, ``"can't tell"``) of each key item, None where none is stored
+    (default: the first model labeller's, :func:`labeller_identity`)."""
+    identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
     items = _check_items(items)
     _, entries = judges.read_cache(path if path is not None else judges.cache_path(identity))
@@ -361,24 +386,41 @@ def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -
     return out
 
 
+def reader_answers(items: Sequence[dict], path, reader: str = READER) -> list[str | None]:
+    """A reader's own (human) answers to key items, as stored by ``LabelWidget(items, images, path)``
+    (:func:`reader_identity`); None where the reader gave none. The model labellers' answers: :func:`answers_for`."""
+    if path is None:
+        raise ValueError("path: give the reader's own cache file (LabelWidget(..., path=...))")
+    return answers_for(items, path, reader_identity(reader))
+
+
 # -- the notebook widget -----------------------------------------------------------------------------------------
 class LabelWidget:
     """Label items in Jupyter: the reference render and the item, buttons yes / no / can't tell (chapter 5).
 
-    ``items`` are key dicts (:func:`plan_items`), ``images`` their renders. Answers collect in ``.labels``
-    ({item: 'y'|'n'|'?'}); with ``path`` each answer is also stored at once (:func:`store_verdicts`). Call
-    ``.show()`` in a live kernel only (the chapter checks that it is not headless).
+    ``items`` are key dicts (:func:`plan_items`), ``images`` their renders. These are the reader's own (human)
+    answers: they collect in ``.labels`` ({item: 'y'|'n'|'?'}; :meth:`answers` per item); with ``path`` each
+    answer is also stored at once (:func:`store_verdicts`) under ``identity`` (default :func:`reader_identity`,
+    never a model labeller's); with ``labels_file`` (:func:`reader_labels_path`) the answers so far are written
+    there after each click, in :func:`read_labels`' format, and a widget opened again starts where the file
+    stops. Call ``.show()`` in a live kernel only (the chapter checks that it is not headless).
     """
 
-    def __init__(self, items: Sequence[dict], images, path=None, identity: str | None = None):
+    def __init__(self, items: Sequence[dict], images, path=None, identity: str | None = None,
+                 labels_file=None):
         items = _check_items(items, keys=("concept", "item"))
         if not hasattr(images, "__len__") or isinstance(images, (str, bytes)):
             raise ValueError(f"images must be the items' renders (N, 64, 64, 3), got {type(images).__name__}")
         if len(items) != len(images):
             raise ValueError(f"images: {len(images)} for {len(items)} items")
-        self.items, self.images, self.path, self.identity = list(items), images, path, identity
+        self.items, self.images, self.path = list(items), images, path
+        self.identity = identity or reader_identity()
+        self.labels_file = None if labels_file is None else reader_labels_path(labels_file)
         self.labels: dict[int, str] = {}
-        self.pos = 0
+        if self.labels_file is not None and self.labels_file.exists():     # carry on where the reader stopped
+            numbers = {it["item"] for it in self.items}
+            self.labels = {n: a for n, a in read_labels(self.labels_file).items() if n in numbers}
+        self.pos = next((j for j, it in enumerate(self.items) if it["item"] not in self.labels), len(self.items))
 
     def show(self):
         import ipywidgets as w
@@ -391,6 +433,10 @@ class LabelWidget:
         self._update()
         display(w.VBox([self._text, w.HBox([self._ref, self._img]), w.HBox(buttons)]))
 
+    def answers(self) -> list[str | None]:
+        """The reader's answer (``"yes"``, ``"no"``, ``"can't tell"``) to each item so far, None where none."""
+        return [ANSWERS.get(self.labels.get(it["item"])) for it in self.items]
+
     def answer(self, a: str) -> None:
         """Record answer ``a`` ('y', 'n' or '?') for the current item and move to the next."""
         if a not in ANSWERS:
@@ -401,6 +447,8 @@ class LabelWidget:
         self.labels[n] = a
         if self.path is not None:
             store_verdicts(self.items, {n: a}, self.path, self.identity)
+        if self.labels_file is not None:
+            write_reader_labels(self.labels, self.labels_file)
         self.pos += 1
         if hasattr(self, "_img"):
             self._update()
@@ -417,6 +465,120 @@ class LabelWidget:
             widget.value = buf.getvalue()
         self._text.value = (f"item {self.pos + 1} of {len(self.items)}: would you still call the right "
                             f"image a <b>{it['concept']}</b>? (left: the reference)")
+
+
+# -- a reader's own verdicts (chapter 5) --------------------------------------------------------------------------
+#: the environment variable that names the file of a reader's own verdicts
+READER_LABELS_VARIABLE = "COMPBOOK_READER_LABELS"
+#: where the label widget keeps a reader's verdicts when neither a path nor the variable says otherwise
+READER_LABELS_DEFAULT = Path("~/.cache/compbook/reader_labels.txt")
+
+
+def reader_labels_path(path=None) -> Path:
+    """The file of a reader's own verdicts: ``path``, else ``$COMPBOOK_READER_LABELS``, else
+    :data:`READER_LABELS_DEFAULT` (``~`` expanded). The file need not exist yet."""
+    import os
+    if path is None:
+        path = os.environ.get(READER_LABELS_VARIABLE, "").strip() or READER_LABELS_DEFAULT
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise ValueError(f"reader labels path must be a str or os.PathLike, got {path!r}")
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise ValueError(f"reader labels path {p} is a folder, not a file")
+    return p
+
+
+def write_reader_labels(labels: dict[int, str], path=None) -> Path:
+    """Write ``labels`` ({item: 'y'|'n'|'?'}) as ``<item> <answer>`` lines (:func:`read_labels`' format) to
+    :func:`reader_labels_path` ``(path)``, atomically (a temporary file, then a rename); returns the path."""
+    checks.mapping(labels, "labels")
+    for n, a in labels.items():
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"labels: item numbers must be non-negative integers, got {n!r}")
+        if a not in ANSWERS:
+            raise ValueError(f"labels[{n!r}] must be one of {list(ANSWERS)}, got {a!r}")
+    path = reader_labels_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("# a reader's own verdicts: <item> y|n|?\n"
+                   + "".join(f"{int(n)} {labels[n]}\n" for n in sorted(labels)), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def reader_items(key_name: str = LABELLER_KEYS[1], per_group: int = 2, seed: int = 5) -> list[dict]:
+    """The items chapter 5 offers a reader to label: from a stored key in ``data/judge_cache/`` (default: the
+    second batch, on the current twins), a seeded draw of ``per_group`` perturbed renders (``weight`` not None)
+    per concept and network kind, sorted by concept and item number (their order says nothing of the kind)."""
+    from ..paths import data_dir
+    checks.safe_name(key_name, "key_name")
+    per_group = checks.integer(per_group, "per_group", 1)
+    key = [it for it in read_key(data_dir() / "judge_cache" / key_name) if it["question"]["weight"] is not None]
+    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    out = []
+    for group in sorted({(it["concept"], it["kind"]) for it in key}):
+        pool = [it for it in key if (it["concept"], it["kind"]) == group]
+        out += [pool[k] for k in rng.choice(len(pool), min(per_group, len(pool)), replace=False)]
+    return sorted(out, key=lambda it: (it["concept"], it["item"]))
+
+
+def judge_verdicts(judge, items: Sequence[dict], images) -> list[bool]:
+    """``judge``'s yes / no on each item's render, asked one concept at a time (``images`` ``(N, 64, 64, 3)``,
+    in the order of ``items``)."""
+    items = _check_items(items, keys=("concept",))
+    if not callable(judge):
+        raise ValueError(f"judge must be callable (images, concept) -> verdicts, got {type(judge).__name__}")
+    if len(images) != len(items):
+        raise ValueError(f"images: {len(images)} for {len(items)} items")
+    out = [False] * len(items)
+    for c in sorted({it["concept"] for it in items}):
+        idx = [j for j, it in enumerate(items) if it["concept"] == c]
+        for j, v in zip(idx, judge(images[idx], c)):
+            out[j] = bool(v)
+    return out
+
+
+def _yes_no(v) -> bool | None:
+    """A verdict as True / False, or None where there is no yes / no (can't tell, not answered)."""
+    if v is None or isinstance(v, (bool, np.bool_)):
+        return None if v is None else bool(v)
+    if v in ("yes", "y"):
+        return True
+    if v in ("no", "n"):
+        return False
+    if v in ("can't tell", "?"):
+        return None
+    raise ValueError(f"a verdict must be a bool, 'yes', 'no', \"can't tell\" or None, got {v!r}")
+
+
+def reader_agreement(items: Sequence[dict], verdicts: dict, path=None) -> dict | None:
+    """How often each judge of ``verdicts`` ({name: one verdict per item: a bool, or a stored answer 'yes' /
+    'no' / "can't tell" / None}) agrees with the reader's own labels (:func:`reader_labels_path` ``(path)``) on
+    ``items``; None when the reader has no labels file yet.
+
+    Only items the reader answered yes or no count, and for a stored labeller only those it answered yes or no
+    too (can't tell is left out, as in the agreement tables). Returns ``{"path", "labelled", "yes_no",
+    "cant_tell", "judges": {name: {"agree", "n", "agreement"}}}`` (``agreement`` NaN where ``n`` is 0)."""
+    items = _check_items(items, keys=("item",))
+    checks.mapping(verdicts, "verdicts", 1)
+    for name, v in verdicts.items():
+        checks.non_empty_str(name, "verdicts: a judge's name")
+        if len(checks.sequence(v, f"verdicts[{name!r}]", 0)) != len(items):
+            raise ValueError(f"verdicts[{name!r}]: {len(v)} verdicts for {len(items)} items")
+    path = reader_labels_path(path)
+    if not path.exists():
+        return None
+    labels = read_labels(path)
+    mine = [_yes_no(labels.get(it["item"])) for it in items]
+    labelled = sum(it["item"] in labels for it in items)
+    out = {"path": str(path), "labelled": labelled, "yes_no": sum(m is not None for m in mine),
+           "cant_tell": labelled - sum(m is not None for m in mine), "judges": {}}
+    for name, v in verdicts.items():
+        pairs = [(m, _yes_no(x)) for m, x in zip(mine, v) if m is not None and _yes_no(x) is not None]
+        agree = sum(m == x for m, x in pairs)
+        out["judges"][name] = {"agree": agree, "n": len(pairs),
+                               "agreement": agree / len(pairs) if pairs else float("nan")}
+    return out
 
 
 # -- command line ------------------------------------------------------------------------------------------------

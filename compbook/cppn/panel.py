@@ -1,7 +1,7 @@
 """Several judges on the same perturbed renders, each score with a 95% interval (chapters 5-9).
 
 Part A's chapters score EMC2 (:mod:`compbook.cppn.emc2`) under two judges side by side: the book's default
-semantic judge (``make_judge("default")``, "is this still a skull?", chosen on blind human verdicts) and SSIM to
+semantic judge (``make_judge("default")``, "is this still a skull?", chosen on a model labeller's blind verdicts) and SSIM to
 the network's own render (``make_judge("ssim")``, "is this the same picture?"; both from
 :mod:`compbook.cppn.judges.registry`). :class:`Panel` asks every judge about the same renders (rendered once);
 :func:`score_row` gives a score with its Wilson interval over the perturbations of one network, :func:`summary` a
@@ -9,7 +9,7 @@ score pooled over several networks (seeds) with a two-level bootstrap interval (
 each), so the spread between seeds counts.
 
 Our choices, all parameters: renders are judged at :data:`SCORE_RES` = 64 px (the size the judges were
-checked on against human verdicts, whatever size a network was trained at: a CPPN draws at any size), SSIM's
+checked on against the labellers' verdicts, whatever size a network was trained at: a CPPN draws at any size), SSIM's
 threshold is its documented one (:data:`compbook.cppn.judges.base.SSIM_THRESHOLD`), and two intervals "overlap"
 when neither lies wholly above the other.
 """

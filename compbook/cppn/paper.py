@@ -1,4 +1,4 @@
-"""The figures Part A quotes from its papers, each written once (chapters 1-9b).
+"""The figures Part A quotes from its papers, each written once (chapters 1-9 and their notes).
 
 Paper A (Do, Shah, Le, Liu 2026, arXiv 2606.19941) publishes no tables here (``../shared/spec/paper-a-narrow-regime.md``):
 its figures are what its text states. FER (Kumar, Clune, Lehman, Stanley 2025) is the paper's source of the

@@ -2,7 +2,7 @@
 
 ``python -m compbook.cppn reread`` scores the three Picbreeder networks and their stored SGD twins
 (:mod:`compbook.cppn.twins`) with each judge (the default semantic judge, the other semantic candidate, SSIM to the own
-render) at several deltas, and reads the blind human verdicts (:mod:`compbook.cppn.labelling`) of the same networks;
+render) at several deltas, and reads the model labeller's blind verdicts (:mod:`compbook.cppn.labelling`) of the same networks;
 every score comes with a 95% Wilson interval over its perturbations. Writes ``data/emc2/reread.json``, which the
 chapters load (a precomputed result: about ten CPU minutes).
 """
@@ -55,7 +55,9 @@ def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, p
     return rows
 
 
-EARLIER = "earlier twins: human (book authors)"
+#: the judge name of the first model labeller's rows, and of its rows on the earlier twins
+LABELLER_ROWS = "model labeller 1"
+EARLIER = f"earlier twins: {LABELLER_ROWS}"
 
 
 def _check_settings(deltas, sample, pb_sample, seed, concepts) -> None:
@@ -69,12 +71,12 @@ def _check_settings(deltas, sample, pb_sample, seed, concepts) -> None:
             checks.choice(c, "concepts", twins.TARGETS)
 
 
-def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=None) -> list[dict]:
-    """Rows of the human verdicts per concept, network kind and delta (perturbed items only); "can't tell"
+def labeller_scores(key: Sequence[dict], answers: Sequence[str | None], current=None) -> list[dict]:
+    """Rows of the first model labeller's verdicts per concept, network kind and delta (perturbed items only); "can't tell"
     counts as no (as stored); ``cant_tell`` says how many; ``unperturbed`` ``[k, n]``: of the networks' own
     unperturbed renders labelled, how many the labeller called the concept.
 
-    ``current`` (the ``source`` names of the twins scored now): the rows named "human (book authors)" then hold
+    ``current`` (the ``source`` names of the twins scored now): the rows named :data:`LABELLER_ROWS` then hold
     only those twins' SGD items, and rows named :data:`EARLIER` the other twins' (the Picbreeder rows, every
     batch, appear under both names); None: one set of rows over every item."""
     key = checks.sequence(key, "key", 0)
@@ -92,8 +94,8 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=Non
         now = [it["kind"] == "picbreeder" or it["source"] in current for it in key]
         before = [it["kind"] == "picbreeder" or it["source"] not in current for it in key]
         pick = lambda keep: ([it for it, k in zip(key, keep) if k], [a for a, k in zip(answers, keep) if k])  # noqa
-        rows = human_scores(*pick(now))
-        return rows + [r | {"judge": EARLIER} for r in human_scores(*pick(before))]
+        rows = labeller_scores(*pick(now))
+        return rows + [r | {"judge": EARLIER} for r in labeller_scores(*pick(before))]
     rows = []
     for c in twins.TARGETS:
         for kind in ("picbreeder", "sgd"):
@@ -103,7 +105,7 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=Non
                 its = [(it, a) for it, a in zip(key, answers) if it["concept"] == c and it["kind"] == kind
                        and it["question"]["weight"] is not None and it["question"]["delta"] == d and a is not None]
                 a = [a for _, a in its]
-                rows.append(_row(c, kind, "human (book authors)", d, np.array([x == "yes" for x in a]),
+                rows.append(_row(c, kind, LABELLER_ROWS, d, np.array([x == "yes" for x in a]),
                                  {"cant_tell": sum(x == "can't tell" for x in a), "unperturbed": [sum(base), len(base)],
                                   "sources": sorted({it["source"] for it, _ in its if "source" in it})}))
     return rows
@@ -111,10 +113,10 @@ def human_scores(key: Sequence[dict], answers: Sequence[str | None], current=Non
 
 def merge(parts: Sequence[dict]) -> dict:
     """One ``reread.json`` from the part files of a run split by ``--concepts`` (same settings, every concept
-    once); the rows in :data:`compbook.cppn.twins.TARGETS` order, the human rows last, seconds summed."""
+    once); the rows in :data:`compbook.cppn.twins.TARGETS` order, the labeller rows last, seconds summed."""
     parts = checks.sequence(parts, "parts")
     for i, p in enumerate(parts):
-        need = ("made_by", "seconds", "twins", "chosen", "concepts", "rows", "human_rows")
+        need = ("made_by", "seconds", "twins", "chosen", "concepts", "rows", "labeller_rows")
         if not isinstance(p, dict) or any(k not in p for k in need):
             raise ValueError(f"parts[{i}] must be a part file with {list(need)}, got {p!r:.80}")
         checks.real(p["seconds"], f"parts[{i}]['seconds']", 0)
@@ -129,16 +131,16 @@ def merge(parts: Sequence[dict]) -> dict:
     rows = [r for c in twins.TARGETS for p in parts for r in p["rows"] if r["concept"] == c]
     return {"made_by": made.pop(), "seconds": round(sum(p["seconds"] for p in parts), 1),
             "twins": {c: h for p in parts for c, h in p["twins"].items()}, "chosen": parts[0]["chosen"],
-            "rows": rows + parts[0]["human_rows"]}
+            "rows": rows + parts[0]["labeller_rows"]}
 
 
 def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float] = (0.5, 1.0, 2.0),
         concepts: Sequence[str] | None = None, made_by: str = "") -> dict:
-    """Score every network under every judge (:func:`machine_scores`) and read the human verdicts
-    (:func:`human_scores`): the content of ``data/emc2/reread.json`` (``python -m compbook.cppn reread``).
+    """Score every network under every judge (:func:`machine_scores`) and read the model labeller's verdicts
+    (:func:`labeller_scores`): the content of ``data/emc2/reread.json`` (``python -m compbook.cppn reread``).
 
     With ``concepts`` only those are scored, and the result is a part file for :func:`merge` (its ``rows`` the
-    machine rows, ``human_rows`` the human ones)."""
+    machine rows, ``labeller_rows`` the labeller's)."""
     from ..paths import data_dir
     _check_settings(deltas, sample, pb_sample, 0, concepts)
     if not isinstance(made_by, str):
@@ -152,11 +154,11 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
     part = concepts is not None
     concepts = list(concepts or twins.TARGETS)
     rows = machine_scores(judge_map, tuple(deltas), sample, pb_sample, concepts=concepts)
-    key = [it for f in labelling.HUMAN_KEYS
-           for it in checks.json_file(data_dir() / "judge_cache" / f, "human key")["items"]]
+    key = [it for f in labelling.LABELLER_KEYS
+           for it in checks.json_file(data_dir() / "judge_cache" / f, "labeller key")["items"]]
     current = {n.source for n in labelling.networks() if n.kind == "sgd"}
-    human = human_scores(key, labelling.answers_for(key), current)
+    labelled = labeller_scores(key, labelling.answers_for(key), current)
     out = {"made_by": made_by, "seconds": round(time.perf_counter() - t0, 1),
            "twins": {c: [store.content_hash(m) for m in twins.load_twins(c)] for c in concepts},
-           "chosen": choice["chosen"], "rows": rows + human}
-    return out | {"rows": rows, "human_rows": human, "concepts": concepts} if part else out
+           "chosen": choice["chosen"], "rows": rows + labelled}
+    return out | {"rows": rows, "labeller_rows": labelled, "concepts": concepts} if part else out

@@ -305,6 +305,55 @@ def ci_cell(row: dict) -> str:
     return f"{fmt(row)} n={row['n']}"
 
 
+def per_network_scores(reread: dict, counted: dict | None = None, judge: str | None = None) -> pd.DataFrame:
+    """Chapter 5's main figure, one row per network, target and delta: ``score`` with a 95% Wilson interval
+    (``lo``, ``hi``) and ``n`` judged perturbations, under ``judge`` (a judge name of ``reread.json``; default:
+    the chosen one). Rows: the Picbreeder network and each SGD twin (its own seeded sample, ``n`` the pooled
+    count over the twins) from the stored re-read; with ``counted`` (``data/emc2/counting.json``) also FER's SGD
+    networks at the default judge, rule ``"nonzero"`` and the fixed ``+delta`` policy (its one delta)."""
+    from ..stats import wilson
+    checks.mapping(reread, "reread")
+    if "rows" not in reread or "chosen" not in reread:
+        raise ValueError("reread: needs 'rows' and 'chosen' (is it data/emc2/reread.json?)")
+    judge = judge or next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
+    rows = [r for r in reread["rows"] if r["judge"] == judge]
+    if not rows:
+        raise ValueError(f"judge {judge!r}: no rows in reread")
+    out = []
+    for r in rows:
+        if r["network"] == "picbreeder":
+            out.append({"target": r["concept"], "network": "Picbreeder", "delta": r["delta"], "k": r["k"],
+                        "n": r["n"]})
+            continue
+        per = r.get("per_seed") or []
+        n = r["n"] // len(per) if per else 0
+        out += [{"target": r["concept"], "network": f"SGD twin {s}", "delta": r["delta"],
+                 "k": int(round(x * n)), "n": n} for s, x in enumerate(per)]
+    if counted is not None:
+        checks.mapping(counted, "counted")
+        out += [{"target": r["target"], "network": "FER's SGD", "delta": counted["scale"], "k": r["k"],
+                 "n": r["n"]} for r in counted["rows"] if r["kind"] == "fer" and r["rule"] == "nonzero"
+                and r["policy"] == "fixed" and r["judge"] == "default"]
+    df = pd.DataFrame(out)
+    df["score"] = df.k / df.n
+    df["lo"], df["hi"] = zip(*(wilson(int(k), int(n)) for k, n in zip(df.k, df.n)))
+    return df
+
+
+def readings(reread: dict, judge: str | None = None) -> pd.DataFrame:
+    """Chapter 5's verdict on the paper's claim per target and delta under ``judge`` (default: the chosen one):
+    Picbreeder against the SGD twins pooled (:func:`compbook.cppn.claims.reading`), one column per delta."""
+    from .claims import reading
+    checks.mapping(reread, "reread")
+    judge = judge or next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
+    by = {(r["concept"], r["network"], r["delta"]): r for r in reread["rows"] if r["judge"] == judge}
+    if not by:
+        raise ValueError(f"judge {judge!r}: no rows in reread")
+    rows = [{"target": c, "delta": d, "reading": reading(r, by[(c, "sgd", d)]).split(":")[0]}
+            for (c, net, d), r in by.items() if net == "picbreeder"]
+    return pd.DataFrame(rows).pivot(index="target", columns="delta", values="reading")
+
+
 # -- chapter 5: a second labeller -----------------------------------------------------------------------
 #: how chapter 5 names the network kinds of the labelled items
 KIND_NAMES = {"picbreeder": "Picbreeder", "sgd": "our twins", "fer": "FER's SGD", "fertwin": "FER-arch twins"}
@@ -314,13 +363,13 @@ def _cell(value: float, ci) -> str:
     return fmt({"score": value, "ci95": ci}) if np.isfinite(value) else "-"
 
 
-def human_kind_table(result: dict, first_kinds: Sequence[str] = ("picbreeder",)) -> pd.DataFrame:
-    """Human verdicts per labeller, network kind and delta from a stored second-labeller run
+def labeller_kind_table(result: dict, first_kinds: Sequence[str] = ("picbreeder",)) -> pd.DataFrame:
+    """The model labellers' verdicts per labeller, network kind and delta from a stored second-labeller run
     (``data/semantic/validation_batch3.json``): counts, yes of all items and yes of yes/no, each with a 95%
     Wilson interval. The first labeller's rows are shown for ``first_kinds`` only (its twins are other networks)."""
     checks.mapping(result, "result")
-    rows = [("labeller 2", r) for r in result["human"]["kind_delta"]] + \
-           [("labeller 1", r) for r in result["human"]["first_kind_delta"] if r["kind"] in first_kinds]
+    rows = [("labeller 2", r) for r in result["verdicts"]["kind_delta"]] + \
+           [("labeller 1", r) for r in result["verdicts"]["first_kind_delta"] if r["kind"] in first_kinds]
     out = pd.DataFrame([{"labeller": who, "network": KIND_NAMES.get(r["kind"], r["kind"]), "delta": r["delta"],
                          "n": r["n"], "yes": r["yes"], "no": r["no"], "can't tell": r["cant_tell"],
                          "yes of all": _cell(r["score"], r["ci95"]),
@@ -332,8 +381,8 @@ def labeller_agreement_table(result: dict, judges: Sequence[str] | None = None) 
     """The judges at their fixed thresholds against the second labeller (stored run): per judge and network
     kind, the answer counts, the judge's yes on "can't tell" items, the agreement a judge that always says yes
     would reach (the labeller's yes rate), agreement, balanced accuracy and kappa on the yes/no items with 95%
-    intervals (Wilson; a bootstrap within each human class for balanced accuracy and kappa, which cannot show
-    the uncertainty of a class of one or two items), and the judge's recall on the human's "no" items (Wilson:
+    intervals (Wilson; a bootstrap within each of the labeller's classes for balanced accuracy and kappa, which cannot show
+    the uncertainty of a class of one or two items), and the judge's recall on the labeller's "no" items (Wilson:
     the interval that shows how few they are)."""
     checks.mapping(result, "result")
     judges = list(result["fixed"]) if judges is None else list(judges)
@@ -343,10 +392,10 @@ def labeller_agreement_table(result: dict, judges: Sequence[str] | None = None) 
             rows.append({"judge": f"{j} {result['fixed'][j]['threshold']:g}",
                          "network": KIND_NAMES.get(r["network"], r["network"]), "yes/no": r["n"],
                          "can't tell": r["cant_tell"], "judge yes on ?": r["judge_yes_on_cant_tell"],
-                         "always yes": round(r["human_yes"], 2),
+                         "always yes": round(r["labeller_yes"], 2),
                          "agreement": _cell(r["agreement"], r["agreement_ci"]),
                          "balanced": _cell(r["balanced_accuracy"], r["balanced_ci"]),
-                         "kappa": _cell(r["kappa"], r["kappa_ci"]), "human no": r["no"],
+                         "kappa": _cell(r["kappa"], r["kappa_ci"]), "labeller no": r["no"],
                          "judge no on them": _cell(r["recall_no"], r["recall_no_ci"])})
     return pd.DataFrame(rows).set_index(["judge", "network"])
 
@@ -378,7 +427,7 @@ def overlap_table(result: dict) -> pd.DataFrame:
     the third (same one of three answers; agreement and kappa where both said yes or no) and the judge against
     the third (agreement and kappa where the third said yes or no)."""
     checks.mapping(result, "result")
-    names = {"book authors": "labeller 1's items", "second labeller": "labeller 2's items"}
+    names = {"labeller 1": "labeller 1's items", "labeller 2": "labeller 2's items"}
     cols = {}
     for g in result["groups"]:
         p, j = g["labellers"], g["judge_vs_third"]

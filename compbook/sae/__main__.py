@@ -101,9 +101,9 @@ def objsae(argv: Sequence[str]) -> int:
     """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain]``: SAEs on the
     object-VLM variants (``data/sae/objsae/``) and their table."""
     from . import objsae as os_
-    from .objregions import LAYOUTS, VARIANTS
+    from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS
     p = argparse.ArgumentParser(prog=f"{PROG} objsae", description=os_.__doc__.split("\n")[0])
-    p.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=["grid2"])
+    p.add_argument("--layouts", nargs="+", choices=OBJECT_VLM_LAYOUTS, default=["grid2"])
     p.add_argument("--variants", nargs="+", type=int, metavar="I", default=None,
                    help=f"indices into {list(VARIANTS)} (default: all)")
     p.add_argument("--regions", type=int, nargs="*", metavar="N", default=[4, 8],

@@ -6,8 +6,8 @@ divides by **every live latent**. Two things keep that number near 0 in a next-t
 * the image-derived concept need not sit on the word itself: in a causal model it is needed where the word is
   *predicted* (the position before it), and it may be spread over the noun phrase ("a red square");
 * most live latents are unimodal, so a rate over all of them is small whatever the bimodal ones do. The paper
-  reports a coherence rate *of multimodal features* (seed summary: "il tasso di coerenza delle caratteristiche
-  multimodali"), judged by an LLM that reads a latent's *raw text references* beside its image descriptions.
+  reports a coherence rate *of multimodal features* (its layer-5 figure), judged by an LLM that reads a latent's
+  *raw text references* beside its image descriptions.
 
 So this module gives two more labellings of the caption tokens, all **our choice** and reported side by side:
 
@@ -114,3 +114,23 @@ def coherence_table(runs: list, data, scenes, definitions=DEFINITIONS, **kwargs)
     labels = labellings(scenes)
     return pd.DataFrame([{"method": r["method"], "seed": r["seed"],
                           **coherence_report(r["sae"], data, labels, definitions, **kwargs)} for r in runs])
+
+
+def readings(df: pd.DataFrame, s2ae: str, measures=None) -> pd.DataFrame:
+    """S2AE minus vanilla, paired by seed, for each of ``measures`` of a :func:`coherence_table` (merged with the
+    per-modality monosemanticity of :func:`compbook.sae.crossmodal.compare_crossmodal`; default: the four
+    definitions, "mono image", "mono text"), read with :func:`compbook.sae.study.reread` against the paper's gain
+    (coherence: its layer-5 figure; monosemanticity: its average), both read as relative to vanilla's value (our
+    reading; chapter 16). One row per measure: vanilla, "S2AE - vanilla", "±", reading."""
+    from . import experiment as ex, paper, study as st
+
+    defs = [definition_name(*d) for d in DEFINITIONS]
+    measures = list(defs + ["mono image", "mono text"] if measures is None else measures)
+    rows = []
+    for c in measures:
+        m, h = ex.paired_difference(df, c, "vanilla", s2ae)
+        van = float(df[df.method == "vanilla"][c].mean())
+        size = (paper.COHERENCE_GAIN if c in defs else paper.MONO_GAIN) * van
+        rows.append({"measure": c, "vanilla": van, "S2AE - vanilla": m, "±": h,
+                     "reading": st.reread(m, h, +1, size)})
+    return pd.DataFrame(rows).set_index("measure")

@@ -1,6 +1,6 @@
 """The hierarchical interpretation pipeline, measured against exact ground truth (chapter 16).
 
-S2AE interprets a latent in three steps (seed summary): (1) **reference collection**, the top samples by a
+S2AE interprets a latent in three steps (the paper): (1) **reference collection**, the top samples by a
 composite score Psi of activation strength and IoU with the model's concept clusters; (2) **localised
 identification**, a describer turns each masked region into a short description; (3) **semantic synthesis**, a
 synthesiser turns the descriptions and the latent's top text tokens into one concept per modality and judges

@@ -40,7 +40,9 @@ FORMAT = "compbook-object-vlm/1"
 STORE = "sae/objvlm"
 #: The variants (our choice): name -> (n_prefix, bidirectional).
 VARIANTS = {"causal (the book's)": (0, False), "4 prefix tokens": (4, False), "bidirectional patches": (0, True)}
-LAYOUTS = ("grid2", "grid3")
+#: The layouts (names of :data:`compbook.scenes.LAYOUTS`) the variants are trained and scored on: the
+#: quadrants and the layout-neutral 3x3 grid.
+OBJECT_VLM_LAYOUTS = ("grid2", "grid3")
 #: The training recipe per layout (our choice): the book's for the quadrants; on the 3x3 layout (9 slots, smaller
 #: objects) 600 steps leave the captions' concept words at 33-55% accuracy, so those models train 2000 steps.
 RECIPES = {"grid2": Recipe(), "grid3": Recipe(steps=2000)}
@@ -111,8 +113,8 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
 
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r}: expected one of {LAYOUTS}")
+    if layout not in OBJECT_VLM_LAYOUTS:
+        raise ValueError(f"layout={layout!r}: expected one of {OBJECT_VLM_LAYOUTS}")
     recipe = recipe or RECIPES[layout]
     n_prefix, bidi = VARIANTS[variant]
     want = {"recipe": asdict(recipe), "layout": layout, "n_prefix": n_prefix, "bidirectional": bidi}
@@ -189,7 +191,7 @@ def region_table(n_test: int = 200, seed: int = 11, retrain: bool = False) -> pd
     from .data import make_scenes
 
     rows = []
-    for layout in LAYOUTS:
+    for layout in OBJECT_VLM_LAYOUTS:
         scenes = make_scenes(n_test, seed=seed, layout=layout)
         base = proximity_purity(scenes)
         for variant in VARIANTS:

@@ -28,7 +28,7 @@ import pandas as pd
 from .. import checks
 from . import experiment as ex, paper
 from . import study as st
-from .objregions import LAYOUTS, VARIANTS, stored_object_vlm
+from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS, stored_object_vlm
 
 STORE = "sae/objsae"
 K, LAM = 32, 0.01
@@ -41,7 +41,7 @@ def store_of(variant: str, layout: str, store: str = STORE) -> str:
     """Folder (under ``data/``) of the SAEs of one object-VLM variant and layout."""
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}")
-    checks.choice(layout, "layout", LAYOUTS)
+    checks.choice(layout, "layout", OBJECT_VLM_LAYOUTS)
     checks.safe_path("data", store, "store")
     n_prefix, bidi = VARIANTS[variant]
     return f"{store}/{layout}_prefix{n_prefix}_{'bidi' if bidi else 'causal'}"

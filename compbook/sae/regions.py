@@ -1,6 +1,6 @@
 """Patch regions for S2AE: attention + spatial proximity, then average-linkage clustering (chapter 15).
 
-Spec facts (the public trainer's recipe, constants as parameters):
+Facts (the paper's public trainer's recipe, constants as parameters):
 
 1. ``A``: attention probabilities averaged over all layers and heads, restricted to the image-patch block
    (:func:`image_attention`).

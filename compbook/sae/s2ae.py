@@ -1,6 +1,6 @@
 """S2AE: structured sparsity on image patches, and the SAE trainer (chapter 15).
 
-Spec facts (``shared/spec/paper-c-s2ae.md``, the public trainer):
+Facts from the paper and its public trainer:
 
 * Binarise the TopK code with a straight-through estimator: ``Z_hat = bin(Z) + Z - sg(Z)``, ``bin = 1`` where a
   latent is kept by the TopK and positive (:func:`binarize_ste`): the penalties count usage, not magnitude.

@@ -1,4 +1,5 @@
-"""Figures for Part C: scenes with captions, where a latent fires, patch regions (chapters 14-15)."""
+"""Figures for Part C: scenes with captions, where a latent fires, patch regions (chapters 14-15), the k / lambda
+study against k (chapter 15) and identification rates (chapter 16)."""
 
 from __future__ import annotations
 
@@ -107,3 +108,76 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
              f"truth: {row['truth']}\ntop caption words: {', '.join(row['top words'][:8]) or '(none)'}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
                            row["descriptions"], title)
+
+
+def _mean_half(values) -> tuple[float, float]:
+    from ..stats import t_interval
+    return t_interval(np.asarray(values, dtype=float))
+
+
+def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = None, ev_target: float | None = None):
+    """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
+    t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.study.study_table` rows; the column
+    ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
+    from .experiment import method_name
+
+    df = study.assign(**{"L0 / k": study["L0 patches"] / study.k})
+    missing = set(columns) - set(df.columns)
+    if missing:
+        raise ValueError(f"columns: {sorted(missing)} not in the study table")
+    ks = sorted(df.k.unique())
+    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 2.5), squeeze=False)
+    for ax, c in zip(axes.flat, columns):
+        for i, (lam, g) in enumerate(df.groupby("lambda")):
+            stats = [_mean_half(g[g.k == k][c]) for k in ks]
+            x = np.array(ks) * (1 + 0.06 * (i - 1))          # a small offset so the intervals do not overlap
+            line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=3, capsize=2,
+                               label=method_name(lam))
+            ax.plot(np.repeat(x, [int((g.k == k).sum()) for k in ks]),
+                    np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), ".",
+                    color=line.lines[0].get_color(), alpha=0.35, ms=3)
+        if chosen_k is not None:
+            ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
+        if ev_target is not None and c == "EV":
+            ax.axhline(ev_target, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_title(c, fontsize=10)
+        ax.set_xlabel("k", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes.flat[min(1, len(columns) - 1)].legend(fontsize=6, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_identification(ident, paper: dict | None = None, columns=("identified", "identified (objects)")):
+    """Chapter 16's figure: identification rates per SAE (vanilla, S2AE) and pipeline (hierarchical, direct), mean
+    over seeds with its 95% t-interval, one panel per column of ``ident``
+    (:func:`compbook.sae.interpret.identification_table`). ``paper``: {"hierarchical": rate, "direct": rate},
+    drawn as dashed lines in the first panel and labelled as the paper's."""
+    split = ident.method.str.rsplit(", ", n=1, expand=True)
+    df = ident.assign(sae=split[0], pipeline=split[1])
+    saes, pipelines = list(dict.fromkeys(df.sae)), ["hierarchical", "direct"]
+    if set(df.pipeline) - set(pipelines):
+        raise ValueError(f"ident: pipelines {sorted(set(df.pipeline))}, expected {pipelines}")
+    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 2.6), squeeze=False, sharey=True)
+    colours = {"hierarchical": "tab:blue", "direct": "tab:orange"}
+    for ax, c in zip(axes.flat, columns):
+        for j, p in enumerate(pipelines):
+            stats = [_mean_half(df[(df.sae == s) & (df.pipeline == p)][c]) for s in saes]
+            x = np.arange(len(saes)) + (j - 0.5) * 0.38
+            ax.bar(x, [m for m, _ in stats], 0.36, yerr=[h for _, h in stats], capsize=3, color=colours[p],
+                   label=p)
+        ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=8)
+        ax.set_title(c, fontsize=10)
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=7)
+    if paper:
+        for p, rate in paper.items():
+            axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1)
+            axes.flat[0].text(len(saes) - 0.5, rate, f"the paper, {p}", fontsize=6, ha="right", va="bottom")
+    axes.flat[0].set_ylabel("share of latents", fontsize=8)
+    axes.flat[-1].legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return fig

@@ -175,6 +175,41 @@ def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
     return "inconclusive"
 
 
+def reading_table(df: pd.DataFrame, lams=None, l0_share: float = paper.L0_SHARE,
+                  miou_rel: float = paper.MIOU_GAIN, columns=("EV", "L0 patches", "mIoU")) -> pd.DataFrame:
+    """S2AE - vanilla paired by seed at every k of :func:`study_table`'s ``df`` and every S2AE lambda in ``lams``
+    (default: all of ``df``'s but 0), with :func:`reread` of L0 (the paper's drop, ``l0_share`` of k) and mIoU
+    (the paper's gain, ``miou_rel`` of vanilla's mIoU at that k; chapter 15 and its notes). One row per
+    (k, lambda): ``"<column>"`` the mean, ``"<column> ±"`` the 95% half-width, "L0 reading", "mIoU reading"."""
+    missing = {"k", "lambda", "method", "seed", *columns} - set(df.columns)
+    if missing:
+        raise ValueError(f"df: columns {sorted(missing)} missing (a study_table is expected)")
+    lams = sorted(set(df["lambda"]) - {0.0}) if lams is None else [checks.real(x, "lams", 0) for x in lams]
+    rows = []
+    for k in sorted(df.k.unique()):
+        van = df[(df.k == k) & (df["lambda"] == 0)]["mIoU"].mean()
+        for lam in lams:
+            d = paired(df, k, lam, columns)
+            row = {"k": int(k), "lambda": lam}
+            for c, (m, h) in d.iterrows():
+                row[c], row[f"{c} ±"] = float(m), float(h)
+            if "L0 patches" in columns:
+                row["L0 reading"] = reread(row["L0 patches"], row["L0 patches ±"], -1, l0_share * k)
+            if "mIoU" in columns:
+                row["mIoU reading"] = reread(row["mIoU"], row["mIoU ±"], +1, miou_rel * van)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def shown(reading: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """:func:`reading_table` for the page: each difference as "+0.024 ± 0.003"."""
+    out = reading.copy()
+    for c in [c for c in reading.columns if f"{c} ±" in reading.columns]:
+        out[c] = [f"{m:+.{digits}f} ± {h:.{digits}f}" for m, h in zip(reading[c], reading[f"{c} ±"])]
+        out = out.drop(columns=f"{c} ±")
+    return out
+
+
 def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = False,
         sizes: PartCRun | None = None) -> None:
     """Train (or load) the study's SAEs at ``sizes`` (default: the mode's), write the tables and print the

@@ -1,6 +1,6 @@
 """A TopK sparse autoencoder, as in S2AE's public trainer (chapters 14 and 15).
 
-Spec facts (``shared/spec/paper-c-s2ae.md``):
+Facts from the paper and its public trainer:
 
 * ``pre = ReLU((x - b_dec) W_enc + b_enc)``, then keep the top ``k`` entries of ``pre``. The ReLU comes *before*
   the TopK, so a token can have fewer than ``k`` active latents (ties at 0 are not active).
@@ -78,7 +78,7 @@ class TopKSAE(nn.Module):
         w = torch.randn(self.cfg.d_in, self.cfg.d_sae, generator=g)
         w = w / w.norm(dim=0, keepdim=True)          # unit columns, so the copy W_enc.T has unit rows
         self.W_enc = nn.Parameter(w)
-        self.W_dec = nn.Parameter(w.T.clone())      # spec: W_dec initialised as a copy of W_enc
+        self.W_dec = nn.Parameter(w.T.clone())      # the paper's trainer: W_dec initialised as a copy of W_enc
         self.b_enc = nn.Parameter(torch.zeros(self.cfg.d_sae))
         self.b_dec = nn.Parameter(torch.zeros(self.cfg.d_in))
 
@@ -125,7 +125,7 @@ class TopKSAE(nn.Module):
 
     @torch.no_grad()
     def normalize_decoder(self) -> None:
-        """Rescale every row of ``W_dec`` to unit L2 norm (spec: after every optimiser step)."""
+        """Rescale every row of ``W_dec`` to unit L2 norm (the paper's trainer: after every optimiser step)."""
         self.W_dec.div_(self.W_dec.norm(dim=1, keepdim=True).clamp_min(1e-12))
 
 

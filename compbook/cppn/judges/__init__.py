@@ -22,7 +22,7 @@ _EXPORTS = {
              "luminance", "ssim_scores", "SSIM_THRESHOLD", "SSIMJudge"),
     "cache": ("CACHE_FORMAT", "CACHE_FOLDER", "CacheMiss", "entry_key", "cache_file_name", "cache_folder",
               "cache_path", "cache_digest", "read_cache", "write_cache", "CachedJudge", "stored_judge",
-              "score_or_fall_back", "is_cache_file"),
+              "score_or_fall_back", "is_cache_file", "RENAMED_IDENTITIES", "current_identity", "former_identities"),
     "vlm": ("VLMJudge", "vlm_identity", "parse_yes_no", "final_answer", "read_answer", "DEFAULT_MODEL",
             "DEFAULT_PROMPT"),
     "registry": ("JUDGES", "make_judge", "make_judges"),

@@ -22,7 +22,26 @@ from .base import Judge, canonical_json, check_concept, check_images, check_ques
 
 CACHE_FORMAT = "compbook-judge-cache/1"
 CACHE_FOLDER = "judge_cache"
+#: Identities renamed after caches were written under them (old prefix -> new prefix): the three model labellers'
+#: blind verdicts were first filed as ``human:``. :func:`read_cache` reads a file of an old identity as the new
+#: one (its keys and digest checked under the old, then re-keyed) and :func:`cache_path` finds a file under its
+#: old name; the next write stores it under the new identity.
+RENAMED_IDENTITIES = {"human:book authors|": "model:labeller 1|",
+                      "human:second labeller|": "model:labeller 2|",
+                      "human:third labeller|": "model:labeller 3|"}
 
+
+def current_identity(identity: str) -> str:
+    """``identity`` under its current name (:data:`RENAMED_IDENTITIES`); unchanged when it was never renamed."""
+    for old, new in RENAMED_IDENTITIES.items():
+        if identity.startswith(old):
+            return new + identity[len(old):]
+    return identity
+
+
+def former_identities(identity: str) -> list[str]:
+    """The earlier names of ``identity`` (:data:`RENAMED_IDENTITIES`), none for most judges."""
+    return [old + identity[len(new):] for old, new in RENAMED_IDENTITIES.items() if identity.startswith(new)]
 
 
 # -- cached verdicts -----------------------------------------------------------------------------------------------
@@ -48,8 +67,15 @@ def cache_folder() -> Path:
 
 
 def cache_path(identity: str, folder=None) -> Path:
-    """Where the cache of ``identity`` lives: ``folder`` (default :func:`cache_folder`) / :func:`cache_file_name`."""
-    return Path(folder if folder is not None else cache_folder()) / cache_file_name(identity)
+    """Where the cache of ``identity`` lives: ``folder`` (default :func:`cache_folder`) / :func:`cache_file_name`;
+    a file named after a former name of the identity (:func:`former_identities`) when only that one exists."""
+    folder = Path(folder if folder is not None else cache_folder())
+    path = folder / cache_file_name(identity)
+    if not path.exists():
+        for old in former_identities(identity):
+            if (folder / cache_file_name(old)).exists():
+                return folder / cache_file_name(old)
+    return path
 
 
 def cache_digest(identity: str, entries: dict) -> str:
@@ -84,7 +110,8 @@ def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
     verdicts); another format version; an entry whose key does not match its identity, concept and question;
     and, with ``verify_digest``, a missing or wrong file digest (:func:`cache_digest`: a verdict edited by hand,
     an entry added or removed), and a file of the registered ``data/`` whose digest is not the registry's
-    (:func:`compbook.results.verify`). ``FileNotFoundError`` when nothing is there.
+    (:func:`compbook.results.verify`). ``FileNotFoundError`` when nothing is there. A file of a renamed identity
+    (:data:`RENAMED_IDENTITIES`) is checked under the name it was written with and returned under the current one.
     """
     path = checks.file_path(path, "judge cache")
     if verify_digest:
@@ -113,7 +140,10 @@ def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
         if data["digest"] != cache_digest(identity, entries):
             raise ValueError(f"{path}: judge cache digest does not match its entries (a verdict edited by hand, "
                              f"or entries added or removed by a merge); restore the file (git) or fill it again")
-    return identity, entries
+    renamed = current_identity(identity)
+    if renamed != identity:
+        entries = {entry_key(renamed, e["concept"], e["question"]): e for e in entries.values()}
+    return renamed, entries
 
 
 def write_cache(path, identity: str, entries: dict) -> Path:
@@ -310,7 +340,7 @@ def score_or_fall_back(score: Callable, judge, fallback):
 
 def is_cache_file(path) -> bool:
     """Whether ``path`` holds a judge cache (a JSON object with a judge-cache ``format``); the cache folder also
-    holds other JSON files (the human keys, self-agreement records), which are not caches. An unreadable file
+    holds other JSON files (the labelling keys, self-agreement records), which are not caches. An unreadable file
     counts as a cache: :func:`read_cache` then says what is wrong with it."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

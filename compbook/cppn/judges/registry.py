@@ -1,4 +1,4 @@
-"""Part A's judges by name: one registry, used wherever Part A builds a judge (chapters 5-9b).
+"""Part A's judges by name: one registry, used wherever Part A builds a judge (chapters 5-9 and their notes).
 
 SAELens' architecture registry is the model: :data:`JUDGES` maps a name to a constructor and
 :func:`make_judge` builds one by name. The panel of chapters 6-9 (:func:`compbook.cppn.panel.default_panel`), the
@@ -6,8 +6,8 @@ counting run, the re-read, ``python -m compbook.cppn judges fill --judge NAME`` 
 judges here, so a name means one judge everywhere. Each judge keeps its class's ``identity``, the key of its stored
 verdicts in ``data/judge_cache/``.
 
-* ``"default"``: the book's default CPU judge for "is this still a <concept>?", the candidate chosen on held-out
-  blind human verdicts (``data/semantic/choice.json``, :func:`~compbook.cppn.judges.semantic.default_judge`);
+* ``"default"``: the book's default CPU judge for "is this still a <concept>?", the candidate chosen on the first model
+  labeller's held-out blind verdicts (``data/semantic/choice.json``, :func:`~compbook.cppn.judges.semantic.default_judge`);
 * ``"reference"``, ``"classifier"``: the two semantic candidates, at ``threshold`` (default: the one
   ``choice.json`` holds for that kind);
 * ``"image-reference"``: the reference judge's comparison against an image ``target`` (chapter 9's unknown

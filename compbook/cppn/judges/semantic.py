@@ -3,7 +3,7 @@
 SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the same
 picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
 concept's name only (no ``reference`` argument); they are stand-ins for the paper's VLM judge, and
-``data/semantic/choice.json`` records how each agrees with blind human verdicts (:mod:`compbook.cppn.labelling`).
+``data/semantic/choice.json`` records how each agrees with the model labellers' blind verdicts (:mod:`compbook.cppn.labelling`).
 
 - :class:`ReferenceJudge`: multi-scale structural comparison with the concept's Picbreeder reference render (the
   float64 genome render at 64 px): RGB SSIM at 64, 32 and 16 px, each the best over small shifts, averaged;
@@ -15,7 +15,7 @@ concept's name only (no ``reference`` argument); they are stand-ins for the pape
 
 Every judge takes images ``(N, H, W, 3)`` floats in [0, 1] (other sizes than 64x64 are resized) and a concept
 in :data:`CONCEPTS`; anything else raises ``ValueError`` naming the argument. Thresholds are chosen on the
-calibration half of the human verdicts and the default judge on the other half (``python -m compbook.cppn semantic
+calibration half of the first labeller's verdicts and the default judge on the other half (``python -m compbook.cppn semantic
 choose``), never by the Picbreeder-vs-SGD scores they give.
 """
 
@@ -211,7 +211,7 @@ class ImageReferenceJudge(_ThresholdJudge):
     """"Is this still the target?": :class:`ReferenceJudge`'s multi-scale comparison against a given image
     ``target`` ``(H, W, 3)`` in [0, 1] (resized to 64 px) instead of a concept's Picbreeder render. Chapter 9's
     choice for targets that are none of :data:`CONCEPTS` (a photograph, a two-object scene); its agreement with
-    human verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label;
+    the labellers' verdicts is *not* measured (they cover the three concepts only). ``concept`` is only a label;
     ``threshold`` defaults to the default judge's (:func:`default_judge`)."""
 
     kind = "image-reference"
@@ -396,7 +396,7 @@ def read_choice(path=None) -> dict:
 
 
 def default_judge(path=None):
-    """The judge ``choice.json`` names (chosen by agreement with held-out human verdicts), with its threshold
+    """The judge ``choice.json`` names (chosen by agreement with the first labeller's held-out verdicts), with its threshold
     (``path``: another choice file; checked by :func:`read_choice`)."""
     choice = read_choice(path)
     kind = {"reference": ReferenceJudge, "classifier": ClassifierJudge}[choice["chosen"]]

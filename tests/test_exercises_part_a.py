@@ -1,0 +1,181 @@
+"""Part A's exercise checks: each accepts a right answer written from scratch and names at least two planted
+mistakes (the wrong answers are written here independently of the checks' own)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from compbook.cppn import depth, emc2, exercises as ex, optim, theory
+from compbook.cppn.network import coordinate_grid
+
+
+def grid(res):
+    t = torch.linspace(-1, 1, res)
+    y, x = torch.meshgrid(t, t, indexing="ij")
+    return torch.stack([x, y, 1.4 * torch.sqrt(x**2 + y**2), torch.ones_like(x)], -1).reshape(-1, 4)
+
+
+def test_coordinate_grid():
+    assert ex.check_coordinate_grid(grid).passed
+    r = ex.check_coordinate_grid(lambda res: grid(res) * torch.tensor([1, 1, 1 / 1.4, 1]))
+    assert not r.passed and "1.4" in r.message
+    r = ex.check_coordinate_grid(lambda res: grid(res) * torch.tensor([1, 1, 1, 0]))
+    assert not r.passed and "bias" in r.message
+
+
+def local(F, groups):
+    U = F / np.linalg.norm(F, axis=1, keepdims=True)
+    return max(abs(U[i] @ U[j]) for g in groups for i in g for j in g if i != j)
+
+
+def test_local_coherence():
+    assert ex.check_local_coherence(local).passed
+    r = ex.check_local_coherence(lambda F, groups: theory.mutual_coherence(F))
+    assert not r.passed and "global" in r.message
+    r = ex.check_local_coherence(lambda F, groups: 1.0)
+    assert not r.passed and "itself" in r.message
+
+
+def test_volume_ratio():
+    from compbook.cppn.tables import tiny_targets
+    right = theory.rho_exact(tiny_targets()["one unit"], 2, 1, 0.5)
+    assert ex.check_volume_ratio(right).passed
+    r = ex.check_volume_ratio(1 - right)
+    assert not r.passed and "1 - rho" in r.message
+    r = ex.check_volume_ratio(0.5 ** 3)
+    assert not r.passed and "p^3" in r.message
+
+
+def welch(r, d):
+    return math.sqrt((r - d) / (d * (r - 1))) if r > d else 0.0
+
+
+def test_welch_bound():
+    assert ex.check_welch_bound(welch).passed
+    r = ex.check_welch_bound(lambda r, d: math.sqrt(max(r - d, 0) / (d * r)))
+    assert not r.passed and "off-by-one" in r.message
+    r = ex.check_welch_bound(lambda r, d: max(r - d, 0) / (d * (r - 1)))
+    assert not r.passed and "square root" in r.message
+
+
+def test_frame_meets_bound():
+    assert ex.check_frame_meets_bound(theory.simplex_etf(3), r=4, d=3).passed
+    r = ex.check_frame_meets_bound(np.random.default_rng(0).normal(size=(4, 3)), r=4, d=3)
+    assert not r.passed and "above the Welch bound" in r.message
+    r = ex.check_frame_meets_bound(np.eye(3), r=4, d=3)
+    assert not r.passed and "shape" in r.message
+
+
+def score(model, judge, concept, delta, res):
+    reference = model.render(res)
+    weights = emc2.nonzero_weights(model)
+    images = torch.stack([emc2.perturbed(model, w, delta).render(res) for w in weights])
+    yes = judge(images, concept, reference=reference, questions=[{}] * len(weights))
+    return float(yes.float().mean())
+
+
+def test_emc2_score():
+    assert ex.check_emc2_score(score).passed
+    r = ex.check_emc2_score(lambda *a: 1 - score(*a))
+    assert not r.passed and "'no'" in r.message
+
+
+def cos(maps):
+    u = maps / maps.norm(dim=1, keepdim=True)
+    return (u @ u.T).abs()
+
+
+def test_map_similarity():
+    assert ex.check_map_similarity(cos).passed
+    r = ex.check_map_similarity(lambda m: cos(m) * torch.sign(m @ m.T))
+    assert not r.passed and "absolute value" in r.message
+    r = ex.check_map_similarity(lambda m: cos(m - m.mean(1, keepdim=True)))
+    assert not r.passed and "centred" in r.message
+
+
+def test_png_ratio():
+    def ratio(im):
+        return im.shape[0] * im.shape[1] * 3 / depth.png_bytes(im)
+    assert ex.check_png_ratio(ratio).passed
+    r = ex.check_png_ratio(lambda im: 1 / ratio(im))
+    assert not r.passed and "upside down" in r.message
+    r = ex.check_png_ratio(lambda im: ratio(im) / 3)
+    assert not r.passed and "channels" in r.message
+
+
+def ns(G, steps):
+    a, b, c = optim.NS_COEFFICIENTS
+    X = G.T if G.shape[0] > G.shape[1] else G
+    X = X / X.norm()
+    for _ in range(steps):
+        A = X @ X.T
+        X = a * X + (b * A + c * A @ A) @ X
+    return X.T if G.shape[0] > G.shape[1] else X
+
+
+def test_newton_schulz():
+    assert ex.check_newton_schulz(ns).passed
+    r = ex.check_newton_schulz(lambda G, s: ns(G, s - 1))
+    assert not r.passed and "one step short" in r.message
+
+
+def test_trained_depth():
+    def right(im):
+        return int(np.clip(round(depth.predict_depth(im, rounded=False, extrapolate=True)), 2, 8))
+    assert ex.check_trained_depth(right).passed
+    r = ex.check_trained_depth(lambda im: round(depth.predict_depth(im, rounded=False, extrapolate=True)))
+    assert not r.passed and "unclipped" in r.message
+
+
+@pytest.mark.parametrize("check", [ex.check_coordinate_grid, ex.check_welch_bound, ex.check_png_ratio,
+                                   ex.check_newton_schulz, ex.check_emc2_score])
+def test_the_placeholder_is_refused_politely(check):
+    r = check(...)
+    assert not r.passed and "placeholder" in r.message
+
+
+def test_second_exercises():
+    assert ex.check_corner_radius(1.4 * math.sqrt(2)).passed
+    assert "1.4" in ex.check_corner_radius(math.sqrt(2)).message
+    assert "clipped" in ex.check_corner_radius(1.0).message
+    assert ex.check_colours_needed(3).passed
+    assert "one direction per primitive" in ex.check_colours_needed(12).message
+    assert "alternates" in ex.check_colours_needed(2).message
+    assert ex.check_width_decay(math.log(2)).passed
+    assert "bits" in ex.check_width_decay(1.0).message
+    assert "not its log" in ex.check_width_decay(0.5).message
+    assert ex.check_score_stderr(lambda s, n: math.sqrt(s * (1 - s) / n)).passed
+    assert "square root" in ex.check_score_stderr(lambda s, n: s * (1 - s) / n).message
+    assert "sqrt(n)" in ex.check_score_stderr(lambda s, n: math.sqrt(s * (1 - s))).message
+    assert ex.check_phi_at_one(sum(optim.NS_COEFFICIENTS)).passed
+    assert "fixed point" in ex.check_phi_at_one(1.0).message
+    assert "linear term" in ex.check_phi_at_one(optim.NS_COEFFICIENTS[0]).message
+
+
+def test_redundant_pairs():
+    def pairs(s, t):
+        n = s.shape[0]
+        found = [(i, j) for i in range(n) for j in range(i + 1, n) if s[i, j] > t]
+        return sorted(found, key=lambda p: -float(s[p]))
+    assert ex.check_redundant_pairs(pairs).passed
+    def diag(s, t):
+        n = s.shape[0]
+        return sorted([(i, j) for i in range(n) for j in range(i, n) if s[i, j] > t], key=lambda p: -float(s[p]))
+    assert "diagonal" in ex.check_redundant_pairs(diag).message
+    def index_order(s, t):
+        n = s.shape[0]
+        return [(i, j) for i in range(n) for j in range(i + 1, n) if s[i, j] > t]
+    assert "index order" in ex.check_redundant_pairs(index_order).message
+
+
+def test_deepest_target():
+    from compbook.cppn.experiments import unknown_targets
+    imgs, _ = unknown_targets()
+    pred = {n: depth.predict_depth(im, rounded=False, extrapolate=True) for n, im in imgs.items()}
+    assert ex.check_deepest_target(max(pred, key=pred.get)).passed
+    r = ex.check_deepest_target(min(pred, key=pred.get))
+    assert not r.passed and "shallowest" in r.message
+    assert "not one of" in ex.check_deepest_target("a zebra").message
+    assert not ex.check_deepest_target(...).passed
