@@ -55,11 +55,14 @@ def default_complexity() -> ComplexityConfig:
     return ComplexityConfig.for_mode()
 
 
+#: the widest hidden layer a complexity probe may ask for (the full mode's widest is 4096)
+MAX_WIDTH = 65536
+
+
 def check_widths(widths) -> tuple:
-    w = tuple(int(x) for x in widths)
-    if not w or min(w) < 1:
-        raise ValueError(f"widths={widths!r}: every hidden width must be >= 1")
-    return w
+    """Hidden widths as a non-empty tuple of whole numbers in ``1..MAX_WIDTH`` (2.7 and "64" refused)."""
+    w = checks.sequence(widths, "widths")
+    return tuple(checks.integer(x, f"widths[{i}]", 1, MAX_WIDTH) for i, x in enumerate(w))
 
 
 def _init(M: int, n_in_tables: int, n_values, table_dim: int, width: int, d_out: int, seed: int) -> dict:

@@ -103,8 +103,10 @@ def _encoder_shapes(cfg: ControlledConfig, n_pos: int) -> dict:
 
 def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
     """Stacked parameters ``{"scene.*"|"query.*": (M, ...)}`` plus ``"log_scale" (M,)``; model m from seeds[m]."""
+    checks.instance(cfg, "cfg", ControlledConfig)
     n_models = checks.integer(n_models, "n_models")
-    seeds = list(seeds)
+    check_training_size(cfg, n_models)
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1).tolist()
     if len(seeds) != n_models:
         raise ValueError(f"seeds: {len(seeds)} seeds for {n_models} models")
     n_scene = 2 * (cfg.n_concepts + 2) + 1
@@ -223,14 +225,17 @@ def own_object_attention(attn: np.ndarray, cfg: ControlledConfig) -> np.ndarray:
 
 def scene_tokens(cfg: ControlledConfig, scenes) -> torch.Tensor:
     """Object-id scenes (..., 2) -> token scenes (..., 2*(C+2)+1), as ``SymbolicTokens.encode`` (vectorised)."""
-    s = np.asarray(scenes)
+    s = checks.integers(scenes, "scenes", 0, cfg.tokens.space.n_objects - 1, min_size=1)
+    if s.ndim < 1 or s.shape[-1] != 2:
+        raise ValueError(f"scenes must be two-object scenes (..., 2), got shape {s.shape}")
     objs = object_tokens(cfg, s).flatten(-2)                            # (..., 2*(C+2))
     return torch.cat([objs, torch.full((*s.shape[:-1], 1), cfg.tokens.eos)], dim=-1)
 
 
 def object_tokens(cfg: ControlledConfig, objects) -> torch.Tensor:
     """Object ids (...) -> query tokens (..., C+2): ``[soo, values, eoo]`` (a one-object scene without eos)."""
-    o = np.asarray(objects)
+    o = checks.integers(objects, "objects", 0, cfg.tokens.space.n_objects - 1, min_size=1)
+    checks.check_budget(8.0 * 4 * o.size * (cfg.n_concepts + 2), f"query tokens of {o.size:,} objects")
     vals = cfg.tokens.space.object_values(o.reshape(-1)).reshape(-1, cfg.n_concepts)
     body = vals + np.arange(cfg.n_concepts) * cfg.n_values
     toks = np.concatenate([np.full((len(body), 1), cfg.tokens.soo), body, np.full((len(body), 1), cfg.tokens.eoo)], 1)
@@ -338,6 +343,7 @@ def _split_parts(split: CoverageSplit):
 def check_training_size(cfg: ControlledConfig, n_models: int) -> None:
     """Refuse (``checks.check_budget``) a stack whose weights (with gradients and AdamW's moments) and one step's
     activations would not fit in memory, before anything is allocated."""
+    n_models = checks.integer(n_models, "n_models")
     n_scene = 2 * (cfg.n_concepts + 2) + 1
     n_weights = sum(math.prod(s) for s in _encoder_shapes(cfg, n_scene).values()) * (1 if cfg.shared else 2)
     acts = cfg.batch * (n_scene + (2 + cfg.n_swaps) * (cfg.n_concepts + 2)) * 8 * cfg.d_model * cfg.n_layers

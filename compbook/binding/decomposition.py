@@ -45,6 +45,7 @@ def object_vectors(Z, scenes, n_objects: int, per_slot: bool = False) -> np.ndar
     Z = _z(Z)
     scenes = _check_rows(Z, scenes)
     n_objects = checks.integer(n_objects, "n_objects")
+    checks.check_budget(3 * 8.0 * scenes.shape[1] * n_objects * Z.shape[1], f"object_vectors of {n_objects} objects")
     if scenes.size and (not np.issubdtype(scenes.dtype, np.integer) or scenes.min() < 0 or scenes.max() >= n_objects):
         raise ValueError(f"scenes: object ids must be integers in [0, {n_objects}), got {scenes.dtype} in "
                          f"[{scenes.min()}, {scenes.max()}]")
@@ -73,7 +74,11 @@ def level1(Z, scenes, vectors) -> np.ndarray:
     centred on their own mean, or from :func:`object_vectors`)."""
     Z = _z(Z)
     scenes = _check_rows(Z, scenes)
-    v = np.asarray(vectors, float)
+    v = checks.reals(vectors, "vectors")
+    if v.ndim not in (2, 3) or v.shape[-1] != Z.shape[1] or v.ndim == 3 and len(v) != scenes.shape[1]:
+        raise ValueError(f"vectors: need (n_objects, {Z.shape[1]}) or ({scenes.shape[1]}, n_objects, "
+                         f"{Z.shape[1]}), got shape {v.shape}")
+    checks.integers(scenes, "scenes", 0, v.shape[-2] - 1)
     parts = [v[scenes[:, s]] if v.ndim == 2 else v[s, scenes[:, s]] for s in range(scenes.shape[1])]
     return Z.mean(0) + np.sum(parts, axis=0)
 
@@ -106,8 +111,14 @@ def r2(Z, Zhat) -> float:
 
 def retrieval(Zhat, Z, target=None) -> float:
     """Fraction of rows of Zhat whose nearest row of Z (cosine) is ``target`` (default: the same row index)."""
-    sim = -cosine_distances(as_embeddings("Zhat", Zhat).numpy(), _z(Z))
-    target = np.arange(len(Zhat)) if target is None else np.asarray(target)
+    Zhat = as_embeddings("Zhat", Zhat)
+    Z = as_embeddings("Z", Z, Zhat.shape[1])
+    sim = -cosine_distances(Zhat.numpy(), Z.numpy())
+    if target is None:
+        target = np.arange(len(Zhat))
+    else:   # one row index of Z per row of Zhat: never broadcast, never wrapped
+        target = checks.integers(target, "target", 0, len(Z) - 1, ndim=1)
+        checks.same_length(Zhat, target, "Zhat", "target")
     return float((sim.argmax(1) == target).mean())
 
 
@@ -144,7 +155,12 @@ def probe_suite(Z_fit, Z_eval, scenes, values, seed: int = 0, train_frac: float 
 
 def design(scenes, values, kind: str, n_objects: int) -> np.ndarray:
     """One-hot design (N, F) of a per-(slot, concept value) ("concepts") or per-(slot, object) ("objects") model."""
-    scenes, values = np.asarray(scenes), np.asarray(values)
+    values = checks.integers(values, "values", 0, ndim=2)
+    n_objects = checks.integer(n_objects, "n_objects")
+    scenes = checks.integers(scenes, "scenes", 0, n_objects - 1, ndim=2)
+    width = n_objects if kind == "objects" else int((values.max(0) + 1).sum()) if values.size else 0
+    checks.check_budget(8.0 * (len(scenes) * scenes.shape[1] + max(n_objects, width)) * width,
+                        f"design of {width} columns")
     cols = []
     for s in range(scenes.shape[1]):
         if kind == "objects":

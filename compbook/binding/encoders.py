@@ -11,6 +11,7 @@ stacked weights (``compbook.binding.train``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, asdict
 
@@ -43,7 +44,8 @@ class EncoderConfig:
             checks.integer(getattr(self, name), name)
         if self.width % self.heads:
             raise ValueError(f"width={self.width} must be divisible by heads={self.heads}")
-        if not self.channels or any(checks.integer(ch, "channels") < 1 for ch in self.channels):
+        checks.sequence(self.channels, "channels", 3, 3)
+        if any(checks.integer(ch, "channels") < 1 for ch in self.channels):
             raise ValueError(f"channels must be positive integers, got {self.channels!r}")
         checks.real(self.temperature, "temperature", 0, low_open=True)
 
@@ -53,7 +55,14 @@ class EncoderConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EncoderConfig":
+    def from_dict(cls, d: dict, where: str = "encoder config") -> "EncoderConfig":
+        """The config of a stored dict (a sidecar's): unknown or missing fields are refused by name."""
+        d = checks.mapping(d, where)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown, missing = sorted(set(d) - fields), sorted(fields - set(d))
+        if unknown or missing:
+            raise ValueError(f"{where}: unknown fields {unknown}, missing fields {missing} (an edited or other file?)")
+        checks.sequence(d["channels"], f"{where}.channels", 3, 3)
         return cls(**{**d, "channels": tuple(d["channels"])})
 
 

@@ -28,6 +28,8 @@ import numpy as np
 from .. import checks
 
 PROBE_KINDS = ("additive", "object_product", "global_product")
+#: the most values one concept may have (the book's largest space has 50)
+MAX_VALUES = 100_000
 
 
 def _check_values(values, n_values=None, name="slot_concept_values") -> tuple[np.ndarray, tuple[int, ...]]:
@@ -42,7 +44,8 @@ def _check_values(values, n_values=None, name="slot_concept_values") -> tuple[np
         raise ValueError(f"{name}: value indices out of range (a negative index {arr.min()})")
     if n_values is None:
         n_values = tuple(int(m) + 1 for m in arr.max(axis=(0, 1)))
-    n_values = tuple(int(v) for v in n_values)
+    n_values = tuple(checks.integer(v, f"n_values[{i}]", 1, MAX_VALUES)
+                     for i, v in enumerate(checks.sequence(n_values, "n_values")))
     if len(n_values) != arr.shape[2]:
         raise ValueError(f"n_values: {len(n_values)} concepts given, {name} has {arr.shape[2]}")
     too_big = arr.max(axis=(0, 1)) >= np.array(n_values) if arr.size else np.zeros(0, bool)
@@ -104,6 +107,8 @@ class Probe:
         """Pooled ``R^2 = 1 - SSE / SST`` of the prediction (SST around each dimension's mean)."""
         values = np.asarray(values)
         y = _check_embeddings(embeddings, values.shape[0] if values.ndim == 3 else -1)
+        if len(y) == 0:
+            raise ValueError("values: no scenes to score (R^2 of nothing)")
         pred = self.predict(values)
         sst = ((y - y.mean(axis=0)) ** 2).sum()
         return float(1.0 - ((y - pred) ** 2).sum() / max(sst, 1e-300))
@@ -190,10 +195,17 @@ def fit_probe(kind: str, slot_concept_values, embeddings, n_values=None, sweeps:
     """
     if kind not in PROBE_KINDS:
         raise ValueError(f"kind: unknown probe kind {kind!r}; expected one of {PROBE_KINDS}")
+    sweeps = checks.integer(sweeps, "sweeps")
+    restarts = checks.integer(restarts, "restarts")
+    seed = checks.integer(seed, "seed", 0)
     values, n_values = _check_values(slot_concept_values, n_values)
     y = _check_embeddings(embeddings, values.shape[0])
     if values.shape[0] == 0:
         raise ValueError("slot_concept_values: no scenes to fit")
+    K, C = values.shape[1:]
+    width = 1 + K * sum(n_values)
+    checks.check_budget(8.0 * 4 * values.shape[0] * (width if kind == "additive" else y.shape[1] * restarts)
+                        + 8.0 * K * sum(n_values) * y.shape[1] * restarts, f"fitting a {kind} probe")
     K, C = values.shape[1:]
     if kind == "additive":
         X = _one_hot(values, n_values)

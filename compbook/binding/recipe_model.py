@@ -37,6 +37,9 @@ FORMAT = "compbook-recipe-model/1"
 def sinusoid(n: int, d: int) -> torch.Tensor:
     """(n, d) sinusoidal positions (sin on even, cos on odd channels; base 10,000)."""
     n, d = checks.integer(n, "n"), checks.integer(d, "d")
+    if d % 2:
+        raise ValueError(f"d must be even (sin and cos channels in pairs), got {d}")
+    checks.check_budget(12.0 * n * d, f"sinusoid positions ({n} x {d})")
     pos = torch.arange(n, dtype=torch.float32)[:, None]
     div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
     pe = torch.zeros(n, d)
@@ -51,6 +54,11 @@ class TokenEncoder(nn.Module):
 
     def __init__(self, cfg: RecipeConfig):
         super().__init__()
+        checks.instance(cfg, "cfg", RecipeConfig)
+        with torch.device("meta"):
+            layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, dim_feedforward=cfg.d_ff)
+            n_weights = sum(p.numel() for p in layer.parameters()) * cfg.n_layers + cfg.vocab * cfg.d_model
+        checks.check_budget(4.0 * n_weights, f"a recipe token encoder of d_model={cfg.d_model}, d_ff={cfg.d_ff}")
         self.pad = cfg.pad
         self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
         self.register_buffer("pe", sinusoid(cfg.scene_len, cfg.d_model), persistent=False)
@@ -75,7 +83,7 @@ class RecipeEncoder(nn.Module):
 
     def __init__(self, cfg: RecipeConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.instance(cfg, "cfg", RecipeConfig)
         self.scene = TokenEncoder(cfg)
         self.query = TokenEncoder(cfg)
         self.tau = nn.Parameter(torch.tensor(float(cfg.tau_init)))
@@ -118,11 +126,31 @@ def save_recipe(model: RecipeEncoder, record: dict, stem: str | os.PathLike) -> 
 def load_recipe(stem: str | os.PathLike) -> tuple[RecipeEncoder, dict]:
     """Inverse of :func:`save_recipe`: the model (eval mode) and its record."""
     record = checkpoints.read_header(stem, format=FORMAT)
-    cfg = RecipeConfig(**record["config"])
+    where = checkpoints.files(stem)[0]
+    cfg = config_of(record, where)
     model = RecipeEncoder(cfg)
-    model.load_state_dict(checkpoints.load(stem, format=FORMAT, names=model.state_dict())[0])
+    tensors = checkpoints.load(stem, format=FORMAT, names=model.state_dict())[0]
+    for k, v in model.state_dict().items():   # the sidecar's config says the shapes: name the one that differs
+        if tuple(tensors[k].shape) != tuple(v.shape):
+            raise ValueError(f"{where}: tensor {k!r} has shape {tuple(tensors[k].shape)}, the sidecar's config "
+                             f"says {tuple(v.shape)} (config edited, or another model's weights?)")
+    model.load_state_dict(tensors)
     model.eval()
     return model, record
+
+
+def config_of(record, where) -> RecipeConfig:
+    """The :class:`RecipeConfig` of a stored record: a missing ``config`` or an unknown or missing field is refused
+    by name (``where``: the file, for the message)."""
+    import dataclasses
+    cfg = checks.mapping(record, f"{where}").get("config")
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{where}: no 'config' object in the record (edited, or not a recipe model?)")
+    fields = {f.name for f in dataclasses.fields(RecipeConfig)}
+    unknown, missing = sorted(set(cfg) - fields), sorted(fields - set(cfg))
+    if unknown or missing:
+        raise ValueError(f"{where}: config has unknown fields {unknown}, missing fields {missing}")
+    return RecipeConfig(**cfg)
 
 
 def store_dir() -> Path:

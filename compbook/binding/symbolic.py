@@ -16,6 +16,10 @@ from .. import checks
 from ..scenes import ObjectSpace, pad_sequences
 
 
+#: the most concepts a token scene may have (the book uses 2 and 3)
+MAX_CONCEPTS = 64
+
+
 @dataclass(frozen=True)
 class SymbolicTokens:
     """Token scenes of the released controlled models: C concepts x V values.
@@ -28,7 +32,7 @@ class SymbolicTokens:
     n_values: int
 
     def __post_init__(self):
-        checks.integer(self.n_concepts, "n_concepts")
+        checks.integer(self.n_concepts, "n_concepts", 1, MAX_CONCEPTS)
         checks.integer(self.n_values, "n_values")
         if self.n_concepts < 1 or self.n_values < 1:
             raise ValueError(f"n_concepts={self.n_concepts}, n_values={self.n_values}: both must be >= 1")
@@ -51,6 +55,8 @@ class SymbolicTokens:
 
     def encode(self, objects) -> np.ndarray:
         """Object ids of one scene -> [soo, c0 v, c1 v, ..., eoo]*n + [eos] (int64)."""
+        n = np.size(objects) if isinstance(objects, np.ndarray) else len(checks.sequence(objects, "objects"))
+        checks.check_budget(8.0 * 4 * n * (self.n_concepts + 2), f"encoding a scene of {n:,} objects")
         ids = checks.integers(objects, "objects", 0, self.n_values ** self.n_concepts - 1, min_size=1)
         vals = self.space.object_values(ids.reshape(-1))
         body = np.concatenate([np.full((len(vals), 1), self.soo), vals + np.arange(self.n_concepts) * self.n_values,
@@ -59,5 +65,7 @@ class SymbolicTokens:
 
     def encode_batch(self, scenes, length: int | None = None) -> np.ndarray:
         """List of scenes (object-id sequences, lengths may differ) -> (N, length) padded with ``pad``."""
-        seqs = [self.encode(s) for s in checks.sequence(scenes, "scenes")]
+        scenes = checks.sequence(scenes, "scenes")
+        checks.check_budget(8.0 * 4 * len(scenes) * (self.n_concepts + 3) * 50, f"encoding {len(scenes):,} scenes")
+        seqs = [self.encode(s) for s in scenes]
         return pad_sequences(seqs, self.pad, length, "scenes")

@@ -67,8 +67,11 @@ class DualStack:
     """M dual encoders with stacked parameters ``params[name]`` of shape (M, ...)."""
 
     def __init__(self, cfg: EncoderConfig, n_models: int = 1, seed: int = 0, params: dict | None = None):
-        if n_models < 1:
-            raise ValueError(f"n_models={n_models}: need at least 1")
+        checks.instance(cfg, "cfg", EncoderConfig)
+        n_models = checks.integer(n_models, "n_models")
+        seed = checks.integer(seed, "seed", 0)
+        if params is None:   # weights, built one model at a time, then stacked: twice the stack's size at peak
+            checks.check_budget(8.0 * n_models * n_parameters(cfg), f"DualStack of {n_models} model(s)")
         self.cfg, self.n_models, self.seed = cfg, n_models, seed
         if params is None:
             models = []
@@ -89,20 +92,34 @@ class DualStack:
 
     @torch.no_grad()
     def encode_images(self, images, chunk: int = 256) -> torch.Tensor:
-        """Shared images (N, H, W, 3) -> (M, N, D) unit embeddings of every model."""
+        """Shared images (N, H, W, 3) float32 in [0, 1] -> (M, N, D) unit embeddings of every model."""
+        r = self.cfg.res
+        images = checks.tensor(images, "images", (None, r, r, 3), low=0.0, high=1.0)
+        if images.dtype != torch.float32:
+            raise ValueError(f"images must be float32 (the encoders' weights), got {images.dtype}")
+        chunk = checks.integer(chunk, "chunk")
         f = vmap(lambda p, x: _method_call(self.base, p, "encode_image", x), in_dims=(0, None))
         return torch.cat([f(self.params, torch.as_tensor(images[i:i + chunk]))
                           for i in range(0, len(images), chunk)], dim=1)
 
     @torch.no_grad()
     def encode_texts(self, ids, chunk: int = 512) -> torch.Tensor:
-        """Shared token ids (N, L) -> (M, N, D) unit embeddings of every model."""
+        """Shared token ids (N, L <= max_len) in ``0..vocab_size-1`` -> (M, N, D) unit embeddings of every model."""
+        ids = checks.tensor(ids, "ids", (None, None), floating=False)
+        if ids.is_floating_point() or ids.dtype == torch.bool:
+            raise ValueError(f"ids must hold integer token ids, got dtype {ids.dtype}")
+        checks.tensor(ids, "ids", low=0, high=self.cfg.vocab_size - 1, floating=False)
+        if ids.shape[1] > self.cfg.max_len:
+            raise ValueError(f"ids: captions of {ids.shape[1]} tokens, the encoder reads at most "
+                             f"max_len={self.cfg.max_len}")
+        chunk = checks.integer(chunk, "chunk")
         f = vmap(lambda p, t: _method_call(self.base, p, "encode_text", t), in_dims=(0, None))
         return torch.cat([f(self.params, torch.as_tensor(ids[i:i + chunk]))
                           for i in range(0, len(ids), chunk)], dim=1)
 
     def model(self, m: int) -> DualEncoder:
-        """Model m as an ordinary DualEncoder (a copy)."""
+        """Model m (``0..n_models-1``) as an ordinary DualEncoder (a copy)."""
+        m = checks.integer(m, "m", 0, self.n_models - 1)
         net = DualEncoder(self.cfg)
         net.load_state_dict({k: v[m].detach().clone() for k, v in self.params.items()})
         return net
@@ -116,8 +133,20 @@ class DualStack:
     @classmethod
     def load(cls, path) -> "DualStack":
         """Read a stack written by :meth:`save` (format and tensor names checked)."""
-        cfg = EncoderConfig.from_dict(checkpoints.read_header(path, format=FORMAT)["encoder"])
+        header = checkpoints.read_header(path, format=FORMAT)
+        for key in ("encoder", "n_models", "seed"):
+            if key not in header:
+                raise ValueError(f"{checkpoints.files(path)[0]}: the sidecar has no {key!r} field (edited?)")
+        cfg = EncoderConfig.from_dict(header["encoder"], f"{checkpoints.files(path)[0]} encoder")
+        n_models = checks.integer(header["n_models"], "the sidecar's n_models")
         tensors, meta = checkpoints.load(path, format=FORMAT, names=DualEncoder(cfg).state_dict())
+        with torch.device("meta"):
+            want = DualEncoder(cfg).state_dict()
+        for k, v in tensors.items():   # the sidecar says the shapes: name the field that disagrees
+            if tuple(v.shape) != (n_models, *want[k].shape):
+                raise ValueError(f"{checkpoints.files(path)[1]}: tensor {k!r} has shape {tuple(v.shape)}, the "
+                                 f"sidecar's n_models={n_models} and encoder config say "
+                                 f"{(n_models, *want[k].shape)}")
         stack = cls(cfg, meta["n_models"], meta["seed"], params=tensors)
         stack.metadata = meta["metadata"]
         return stack
@@ -172,7 +201,14 @@ def _batch(data, idx, gen, cfg):
 
 
 def n_parameters(enc: EncoderConfig) -> int:
-    """Number of weights of one dual encoder of ``enc``, counted without allocating them (meta device)."""
+    """Number of weights of one dual encoder of ``enc``, counted without allocating them (meta device); a size
+    over the memory budget is refused first, from a float estimate (a meta tensor's size may overflow)."""
+    checks.instance(enc, "enc", EncoderConfig)
+    c1, c2, c3 = (float(ch) for ch in enc.channels)
+    w = float(enc.width)
+    rough = (48 * c1 + 9 * c1 * c2 + 9 * c2 * c3 + c3 * (enc.res // 16) ** 2 * enc.d_out
+             + (enc.vocab_size + enc.max_len) * w + 12 * w * w * enc.layers + w * enc.d_out)
+    checks.check_budget(4.0 * rough, f"one dual encoder of width={enc.width}, layers={enc.layers}")
     with torch.device("meta"):
         return sum(p.numel() for p in DualEncoder(enc).parameters())
 
