@@ -111,9 +111,12 @@ def fmt(row, digits: int = 2) -> str:
 
 
 def fmt_pm(mean: float, half: float, digits: int = 3) -> str:
-    """``0.512 ± 0.010``."""
-    mean, half = checks.real(mean, "mean"), checks.real(half, "half", 0)
-    digits = checks.integer(digits, "digits", 0, 20)
+    """``0.512 ± 0.010``; the mean alone, ``0.512 (n=1)``, when ``half`` is NaN (:func:`t_interval` of one
+    value has no width)."""
+    mean, digits = checks.real(mean, "mean"), checks.integer(digits, "digits", 0, 20)
+    if isinstance(half, (float, np.floating)) and np.isnan(half):
+        return f"{mean:.{digits}f} (n=1)"
+    half = checks.real(half, "half", 0)
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 

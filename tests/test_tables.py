@@ -242,7 +242,8 @@ def test_half_mse_and_selective_fraction():
     from compbook.cppn.network import uniform_cppn
     m = uniform_cppn(2, 4, "tanh", seed=0)
     img = m.render(8).detach().numpy().copy()
-    img[:, 4:] += 0.5                            # wrong on the right half only
+    right = img[:, 4:]                           # wrong by 0.5 on the right half only, still in [0, 1]
+    img[:, 4:] = np.where(right < 0.5, right + 0.5, right - 0.5)
     left, right = experiments.half_mse(m, img, 8)
     assert left < 1e-12 and math.isclose(right, 0.25, rel_tol=1e-5)
     share, alive = experiments.selective_fraction(m, 16)

@@ -139,9 +139,9 @@ class DualStack:
                 raise ValueError(f"{checkpoints.files(path)[0]}: the sidecar has no {key!r} field (edited?)")
         cfg = EncoderConfig.from_dict(header["encoder"], f"{checkpoints.files(path)[0]} encoder")
         n_models = checks.integer(header["n_models"], "the sidecar's n_models")
-        tensors, meta = checkpoints.load(path, format=FORMAT, names=DualEncoder(cfg).state_dict())
         with torch.device("meta"):
             want = DualEncoder(cfg).state_dict()
+        tensors, meta = checkpoints.load(path, format=FORMAT, names=set(want))
         for k, v in tensors.items():   # the sidecar says the shapes: name the field that disagrees
             if tuple(v.shape) != (n_models, *want[k].shape):
                 raise ValueError(f"{checkpoints.files(path)[1]}: tensor {k!r} has shape {tuple(v.shape)}, the "
