@@ -26,13 +26,14 @@ def main(html: str) -> None:
     site = f"http://127.0.0.1:{server.server_address[1]}"
     driver = tp.browser.__wrapped__(site)
     browser = next(driver)
-    print(f"{'page':40s} {'screens':>7s} {'tables':>6s} {'figures':>7s} {'words':>6s}")
+    print(f"{'page':40s} {'screens':>7s} {'total':>6s} {'tables':>6s} {'figures':>7s} {'words':>6s}")
     for page in tp.PAGES:
         if not (Path(html) / f"{page}.html").is_file():
             continue
         tp._open(browser, site, page)
         m = tp.measures(browser)
-        print(f"{page:40s} {m['screens']:7.1f} {m['tables']:6d} {m['figures']:7d} {m['words']:6d}")
+        print(f"{page:40s} {m['screens']:7.1f} {m['screens_total']:6.1f} {m['tables']:6d} {m['figures']:7d} "
+              f"{m['words']:6d}")
     server.shutdown()
 
 

@@ -175,12 +175,16 @@ MAX_SCREENS, MAX_TABLES = 12, 4      # a main chapter's bounds (CONTRIBUTING.md,
 
 
 def measures(browser) -> dict:
-    """The page as a reader meets it: screens of 900 px at 1280 px wide, tables, figures (images and sliders
+    """The page as a reader meets it: screens of 900 px at 1280 px wide up to the exercises (``screens``; the
+    exercises are room at the end, ``screens_total`` counts them too), tables, figures (images and sliders
     outside sliders' frames counted once per slider), and words of text in the article."""
     return browser.execute_script("""
         const art = document.querySelector('article') || document.body;
         const imgs = Array.from(art.querySelectorAll('img')).filter(i => !i.closest('.compbook-slider'));
-        return {screens: document.documentElement.scrollHeight / 900,
+        const total = document.documentElement.scrollHeight;
+        const ex = document.querySelector('section#exercises');
+        const body = ex ? ex.getBoundingClientRect().top + window.scrollY : total;
+        return {screens: body / 900, screens_total: total / 900,
                 tables: art.querySelectorAll('table').length,
                 figures: imgs.length + art.querySelectorAll('.compbook-slider').length,
                 words: art.innerText.split(/\\s+/).filter(w => /[A-Za-z0-9]/.test(w)).length};""")
@@ -194,7 +198,8 @@ def too_long(browser, page: str) -> list[str]:
     m = measures(browser)
     problems = []
     if m["screens"] > MAX_SCREENS:
-        problems.append(f"{m['screens']:.1f} screens of 900 px at 1280 px (at most {MAX_SCREENS}): move the audit "
+        problems.append(f"{m['screens']:.1f} screens of 900 px at 1280 px before the exercises (at most "
+                        f"{MAX_SCREENS}): move the audit "
                         "to the part's notes chapter")
     if m["tables"] > MAX_TABLES:
         problems.append(f"{m['tables']} tables (at most {MAX_TABLES})")
