@@ -135,9 +135,20 @@ def check_function(answer: Callable, reference: Callable, cases: Iterable[tuple]
             return wrong(f"{what}: your function returned None (a missing `return`?)")
         want = reference(*_copies(args))
         if not close(got, want, rtol, atol):
-            return wrong(f"{what}: case {n + 1} of {len(cases)} ({_describe(args)}) gives {_short(got)}, expected "
-                         f"{_short(want)}" + _named(got, mistakes, args, rtol, atol))
+            return wrong(f"{what}: case {n + 1} of {len(cases)} ({_describe(args)}) gives {_difference(got, want, rtol, atol)}"
+                         + _named(got, mistakes, args, rtol, atol))
     return correct(f"{what}: matches the reference on {len(cases)} random cases ({_describe(cases[0])}, ...)")
+
+
+def _difference(got, want, rtol: float, atol: float) -> str:
+    """How an answer differs from the reference: the two values, or for arrays of one shape, where they differ."""
+    a, b = as_array(got), as_array(want)
+    if a is None or b is None or a.ndim == 0 or a.shape != b.shape:
+        return f"{_short(got)}, expected {_short(want)}"
+    off = ~np.isclose(a, b, rtol=rtol, atol=atol) | ~np.isfinite(a)
+    first = tuple(int(i) for i in np.argwhere(off)[0])
+    return (f"an array of the right shape {a.shape} that differs in {int(off.sum())} of {a.size} entries "
+            f"(first at {first}: {a[first]:.4g}, expected {b[first]:.4g})")
 
 
 def _named(got, mistakes, args, rtol, atol) -> str:
