@@ -31,6 +31,15 @@ def test_an_unknown_wrong_answer_fails_without_a_name():
     assert not r.passed and "mean" not in r.message
 
 
+def test_an_array_of_the_right_shape_says_where_it_differs():
+    def one_off(x):
+        out = ref_sum(x)
+        out[1] += 1.0
+        return out
+    r = check_function(one_off, ref_sum, CASES, "row sums")
+    assert not r.passed and "differs in 1 of 3 entries (first at (1,)" in r.message, r.message
+
+
 def test_a_raising_function_is_reported_not_raised():
     def broken(x):
         raise KeyError("oops")
