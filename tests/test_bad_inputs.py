@@ -17,7 +17,8 @@ from refusal import assert_refused
 import torch
 
 from compbook import images, plots
-from compbook.cppn import backprop, depth, emc2, judges, network as cppn, optim, picbreeder, prune, theory, train
+from compbook.cppn import (backprop, depth, emc2, frames, judges, network as cppn, optim, picbreeder, prune,
+                           train, volume_ratio)
 from compbook.cppn import store as checkpoints
 
 SECONDS = 1.0
@@ -66,7 +67,7 @@ def c(tmp_path_factory):
     k = next(i for i, l in enumerate(lines) if '"verdict": true' in l)
     lines[k:k + 1] = [lines[k] + ",", lines[k].replace('"verdict": true', '"verdict": false')]
     (d / "conflict.json").write_text("\n".join(lines))
-    ns.dag = theory.LayeredDAG((np.ones((1, 2), bool), np.ones((1, 1), bool)))
+    ns.dag = volume_ratio.LayeredDAG((np.ones((1, 2), bool), np.ones((1, 1), bool)))
     return ns
 
 
@@ -221,18 +222,18 @@ CASES = {
     "depth_sweep depths=[0]": lambda c: depth.depth_sweep(c.target, [0]),
     "depth_sweep depths='123'": lambda c: depth.depth_sweep(c.target, "123"),
     "mixed_layout width=0": lambda c: depth.mixed_layout(0),
-    # -- compbook.cppn.theory --------------------------------------------------------------------------------------
-    "welch_bound(inf, 2)": lambda c: theory.welch_bound(_inf, 2),
-    "welch_bound(2.5, 2)": lambda c: theory.welch_bound(2.5, 2),
-    "coherence one row": lambda c: theory.mutual_coherence([[1.0, 0.0]]),
-    "coherence a zero row": lambda c: theory.mutual_coherence([[1.0, 0.0], [0.0, 0.0]]),
-    "coherence strings": lambda c: theory.mutual_coherence([["a", "b"], ["c", "d"]]),
-    "normalise_rows complex": lambda c: theory.normalise_rows([[1, 1j]]),
-    "paley_etf(7)": lambda c: theory.paley_etf(7),
-    "log_rho p=1.5": lambda c: theory.log_rho(c.dag, 2, 2, p=1.5),
-    "log_rho p='0.5'": lambda c: theory.log_rho(c.dag, 2, 2, p="0.5"),
-    "rho_monte_carlo n=0": lambda c: theory.rho_monte_carlo(c.dag, 2, 2, n=0),
-    "minimise_coherence steps=0": lambda c: theory.minimise_coherence(3, 2, steps=0),
+    # -- compbook.cppn.frames, compbook.cppn.volume_ratio ----------------------------------------------------------
+    "welch_bound(inf, 2)": lambda c: frames.welch_bound(_inf, 2),
+    "welch_bound(2.5, 2)": lambda c: frames.welch_bound(2.5, 2),
+    "coherence one row": lambda c: frames.mutual_coherence([[1.0, 0.0]]),
+    "coherence a zero row": lambda c: frames.mutual_coherence([[1.0, 0.0], [0.0, 0.0]]),
+    "coherence strings": lambda c: frames.mutual_coherence([["a", "b"], ["c", "d"]]),
+    "normalise_rows complex": lambda c: frames.normalise_rows([[1, 1j]]),
+    "paley_etf(7)": lambda c: frames.paley_etf(7),
+    "log_rho p=1.5": lambda c: volume_ratio.log_rho(c.dag, 2, 2, p=1.5),
+    "log_rho p='0.5'": lambda c: volume_ratio.log_rho(c.dag, 2, 2, p="0.5"),
+    "rho_monte_carlo n=0": lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=0),
+    "minimise_coherence steps=0": lambda c: frames.minimise_coherence(3, 2, steps=0),
     # -- compbook.images and compbook.cppn.optim -------------------------------------------------------------------
     "resize res=0": lambda c: images.resize(c.target, 0),
     "to_square res=-4": lambda c: images.to_square(c.target, -4),
@@ -261,9 +262,9 @@ CASES = {
     "gradient_error target (3, 3)": lambda c: backprop.gradient_error(c.model, np.zeros((3, 3))),
     "layerize dtype=torch.int32": lambda c: picbreeder.layerize(c.genome, dtype=torch.int32),
     "parse_genome None": lambda c: picbreeder.parse_genome(None),
-    "local_coherence group index 1.5": lambda c: theory.local_coherence(np.eye(3), [(0, 1.5)]),
-    "greedy_colouring (2, 3) adjacency": lambda c: theory.greedy_colouring(np.ones((2, 3))),
-    "minimise_coherence lr=-1": lambda c: theory.minimise_coherence(4, 2, steps=2, lr=-1),
+    "local_coherence group index 1.5": lambda c: frames.local_coherence(np.eye(3), [(0, 1.5)]),
+    "greedy_colouring (2, 3) adjacency": lambda c: frames.greedy_colouring(np.ones((2, 3))),
+    "minimise_coherence lr=-1": lambda c: frames.minimise_coherence(4, 2, steps=2, lr=-1),
     "psnr of a NaN image": lambda c: images.psnr(np.full((2, 2, 3), _nan), np.zeros((2, 2, 3))),
     "show_images 2 titles for 1 image": lambda c: plots.show_images([c.target], titles=["a", "b"]),
 }
@@ -287,5 +288,5 @@ def test_accepted_odd_but_valid_inputs_give_finite_in_range_results(c):
     assert img.shape == (3, 3, 3) and 0 <= float(img.min()) and float(img.max()) <= 1
     score = emc2.compositional_score(c.model, _lenient, "x", delta=-1e-3, res=4, progress=False)
     assert 0 <= score.score <= 1 and not math.isnan(score.score)
-    assert theory.welch_bound(2, 5) == 0.0
+    assert frames.welch_bound(2, 5) == 0.0
     assert math.isfinite(depth.predict_depth(c.target, extrapolate=True, rounded=False))

@@ -1,5 +1,5 @@
 """Bad and hostile inputs to Part A's newer modules: ``compbook.cppn.judges.semantic``,
-``labelling``, ``agreement``, ``reread`` and ``claims``.
+``labelling``, ``reader_labels``, ``agreement``, ``reread`` and ``claims``.
 
 As ``tests/test_bad_inputs.py``: each case must raise ``ValueError`` within a second, before any work, and leave
 the shared files (copies of stored caches, keys and ``choice.json``, some truncated or edited) byte-identical.
@@ -16,7 +16,7 @@ import pytest
 from refusal import assert_refused
 import torch
 
-from compbook.cppn import agreement, claims, labelling, network as cppn, reread
+from compbook.cppn import agreement, claims, labelling, network as cppn, reader_labels, reread
 from compbook.cppn.judges import registry, semantic
 from compbook.paths import data_dir
 
@@ -199,9 +199,9 @@ CASES = {
     "answers_for truncated cache": lambda c: labelling.answers_for(c.items, c.dir / "cache_cut.json"),
     "answers_for items without question": lambda c: labelling.answers_for([{"concept": "skull"}],
                                                                           c.dir / "cache.json"),
-    "LabelWidget images an int": lambda c: labelling.LabelWidget(c.items, 5),
-    "LabelWidget 3 images for 6 items": lambda c: labelling.LabelWidget(c.items, c.images[:3]),
-    "LabelWidget answer 'maybe'": lambda c: labelling.LabelWidget(c.items, c.images).answer("maybe"),
+    "LabelWidget images an int": lambda c: reader_labels.LabelWidget(c.items, 5),
+    "LabelWidget 3 images for 6 items": lambda c: reader_labels.LabelWidget(c.items, c.images[:3]),
+    "LabelWidget answer 'maybe'": lambda c: reader_labels.LabelWidget(c.items, c.images).answer("maybe"),
     "relabel_items fraction=0": lambda c: labelling.relabel_items(c.items, 0),
     "relabel_items fraction=-1": lambda c: labelling.relabel_items(c.items, -1),
     "relabel_items fraction=2": lambda c: labelling.relabel_items(c.items, 2),

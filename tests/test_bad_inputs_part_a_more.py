@@ -15,7 +15,8 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.cppn import counting, depth, emc2, experiments, fer, network as cppn, optim, panel, prune, theory
+from compbook.cppn import (counting, depth, emc2, experiments, fer, frames, network as cppn, optim, panel, prune,
+                           volume_ratio)
 from compbook.cppn import train
 from compbook.cppn.backprop import Backprop
 from compbook.cppn.judges.base import SSIMJudge
@@ -34,7 +35,7 @@ def c(tmp_path_factory):
     ns.target = np.random.default_rng(0).random((8, 8, 3))
     ns.target255 = ns.target * 255
     ns.sims = prune.neuron_similarity(ns.model, res=8)
-    ns.dag = theory.LayeredDAG((np.ones((1, 2), bool), np.ones((1, 1), bool)))
+    ns.dag = volume_ratio.LayeredDAG((np.ones((1, 2), bool), np.ones((1, 1), bool)))
     ns.net = counting.CountedNetwork("m", "twin", "skull", ns.model)
     ns.sweep = depth.DepthSweep([dict(depth=1, seed=0, loss=0.1, score=0.5, n_weights=3),
                                  dict(depth=2, seed=0, loss=0.1, score=0.4, n_weights=3)], {})
@@ -122,26 +123,26 @@ CASES = {
     "peak_frequencies key unknown": (lambda c: c.sweep.peak_frequencies(key="colour"), "key"),
     "DepthSweep.column key unknown": (lambda c: c.sweep.column("colour"), "key"),
     "DepthSweep.best depth 2.7": (lambda c: c.sweep.best(2.7), "depth"),
-    # -- theory ----------------------------------------------------------------------------------------------------
-    "minimise_coherence seed 2.7": (lambda c: theory.minimise_coherence(4, 2, steps=1, seed=2.7), "seed"),
-    "minimise_coherence restarts 10^8 (memory)": (lambda c: theory.minimise_coherence(50, 10, steps=1,
+    # -- frames, volume_ratio ------------------------------------------------------------------------------------
+    "minimise_coherence seed 2.7": (lambda c: frames.minimise_coherence(4, 2, steps=1, seed=2.7), "seed"),
+    "minimise_coherence restarts 10^8 (memory)": (lambda c: frames.minimise_coherence(50, 10, steps=1,
                                                                                       restarts=10 ** 8), "restarts"),
-    "orthonormal_frame seed 2.7": (lambda c: theory.orthonormal_frame(2, 3, seed=2.7), "seed"),
-    "rho_monte_carlo chunk 0": (lambda c: theory.rho_monte_carlo(c.dag, 2, 2, n=10, chunk=0), "chunk"),
-    "rho_monte_carlo chunk 2.7": (lambda c: theory.rho_monte_carlo(c.dag, 2, 2, n=10, chunk=2.7), "chunk"),
-    "rho_monte_carlo seed 2.7": (lambda c: theory.rho_monte_carlo(c.dag, 2, 2, n=10, seed=2.7), "seed"),
-    "rho_monte_carlo chunk 10^9 (memory)": (lambda c: theory.rho_monte_carlo(c.dag, 2, 2, n=10 ** 9,
+    "orthonormal_frame seed 2.7": (lambda c: frames.orthonormal_frame(2, 3, seed=2.7), "seed"),
+    "rho_monte_carlo chunk 0": (lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=10, chunk=0), "chunk"),
+    "rho_monte_carlo chunk 2.7": (lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=10, chunk=2.7), "chunk"),
+    "rho_monte_carlo seed 2.7": (lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=10, seed=2.7), "seed"),
+    "rho_monte_carlo chunk 10^9 (memory)": (lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=10 ** 9,
                                                                              chunk=10 ** 9), "chunk"),
-    "rho_exact chunk 0": (lambda c: theory.rho_exact(c.dag, 2, 2, chunk=0), "chunk"),
-    "embed W 10^9 (memory)": (lambda c: theory.embed(c.dag, 10 ** 9, 2), "W"),
-    "embed L 10^9 (memory)": (lambda c: theory.embed(c.dag, 2, 10 ** 9), "L"),
-    "cooccurrence r 10^6 (memory)": (lambda c: theory.cooccurrence([[0, 1]], 10 ** 6), "r"),
-    "local_orthogonal_frame seed 2.7": (lambda c: theory.local_orthogonal_frame([[0, 1]], 2, 2, seed=2.7), "seed"),
-    "local_coherence group index == r (no spill)": (lambda c: theory.local_coherence(np.eye(2), [[0, 2]]),
+    "rho_exact chunk 0": (lambda c: volume_ratio.rho_exact(c.dag, 2, 2, chunk=0), "chunk"),
+    "embed W 10^9 (memory)": (lambda c: volume_ratio.embed(c.dag, 10 ** 9, 2), "W"),
+    "embed L 10^9 (memory)": (lambda c: volume_ratio.embed(c.dag, 2, 10 ** 9), "L"),
+    "cooccurrence r 10^6 (memory)": (lambda c: frames.cooccurrence([[0, 1]], 10 ** 6), "r"),
+    "local_orthogonal_frame seed 2.7": (lambda c: frames.local_orthogonal_frame([[0, 1]], 2, 2, seed=2.7), "seed"),
+    "local_coherence group index == r (no spill)": (lambda c: frames.local_coherence(np.eye(2), [[0, 2]]),
                                                     "groups"),
-    "local_coherence group index -1 (no wrap)": (lambda c: theory.local_coherence(np.eye(2), [[0, -1]]),
+    "local_coherence group index -1 (no wrap)": (lambda c: frames.local_coherence(np.eye(2), [[0, -1]]),
                                                  "groups"),
-    "greedy_colouring a (2, 3) matrix": (lambda c: theory.greedy_colouring(np.zeros((2, 3), bool)), "A"),
+    "greedy_colouring a (2, 3) matrix": (lambda c: frames.greedy_colouring(np.zeros((2, 3), bool)), "A"),
     # -- panel -----------------------------------------------------------------------------------------------------
     "groups_from_counts k 2.7 (never truncated)": (lambda c: panel.groups_from_counts([[2.7, 5]]), "k_n[0]"),
     "groups_from_counts n NaN": (lambda c: panel.groups_from_counts([[1, NAN]]), "k_n[0]"),
@@ -211,5 +212,5 @@ def test_good_inputs_next_to_the_cases_still_work(c):
     assert set(c.sweep.peak_frequencies(n_boot=20)) == {1, 2}
     assert [len(g) for g in panel.groups_from_counts([[2, 5], [3.0, 4.0]])] == [5, 4]
     assert len(counting.sample_weights([(0, 0, 0)] * 3, 2, seed=1.0)) == 2
-    assert theory.rho_monte_carlo(c.dag, 2, 2, n=10, chunk=5.0)[0] >= 0
+    assert volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=10, chunk=5.0)[0] >= 0
     assert optim.singular_value_map(torch.ones(2), steps=0).tolist() == [1.0, 1.0]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.cppn import depth, emc2, exercises as ex, optim, theory
+from compbook.cppn import depth, emc2, exercises as ex, frames, optim, volume_ratio
 from compbook.cppn.network import coordinate_grid
 
 
@@ -32,7 +32,7 @@ def local(F, groups):
 
 def test_local_coherence():
     assert ex.check_local_coherence(local).passed
-    r = ex.check_local_coherence(lambda F, groups: theory.mutual_coherence(F))
+    r = ex.check_local_coherence(lambda F, groups: frames.mutual_coherence(F))
     assert not r.passed and "global" in r.message
     r = ex.check_local_coherence(lambda F, groups: 1.0)
     assert not r.passed and "itself" in r.message
@@ -40,7 +40,7 @@ def test_local_coherence():
 
 def test_volume_ratio():
     from compbook.cppn.tables import tiny_targets
-    right = theory.rho_exact(tiny_targets()["one unit"], 2, 1, 0.5)
+    right = volume_ratio.rho_exact(tiny_targets()["one unit"], 2, 1, 0.5)
     assert ex.check_volume_ratio(right).passed
     r = ex.check_volume_ratio(1 - right)
     assert not r.passed and "1 - rho" in r.message
@@ -61,7 +61,7 @@ def test_welch_bound():
 
 
 def test_frame_meets_bound():
-    assert ex.check_frame_meets_bound(theory.simplex_etf(3), r=4, d=3).passed
+    assert ex.check_frame_meets_bound(frames.simplex_etf(3), r=4, d=3).passed
     r = ex.check_frame_meets_bound(np.random.default_rng(0).normal(size=(4, 3)), r=4, d=3)
     assert not r.passed and "above the Welch bound" in r.message
     r = ex.check_frame_meets_bound(np.eye(3), r=4, d=3)

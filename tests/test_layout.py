@@ -1,4 +1,5 @@
-"""The package's layout: imports run one way, parts stay apart, no module is imported by a computed name.
+"""The package's layout: imports run one way, parts stay apart, no module is imported by a computed name, no module
+is over :data:`MAX_LINES` lines.
 
 The import graph is read from the source (every ``import`` statement, the ones inside functions too), so a
 circle hidden behind a function-level import fails here as well; ``importlib.import_module`` or ``__import__``
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "compbook"
+#: the most lines a module of compbook may have (CONTRIBUTING.md: one concept per module, a few hundred lines)
+MAX_LINES = 600
 
 #: the layers of compbook: a module may import from its own layer and the layers before it, never after.
 SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
@@ -20,11 +23,11 @@ SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "com
           "compbook.serving", "compbook.journal", "compbook.results", "compbook.results.upkeep",
           "compbook.results.__main__"}
 PART_A_LAYERS = [
-    {"paper", "network", "picbreeder", "fer", "store", "theory"},          # the papers' figures, the networks
+    {"paper", "network", "picbreeder", "fer", "store", "frames", "volume_ratio"},   # the papers' figures, the networks
     {"optim", "backprop", "train", "prune", "twins"},                       # training
     {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
      "judges.registry", "judges.server"},                                   # judging
-    {"labelling", "agreement", "labellers"},                                # blind verdicts
+    {"labelling", "reader_labels", "agreement", "labellers"},               # blind verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
     {"claims", "exercises"},                                                           # claims
     {"__main__"},                                                           # command lines
@@ -126,6 +129,15 @@ def test_imports_run_one_way(name):
                                       f"claims")
 
 
+def test_every_module_is_at_most_max_lines_long():
+    """One concept per module: a module over :data:`MAX_LINES` lines is split where its sections are."""
+    lines = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    over = [f"{MODULES[name].relative_to(ROOT.parent)} ({name}): {n} lines"
+            for name, n in sorted(lines.items()) if n > MAX_LINES]
+    assert not over, (f"modules over {MAX_LINES} lines (split each where its sections are, one concept a module):\n"
+                      + "\n".join(over))
+
+
 def test_no_argument_parsing_in_library_modules():
     """Command lines live in each part's ``__main__.py`` (the library modules hold no argparse)."""
     for name, path in MODULES.items():
@@ -162,8 +174,9 @@ def test_lazy_names_of_the_packages():
 
 
 def test_old_paths_are_gone():
-    """The old Part A module paths and ``python -m`` spellings of 0.1 are removed (CHANGELOG.md)."""
-    for old in ("compbook.judges", "compbook.train", "compbook.twins"):
+    """The old Part A module paths and ``python -m`` spellings of 0.1, and ``compbook.cppn.theory`` (split into
+    ``frames`` and ``volume_ratio``), are removed (CHANGELOG.md)."""
+    for old in ("compbook.judges", "compbook.train", "compbook.twins", "compbook.cppn.theory"):
         with pytest.raises(ModuleNotFoundError):
             __import__(old)
     import compbook.checkpoints

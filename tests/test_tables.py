@@ -1,5 +1,5 @@
-"""compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.theory, against naive
-references (plain loops) and against the stored JSON itself."""
+"""compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.frames and
+compbook.cppn.volume_ratio, against naive references (plain loops) and against the stored JSON itself."""
 
 import json
 import math
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from compbook.cppn import claims, panel, picbreeder, tables, theory
+from compbook.cppn import claims, frames, panel, picbreeder, tables, volume_ratio
 from compbook.stats import fmt, mean_ci
 
 
@@ -112,21 +112,21 @@ def test_rho_checks_equal_the_chapters_loop():
     for name, target in tiny.items():           # the loop chapter 3 held before
         for W in range(1, 4):
             for L in range(1, 4):
-                N = sum(a * b for a, b in theory.network_shapes(target, W, L))
+                N = sum(a * b for a, b in volume_ratio.network_shapes(target, W, L))
                 if N <= 18 and W >= target.width and L >= target.depth:
                     expected.append((name, W, L, N))
     assert list(zip(t.target, t.W, t.L, t.N)) == expected
     assert np.allclose(t.enumerated, t.closed_form, rtol=1e-10)
-    est, se = theory.rho_monte_carlo(tiny[expected[3][0]], *expected[3][1:3], 0.5, n=2000, seed=3)
+    est, se = volume_ratio.rho_monte_carlo(tiny[expected[3][0]], *expected[3][1:3], 0.5, n=2000, seed=3)
     assert (t.monte_carlo[3], t.mc_stderr[3]) == (est, se)
 
 
 def test_target_summary_against_the_closed_form():
     t = tables.target_summary(("skull",), 0.5)
-    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    skull = volume_ratio.dag_from_genome(picbreeder.load_genome("skull"))
     row = t.loc["skull"]
     assert (row["W_min"], row["L*"], row["edges"]) == (skull.width, skull.depth, skull.n_edges)
-    assert math.isclose(row["log10 rho peak"], theory.log_rho(skull, skull.width, skull.depth) / math.log(10))
+    assert math.isclose(row["log10 rho peak"], volume_ratio.log_rho(skull, skull.width, skull.depth) / math.log(10))
 
 
 def test_etf_table_flags_a_frame_that_is_not_an_etf():
@@ -134,43 +134,43 @@ def test_etf_table_flags_a_frame_that_is_not_an_etf():
     assert len(t) == 12 and (t["|difference|"] < 1e-9).all()
     assert (t.angle_spread < 1e-9).all() and (t.tightness < 1e-9).all()
     rng = np.random.default_rng(0)
-    bad = tables.etf_table({"random": theory.normalise_rows(rng.standard_normal((7, 3)))})
+    bad = tables.etf_table({"random": frames.normalise_rows(rng.standard_normal((7, 3)))})
     assert bad.angle_spread.iloc[0] > 1e-3 and bad.tightness.iloc[0] > 1e-3
     assert bad["|difference|"].iloc[0] > 1e-3
 
 
 def test_coherence_sweep_is_minimise_coherence():
-    got = theory.coherence_sweep([3, 4], [2], steps=50, restarts=2)
+    got = frames.coherence_sweep([3, 4], [2], steps=50, restarts=2)
     assert list(got) == [(3, 2), (4, 2)]
-    assert got[4, 2] == theory.mutual_coherence(theory.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
+    assert got[4, 2] == frames.mutual_coherence(frames.minimise_coherence(4, 2, steps=50, seed=402, restarts=2))
 
 
 def test_log10_rho_grid_and_relabelling_peak():
-    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+    skull = volume_ratio.dag_from_genome(picbreeder.load_genome("skull"))
     Ws, Ls = [skull.width - 1, skull.width, skull.width + 1], [skull.depth, skull.depth + 2]
-    g = theory.log10_rho_grid(skull, Ws, Ls)
+    g = volume_ratio.log10_rho_grid(skull, Ws, Ls)
     assert g.shape == (2, 3) and np.isneginf(g[:, 0]).all()
-    assert math.isclose(g[1, 2], theory.log_rho(skull, Ws[2], Ls[1]) / math.log(10))
-    peak = theory.relabelling_peak(skull, 0.5, span=4)
+    assert math.isclose(g[1, 2], volume_ratio.log_rho(skull, Ws[2], Ls[1]) / math.log(10))
+    peak = volume_ratio.relabelling_peak(skull, 0.5, span=4)
     naive = max(((W, L) for W in range(skull.width, skull.width + 4) for L in range(skull.depth, skull.depth + 4)),
-                key=lambda k: theory.log_rho(skull, *k) + theory.log_relabelling_bound(skull, *k))
+                key=lambda k: volume_ratio.log_rho(skull, *k) + volume_ratio.log_relabelling_bound(skull, *k))
     assert peak["peak"] == naive
-    assert peak["loss"] == theory.width_decay_rate(skull, skull.depth)
+    assert peak["loss"] == volume_ratio.width_decay_rate(skull, skull.depth)
 
 
 def test_dimension_sweep_local_is_exact():
-    keys, groups = theory.genome_groups(picbreeder.load_genome("skull"))
+    keys, groups = frames.genome_groups(picbreeder.load_genome("skull"))
     r = len(keys)
-    out = theory.dimension_sweep(groups, r, [12, r], steps=50)
+    out = frames.dimension_sweep(groups, r, [12, r], steps=50)
     assert out["d"] == [12, r] and max(out["local"]) < 1e-12
     assert out["best_global"][0] >= out["welch"][0] > 0 and out["welch"][1] == 0
 
 
 def test_configs_for_mode(monkeypatch):
-    assert theory.VolumeConfig.for_mode().n_mc == 200_000
+    assert volume_ratio.VolumeConfig.for_mode().n_mc == 200_000
     monkeypatch.setenv("COMPBOOK_MODE", "full")
-    assert theory.VolumeConfig.for_mode().n_mc == 2_000_000
-    full = theory.WelchConfig.for_mode()
+    assert volume_ratio.VolumeConfig.for_mode().n_mc == 2_000_000
+    full = frames.WelchConfig.for_mode()
     assert (full.steps, full.r_max, full.restarts) == (5000, 24, 8)
 
 
@@ -179,7 +179,7 @@ def test_mode_config_prints_within_80_columns(monkeypatch):
     import dataclasses
     from compbook.cppn import experiments
     for cls in (experiments.PruningConfig, experiments.OptimizerConfig, experiments.UnknownConfig,
-                experiments.DepthConfig, theory.WelchConfig):
+                experiments.DepthConfig, frames.WelchConfig):
         for mode in ("cpu", "full"):
             monkeypatch.setenv("COMPBOOK_MODE", mode)
             cfg = cls.for_mode()

@@ -4,13 +4,15 @@ Modules, in import order (a module imports only from the shared top of :mod:`com
 before its own; ``tests/test_layout.py`` checks it):
 
 1. the networks: :mod:`.network` (the CPPN, chapter 1), :mod:`.picbreeder` (genomes, layerization),
-   :mod:`.fer` (FER's published SGD networks), :mod:`.store` (checkpoints of CPPNs), :mod:`.theory` (volume
-   ratio, Welch bound: chapters 3-4);
+   :mod:`.fer` (FER's published SGD networks), :mod:`.store` (checkpoints of CPPNs), :mod:`.frames` (frames,
+   coherence, the Welch bound: chapters 2 and 4), :mod:`.volume_ratio` (the volume ratio rho(W, L): chapter 3);
 2. training: :mod:`.optim` (Muon), :mod:`.backprop` (the trainer's gradient by hand), :mod:`.train`,
    :mod:`.prune` (SP pruning, chapter 6), :mod:`.twins` (SGD twins of the Picbreeder targets);
 3. judging: :mod:`.emc2` (EMC2-Bench's perturbations and score, chapter 5), :mod:`.judges` (SSIM, cache,
    semantic, VLM);
-4. blind verdicts: :mod:`.labelling` (contact sheets, the model labellers' and a reader's labels), :mod:`.agreement` (judges against them);
+4. blind verdicts: :mod:`.labelling` (the protocol's items, keys, contact sheets and verdict caches),
+   :mod:`.reader_labels` (a reader's own labels: the widget, chapter 5), :mod:`.agreement` (judges against them),
+   :mod:`.labellers` (the stored runs: judge against labellers, labellers against each other);
 5. experiments: :mod:`.panel` (every judge on the same renders), :mod:`.depth` (PNG depth predictor and sweeps,
    chapter 7), :mod:`.reread`, :mod:`.counting` (what the score counts: rules, delta policies, judges;
    chapter 5), :mod:`.experiments` (chapters 6-9 as functions), :mod:`.tables` (the tables chapters 3-9 show,

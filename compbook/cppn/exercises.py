@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..exercises import Checked, check_function, check_value, correct, not_an_answer, rng, wrong
-from . import depth, emc2, optim, theory
+from . import depth, emc2, frames, optim, volume_ratio
 from .network import CPPN, coordinate_grid
 
 
@@ -43,7 +43,7 @@ def check_coordinate_grid(answer) -> Checked:
 
 # -- chapter 2: local coherence ------------------------------------------------------------------------------------
 def _local_coherence_global(F, groups):
-    return theory.mutual_coherence(F)
+    return frames.mutual_coherence(F)
 
 
 def _local_coherence_self(F, groups):
@@ -60,7 +60,7 @@ def check_local_coherence(answer) -> Checked:
         cases.append((g.normal(size=(r, d)), groups))
     mistakes = {"the global coherence (every pair, not only pairs in a group)": _local_coherence_global,
                 "pairs of a vector with itself (i = j)": _local_coherence_self}
-    return check_function(answer, theory.local_coherence, cases, "the local coherence", mistakes)
+    return check_function(answer, frames.local_coherence, cases, "the local coherence", mistakes)
 
 
 # -- chapter 3: the volume ratio -----------------------------------------------------------------------------------
@@ -69,9 +69,9 @@ def check_volume_ratio(answer, target: str = "one unit", W: int = 2, L: int = 1,
     ``W x L`` network that contain the target (one of chapter 3's tiny targets), worked out by hand."""
     from .tables import tiny_targets
     dag = tiny_targets()[target]
-    want = theory.rho_exact(dag, W, L, p)
+    want = volume_ratio.rho_exact(dag, W, L, p)
     n_target = sum(int(m.sum()) for m in dag.masks)
-    n_edges = sum(a * b for a, b in theory.network_shapes(dag, W, L))
+    n_edges = sum(a * b for a, b in volume_ratio.network_shapes(dag, W, L))
     mistakes = {f"p^{n_target}, the target's edges present, with no word on where it sits or on the other "
                 "edges": p ** n_target,
                 "one mask out of all 2^N": 0.5 ** n_edges, "1 - rho (the masks outside the basin)": 1 - want}
@@ -84,8 +84,8 @@ def check_welch_bound(answer) -> Checked:
     cases = [(r, d) for r, d in ((3, 2), (4, 2), (7, 3), (10, 4), (16, 6), (5, 5), (3, 4))]
     mistakes = {"an off-by-one: d r instead of d (r - 1) below": lambda r, d: math.sqrt(max(r - d, 0) / (d * r)),
                 "no square root": lambda r, d: max(r - d, 0) / (d * (r - 1)),
-                "r and d swapped": lambda r, d: theory.welch_bound(d, r) if d > r else 0.0}
-    return check_function(answer, theory.welch_bound, cases, "the Welch bound", mistakes)
+                "r and d swapped": lambda r, d: frames.welch_bound(d, r) if d > r else 0.0}
+    return check_function(answer, frames.welch_bound, cases, "the Welch bound", mistakes)
 
 
 def check_frame_meets_bound(F, r: int = 4, d: int = 3, tol: float = 1e-3) -> Checked:
@@ -98,7 +98,7 @@ def check_frame_meets_bound(F, r: int = 4, d: int = 3, tol: float = 1e-3) -> Che
         return wrong(f"the frame has shape {F.shape}; r = {r} vectors in R^{d} make shape {(r, d)}")
     if not np.all(np.isfinite(F)) or np.any(np.linalg.norm(F, axis=1) == 0):
         return wrong("the frame has a zero or non-finite row: every vector needs a direction")
-    mu, bound = theory.mutual_coherence(F), theory.welch_bound(r, d)
+    mu, bound = frames.mutual_coherence(F), frames.welch_bound(r, d)
     if mu <= bound + tol:
         return correct(f"coherence {mu:.4f} meets the Welch bound {bound:.4f} for r = {r}, d = {d}")
     return wrong(f"coherence {mu:.4f} is above the Welch bound {bound:.4f}: the worst pair interferes too much"
@@ -219,7 +219,7 @@ def check_colours_needed(answer, r: int = 12, k: int = 3) -> Checked:
     """Chapter 2: the fewest directions (colours) a ring of ``r`` primitives read ``k`` at a time needs, so that
     primitives read by one node never share a direction (``r`` divisible by ``k``: exactly ``k``)."""
     ring = [tuple((i + j) % r for j in range(k)) for i in range(r)]
-    want = int(theory.greedy_colouring(theory.cooccurrence(ring, r)).max()) + 1
+    want = int(frames.greedy_colouring(frames.cooccurrence(ring, r)).max()) + 1
     return check_value(answer, want, f"colours for a ring of {r} read {k} at a time",
                        {"one direction per primitive": r, "two (a ring alternates colours)": 2})
 
@@ -228,7 +228,7 @@ def check_width_decay(answer, p: float = 0.5) -> Checked:
     """Chapter 3: how fast rho falls per extra unit of width for the one-unit target at L = 1 (in nats:
     ``-d ln rho / dW``)."""
     from .tables import tiny_targets
-    want = theory.width_decay_rate(tiny_targets()["one unit"], 1, p)
+    want = volume_ratio.width_decay_rate(tiny_targets()["one unit"], 1, p)
     return check_value(answer, want, "the width decay rate", {"the rate in bits (log base 2)": want / math.log(2),
                                                               "the factor rho shrinks by, not its log":
                                                                   math.exp(-want)}, rtol=1e-6)

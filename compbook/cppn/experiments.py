@@ -373,18 +373,18 @@ def run_chapter9(seeds, sample: int | None) -> dict:
 def run_theory(seeds=(), sample=None) -> dict:
     """Chapters 3 and 4's checks in a few seconds: the Welch bound on optimised frames and ETFs; the book's
     rho model of the skull on a grid around its sweet spot."""
-    from . import picbreeder, theory
+    from . import frames, picbreeder, volume_ratio
     del seeds, sample   # the runners' common signature; these checks take neither
     gaps, etf = [], []
     for d in (2, 3, 4):
         for r in range(2, 9):
-            c = theory.mutual_coherence(theory.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
-            gaps.append(c - theory.welch_bound(r, d))
-        f = theory.simplex_etf(d)
-        etf.append(abs(theory.mutual_coherence(f) - theory.welch_bound(len(f), d)))
-    skull = theory.dag_from_genome(picbreeder.load_genome("skull"))
+            c = frames.mutual_coherence(frames.minimise_coherence(r, d, steps=300, seed=r * 100 + d))
+            gaps.append(c - frames.welch_bound(r, d))
+        f = frames.simplex_etf(d)
+        etf.append(abs(frames.mutual_coherence(f) - frames.welch_bound(len(f), d)))
+    skull = volume_ratio.dag_from_genome(picbreeder.load_genome("skull"))
     w0, l0 = skull.width, skull.depth
-    grid = {(w, l): theory.log_rho(skull, w, l) for w in range(1, w0 + 6) for l in range(1, l0 + 6)}
+    grid = {(w, l): volume_ratio.log_rho(skull, w, l) for w in range(1, w0 + 6) for l in range(1, l0 + 6)}
     finite = {k: v for k, v in grid.items() if math.isfinite(v)}
     best = max(finite, key=finite.get)
     steps_w = np.diff([grid[(w, l0)] for w in range(w0, w0 + 6)]) / math.log(10)

@@ -1,9 +1,9 @@
-"""Blind verdicts for EMC2-Bench: contact sheets, a notebook widget, and their judge cache (chapter 5).
+"""Blind verdicts for EMC2-Bench: the protocol, its items and keys, contact sheets and the verdict cache (chapter 5).
 
 The stored verdicts (``data/judge_cache/``) are those of three *model labellers*: a multimodal AI model viewing
 the PNG contact sheets, blind to the key (:data:`LABELLER`, :data:`SECOND_LABELLER`, :data:`THIRD_LABELLER`;
-identity :func:`labeller_identity`). A reader's own verdicts, given in the widget, are human verdicts and are kept
-apart under :func:`reader_identity`.
+identity :func:`labeller_identity`). A reader's own verdicts, given in chapter 5's widget
+(:mod:`compbook.cppn.reader_labels`), are human verdicts and are kept apart under :func:`reader_identity`.
 
 The protocol (``PROTOCOL``; written out in ``data/judge_cache/README.md``): each item is one 64x64 render, a
 perturbation ``w + delta`` of one weight of a network (or the network's unperturbed render). The labeller sees
@@ -14,11 +14,12 @@ shuffled order. The *key* (item number -> network and question) is a separate fi
 
 Verdicts go to a :class:`~compbook.cppn.judges.CachedJudge` cache whose identity names the protocol and the labeller
 (:func:`labeller_identity`, :func:`reader_identity`), keyed by the same question dicts
-:func:`compbook.cppn.emc2.compositional_score` asks, so a verdict is served only for the very same image question. "Can't tell" is stored as ``verdict: false``
-with ``detail: {"answer": "can't tell"}`` (like a VLM answer with no yes/no); agreement tables leave it out.
+:func:`compbook.cppn.emc2.compositional_score` asks, so a verdict is served only for the very same image question.
+"Can't tell" is stored as ``verdict: false`` with ``detail: {"answer": "can't tell"}`` (like a VLM answer with no
+yes/no); agreement tables leave it out.
 
 Two ways to label: :func:`write_sheets` (PNG contact sheets, then a text file ``<item> y|n|?`` per line, read by
-:func:`read_labels`) and :class:`LabelWidget` (Jupyter only).
+:func:`read_labels`) and :class:`compbook.cppn.reader_labels.LabelWidget` (Jupyter only).
 """
 
 from __future__ import annotations
@@ -183,8 +184,8 @@ def without_questions(items: Sequence[dict], asked: Sequence[dict], start: int) 
     """``items`` minus those whose (concept, question) an earlier batch ``asked`` (a verdict is stored once per
     question), renumbered from ``start`` in the same shuffled order."""
     start = checks.integer(start, "start", 0)
-    _check_items(items)
-    _check_items(asked, "asked")
+    check_items(items)
+    check_items(asked, "asked")
     seen = {(it["concept"], judges.canonical_json(it["question"])) for it in asked}
     out = [dict(it) for it in items if (it["concept"], judges.canonical_json(it["question"])) not in seen]
     for n, it in enumerate(out, start):
@@ -192,7 +193,9 @@ def without_questions(items: Sequence[dict], asked: Sequence[dict], start: int) 
     return out
 
 
-def _check_items(items, name: str = "items", keys=("concept", "question")) -> list:
+def check_items(items, name: str = "items", keys=("concept", "question")) -> list:
+    """``items`` checked as key items: a sequence of dicts, each with ``keys`` (``question`` a dict); ValueError
+    naming ``name`` otherwise."""
     items = checks.sequence(items, name, 0)
     for i, it in enumerate(items):
         if not isinstance(it, dict) or any(k not in it for k in keys) or \
@@ -209,7 +212,7 @@ def _question(model_hash: str, weight, delta: float) -> dict:
 
 def render_items(items: Sequence[dict], models: dict | None = None) -> torch.Tensor:
     """The images ``(N, 64, 64, 3)`` of key items, in order (networks rebuilt from ``source``, or ``models``)."""
-    items = _check_items(items, keys=("concept", "question", "source"))
+    items = check_items(items, keys=("concept", "question", "source"))
     for it in items:
         if not it["source"].startswith(("picbreeder:", "fer:")):
             checks.safe_path(".", it["source"], "items: source") if isinstance(it["source"], str) else \
@@ -247,7 +250,8 @@ def _font(size: int):
         return ImageFont.load_default()
 
 
-def _to_pil(img, scale: int) -> Image.Image:
+def to_pil(img, scale: int) -> Image.Image:
+    """An ``(H, W, 3)`` render in [0, 1] (clipped) as a PIL image ``scale`` times enlarged (nearest neighbour)."""
     a = np.clip(np.asarray(img, dtype=np.float64), 0, 1)
     pil = Image.fromarray(np.round(a * 255).astype(np.uint8))
     return pil.resize((a.shape[1] * scale, a.shape[0] * scale), Image.NEAREST)
@@ -268,7 +272,7 @@ def contact_sheet(images, numbers: Sequence[int], concept: str, rows: int = 4, c
     pad, label, head = 10, 34, side + 20
     sheet = Image.new("RGB", (cols * (side + pad) + pad, head + rows * (side + label + pad) + pad), "white")
     draw = ImageDraw.Draw(sheet)
-    sheet.paste(_to_pil(reference(concept), scale), (pad, 10))
+    sheet.paste(to_pil(reference(concept), scale), (pad, 10))
     draw.text((side + 3 * pad, 20), f"reference: {concept}", fill="black", font=_font(32))
     draw.text((side + 3 * pad, 70), f"Would you still call this a {concept}?  y / n / ?", fill="black",
               font=_font(24))
@@ -276,14 +280,14 @@ def contact_sheet(images, numbers: Sequence[int], concept: str, rows: int = 4, c
         r, c = divmod(k, cols)
         x, y = pad + c * (side + pad), head + r * (side + label + pad)
         draw.text((x, y), str(num), fill="black", font=_font(30))
-        sheet.paste(_to_pil(img, scale), (x, y + label))
+        sheet.paste(to_pil(img, scale), (x, y + label))
     return sheet
 
 
 def write_sheets(items: Sequence[dict], images, folder, per_sheet: int = 24, cols: int = 6,
                  scale: int = 3) -> list[Path]:
     """Contact sheets ``sheet_NN_<concept>.png`` of key items (one concept per sheet, in item order)."""
-    items = _check_items(items, keys=("concept", "item"))
+    items = check_items(items, keys=("concept", "item"))
     checks.same_length(items, images, "items", "images")
     per_sheet = checks.integer(per_sheet, "per_sheet")
     cols = checks.integer(cols, "cols")
@@ -338,7 +342,7 @@ def store_verdicts(items: Sequence[dict], labels: dict[int, str], path=None, ide
     answer is an error too (a verdict is never silently replaced)."""
     identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
-    items = _check_items(items, keys=("concept", "question", "item"))
+    items = check_items(items, keys=("concept", "question", "item"))
     numbers = [it["item"] for it in items]
     if len(set(numbers)) != len(numbers):
         raise ValueError("items: an item number appears twice (two keys mixed?)")
@@ -377,7 +381,7 @@ def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -
     (default: the first model labeller's, :func:`labeller_identity`)."""
     identity = identity or labeller_identity()
     checks.non_empty_str(identity, "identity")
-    items = _check_items(items)
+    items = check_items(items)
     _, entries = judges.read_cache(path if path is not None else judges.cache_path(identity))
     out = []
     for it in items:
@@ -386,146 +390,10 @@ def answers_for(items: Sequence[dict], path=None, identity: str | None = None) -
     return out
 
 
-def reader_answers(items: Sequence[dict], path, reader: str = READER) -> list[str | None]:
-    """A reader's own (human) answers to key items, as stored by ``LabelWidget(items, images, path)``
-    (:func:`reader_identity`); None where the reader gave none. The model labellers' answers: :func:`answers_for`."""
-    if path is None:
-        raise ValueError("path: give the reader's own cache file (LabelWidget(..., path=...))")
-    return answers_for(items, path, reader_identity(reader))
-
-
-# -- the notebook widget -----------------------------------------------------------------------------------------
-class LabelWidget:
-    """Label items in Jupyter: the reference render and the item, buttons yes / no / can't tell (chapter 5).
-
-    ``items`` are key dicts (:func:`plan_items`), ``images`` their renders. These are the reader's own (human)
-    answers: they collect in ``.labels`` ({item: 'y'|'n'|'?'}; :meth:`answers` per item); with ``path`` each
-    answer is also stored at once (:func:`store_verdicts`) under ``identity`` (default :func:`reader_identity`,
-    never a model labeller's); with ``labels_file`` (:func:`reader_labels_path`) the answers so far are written
-    there after each click, in :func:`read_labels`' format, and a widget opened again starts where the file
-    stops. Call ``.show()`` in a live kernel only (the chapter checks that it is not headless).
-    """
-
-    def __init__(self, items: Sequence[dict], images, path=None, identity: str | None = None,
-                 labels_file=None):
-        items = _check_items(items, keys=("concept", "item"))
-        if not hasattr(images, "__len__") or isinstance(images, (str, bytes)):
-            raise ValueError(f"images must be the items' renders (N, 64, 64, 3), got {type(images).__name__}")
-        if len(items) != len(images):
-            raise ValueError(f"images: {len(images)} for {len(items)} items")
-        self.items, self.images, self.path = list(items), images, path
-        self.identity = identity or reader_identity()
-        self.labels_file = None if labels_file is None else reader_labels_path(labels_file)
-        self.labels: dict[int, str] = {}
-        if self.labels_file is not None and self.labels_file.exists():     # carry on where the reader stopped
-            numbers = {it["item"] for it in self.items}
-            self.labels = {n: a for n, a in read_labels(self.labels_file).items() if n in numbers}
-        self.pos = next((j for j, it in enumerate(self.items) if it["item"] not in self.labels), len(self.items))
-
-    def show(self):
-        import ipywidgets as w
-        from IPython.display import display
-        self._img, self._ref = w.Image(format="png"), w.Image(format="png")
-        self._text = w.HTML()
-        buttons = [w.Button(description=ANSWERS[a]) for a in ANSWERS]
-        for b, a in zip(buttons, ANSWERS):
-            b.on_click(lambda _, a=a: self.answer(a))
-        self._update()
-        display(w.VBox([self._text, w.HBox([self._ref, self._img]), w.HBox(buttons)]))
-
-    def answers(self) -> list[str | None]:
-        """The reader's answer (``"yes"``, ``"no"``, ``"can't tell"``) to each item so far, None where none."""
-        return [ANSWERS.get(self.labels.get(it["item"])) for it in self.items]
-
-    def answer(self, a: str) -> None:
-        """Record answer ``a`` ('y', 'n' or '?') for the current item and move to the next."""
-        if a not in ANSWERS:
-            raise ValueError(f"a must be one of {list(ANSWERS)}, got {a!r}")
-        if self.pos >= len(self.items):
-            return
-        n = self.items[self.pos]["item"]
-        self.labels[n] = a
-        if self.path is not None:
-            store_verdicts(self.items, {n: a}, self.path, self.identity)
-        if self.labels_file is not None:
-            write_reader_labels(self.labels, self.labels_file)
-        self.pos += 1
-        if hasattr(self, "_img"):
-            self._update()
-
-    def _update(self) -> None:
-        import io
-        if self.pos >= len(self.items):
-            self._text.value = f"<b>done: {len(self.labels)} answers</b>"
-            return
-        it = self.items[self.pos]
-        for widget, img in ((self._ref, reference(it["concept"])), (self._img, self.images[self.pos])):
-            buf = io.BytesIO()
-            _to_pil(img, 3).save(buf, format="png")
-            widget.value = buf.getvalue()
-        self._text.value = (f"item {self.pos + 1} of {len(self.items)}: would you still call the right "
-                            f"image a <b>{it['concept']}</b>? (left: the reference)")
-
-
-# -- a reader's own verdicts (chapter 5) --------------------------------------------------------------------------
-#: the environment variable that names the file of a reader's own verdicts
-READER_LABELS_VARIABLE = "COMPBOOK_READER_LABELS"
-#: where the label widget keeps a reader's verdicts when neither a path nor the variable says otherwise
-READER_LABELS_DEFAULT = Path("~/.cache/compbook/reader_labels.txt")
-
-
-def reader_labels_path(path=None) -> Path:
-    """The file of a reader's own verdicts: ``path``, else ``$COMPBOOK_READER_LABELS``, else
-    :data:`READER_LABELS_DEFAULT` (``~`` expanded). The file need not exist yet."""
-    import os
-    if path is None:
-        path = os.environ.get(READER_LABELS_VARIABLE, "").strip() or READER_LABELS_DEFAULT
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise ValueError(f"reader labels path must be a str or os.PathLike, got {path!r}")
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise ValueError(f"reader labels path {p} is a folder, not a file")
-    return p
-
-
-def write_reader_labels(labels: dict[int, str], path=None) -> Path:
-    """Write ``labels`` ({item: 'y'|'n'|'?'}) as ``<item> <answer>`` lines (:func:`read_labels`' format) to
-    :func:`reader_labels_path` ``(path)``, atomically (a temporary file, then a rename); returns the path."""
-    checks.mapping(labels, "labels")
-    for n, a in labels.items():
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"labels: item numbers must be non-negative integers, got {n!r}")
-        if a not in ANSWERS:
-            raise ValueError(f"labels[{n!r}] must be one of {list(ANSWERS)}, got {a!r}")
-    path = reader_labels_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("# a reader's own verdicts: <item> y|n|?\n"
-                   + "".join(f"{int(n)} {labels[n]}\n" for n in sorted(labels)), encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
-def reader_items(key_name: str = LABELLER_KEYS[1], per_group: int = 2, seed: int = 5) -> list[dict]:
-    """The items chapter 5 offers a reader to label: from a stored key in ``data/judge_cache/`` (default: the
-    second batch, on the current twins), a seeded draw of ``per_group`` perturbed renders (``weight`` not None)
-    per concept and network kind, sorted by concept and item number (their order says nothing of the kind)."""
-    from ..paths import data_dir
-    checks.safe_name(key_name, "key_name")
-    per_group = checks.integer(per_group, "per_group", 1)
-    key = [it for it in read_key(data_dir() / "judge_cache" / key_name) if it["question"]["weight"] is not None]
-    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
-    out = []
-    for group in sorted({(it["concept"], it["kind"]) for it in key}):
-        pool = [it for it in key if (it["concept"], it["kind"]) == group]
-        out += [pool[k] for k in rng.choice(len(pool), min(per_group, len(pool)), replace=False)]
-    return sorted(out, key=lambda it: (it["concept"], it["item"]))
-
-
 def judge_verdicts(judge, items: Sequence[dict], images) -> list[bool]:
     """``judge``'s yes / no on each item's render, asked one concept at a time (``images`` ``(N, 64, 64, 3)``,
     in the order of ``items``)."""
-    items = _check_items(items, keys=("concept",))
+    items = check_items(items, keys=("concept",))
     if not callable(judge):
         raise ValueError(f"judge must be callable (images, concept) -> verdicts, got {type(judge).__name__}")
     if len(images) != len(items):
@@ -538,54 +406,11 @@ def judge_verdicts(judge, items: Sequence[dict], images) -> list[bool]:
     return out
 
 
-def _yes_no(v) -> bool | None:
-    """A verdict as True / False, or None where there is no yes / no (can't tell, not answered)."""
-    if v is None or isinstance(v, (bool, np.bool_)):
-        return None if v is None else bool(v)
-    if v in ("yes", "y"):
-        return True
-    if v in ("no", "n"):
-        return False
-    if v in ("can't tell", "?"):
-        return None
-    raise ValueError(f"a verdict must be a bool, 'yes', 'no', \"can't tell\" or None, got {v!r}")
-
-
-def reader_agreement(items: Sequence[dict], verdicts: dict, path=None) -> dict | None:
-    """How often each judge of ``verdicts`` ({name: one verdict per item: a bool, or a stored answer 'yes' /
-    'no' / "can't tell" / None}) agrees with the reader's own labels (:func:`reader_labels_path` ``(path)``) on
-    ``items``; None when the reader has no labels file yet.
-
-    Only items the reader answered yes or no count, and for a stored labeller only those it answered yes or no
-    too (can't tell is left out, as in the agreement tables). Returns ``{"path", "labelled", "yes_no",
-    "cant_tell", "judges": {name: {"agree", "n", "agreement"}}}`` (``agreement`` NaN where ``n`` is 0)."""
-    items = _check_items(items, keys=("item",))
-    checks.mapping(verdicts, "verdicts", 1)
-    for name, v in verdicts.items():
-        checks.non_empty_str(name, "verdicts: a judge's name")
-        if len(checks.sequence(v, f"verdicts[{name!r}]", 0)) != len(items):
-            raise ValueError(f"verdicts[{name!r}]: {len(v)} verdicts for {len(items)} items")
-    path = reader_labels_path(path)
-    if not path.exists():
-        return None
-    labels = read_labels(path)
-    mine = [_yes_no(labels.get(it["item"])) for it in items]
-    labelled = sum(it["item"] in labels for it in items)
-    out = {"path": str(path), "labelled": labelled, "yes_no": sum(m is not None for m in mine),
-           "cant_tell": labelled - sum(m is not None for m in mine), "judges": {}}
-    for name, v in verdicts.items():
-        pairs = [(m, _yes_no(x)) for m, x in zip(mine, v) if m is not None and _yes_no(x) is not None]
-        agree = sum(m == x for m, x in pairs)
-        out["judges"][name] = {"agree": agree, "n": len(pairs),
-                               "agreement": agree / len(pairs) if pairs else float("nan")}
-    return out
-
-
 # -- command line ------------------------------------------------------------------------------------------------
 def relabel_items(items: Sequence[dict], fraction: float = 0.1, seed: int = 1, start: int = 9001) -> list[dict]:
     """A seeded ``fraction`` of ``items``, shuffled again and renumbered from ``start`` (``"of"``: the original
     item number), for the labeller's self-agreement."""
-    items = _check_items(items, keys=("concept", "item"))
+    items = check_items(items, keys=("concept", "item"))
     fraction = checks.real(fraction, "fraction", 0, 1, low_open=True)
     seed = checks.integer(seed, "seed", 0)
     start = checks.integer(start, "start", 0)
@@ -611,7 +436,7 @@ def read_key(path) -> list[dict]:
     items = data.get("items")
     if not isinstance(items, list):
         raise ValueError(f"{path}: key has no 'items' list")
-    _check_items(items, f"{path}: items", ("concept", "kind", "source", "question", "item"))
+    check_items(items, f"{path}: items", ("concept", "kind", "source", "question", "item"))
     numbers = [it["item"] for it in items]
     if len(set(numbers)) != len(numbers):
         raise ValueError(f"{path}: an item number appears twice (two keys merged?)")
@@ -632,7 +457,7 @@ def stratified_draw(items: Sequence[dict], answers: Sequence[str], counts: dict,
     "can't tell"; every item of that answer where there are fewer), spread over concepts (round-robin over the
     concepts in a seeded order, each concept's items in a seeded order). Returns copies with ``"of"`` (the
     original item number) and ``"answer"``, in draw order."""
-    items = _check_items(items, keys=("concept", "item"))
+    items = check_items(items, keys=("concept", "item"))
     answers = checks.sequence(answers, "answers", 0)
     checks.same_length(items, answers, "items", "answers")
     rng = np.random.default_rng(checks.integer(seed, "seed", 0))
@@ -654,7 +479,7 @@ def stratified_draw(items: Sequence[dict], answers: Sequence[str], counts: dict,
 def number_by_concept(items: Sequence[dict], starts: dict, seed: int = 0) -> list[dict]:
     """``items`` shuffled (seeded) within each concept and numbered from ``starts[concept]``; copies, in the
     order of ``starts``' concepts then item number (one concept per sheet)."""
-    items = _check_items(items, keys=("concept",))
+    items = check_items(items, keys=("concept",))
     rng = np.random.default_rng(checks.integer(seed, "seed", 0))
     starts = checks.mapping(starts, "starts", 1)
     missing = {it["concept"] for it in items} - set(starts)

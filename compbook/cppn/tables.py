@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import checks
 from ..stats import fmt, mean_ci
-from . import panel, theory
+from . import frames, panel, volume_ratio
 
 
 # -- stored runs and rows ------------------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ def unknown_summary(ratios: dict, predicted: dict, used: dict, rows: dict) -> pd
 def tiny_targets() -> dict:
     """Chapter 3's four tiny targets (``name -> LayeredDAG``): one unit, two units, a chain, a fan-in."""
     def dag(*masks):
-        return theory.LayeredDAG(tuple(np.array(m, dtype=bool) for m in masks))
+        return volume_ratio.LayeredDAG(tuple(np.array(m, dtype=bool) for m in masks))
     return {"one unit": dag([[1, 1]], [[1]]),                  # out = f(x1, x2)
             "two units": dag([[1, 0], [1, 1]], [[1, 1]]),      # width 2, depth 1
             "chain": dag([[1, 0]], [[1]], [[1]]),              # depth 2, width 1
@@ -218,12 +218,12 @@ def rho_checks(targets: dict, p: float = 0.5, n_mc: int = 200_000, max_edges: in
     for name, target in targets.items():
         for W in sizes:
             for L in sizes:
-                N = sum(a * b for a, b in theory.network_shapes(target, W, L))
+                N = sum(a * b for a, b in volume_ratio.network_shapes(target, W, L))
                 if N > max_edges or W < target.width or L < target.depth:
                     continue
-                est, se = theory.rho_monte_carlo(target, W, L, p, n=n_mc, seed=len(rows))
-                rows.append(dict(target=name, W=W, L=L, N=N, enumerated=theory.rho_exact(target, W, L, p),
-                                 closed_form=theory.rho(target, W, L, p), monte_carlo=est, mc_stderr=se))
+                est, se = volume_ratio.rho_monte_carlo(target, W, L, p, n=n_mc, seed=len(rows))
+                rows.append(dict(target=name, W=W, L=L, N=N, enumerated=volume_ratio.rho_exact(target, W, L, p),
+                                 closed_form=volume_ratio.rho(target, W, L, p), monte_carlo=est, mc_stderr=se))
     return pd.DataFrame(rows)
 
 
@@ -233,33 +233,33 @@ def target_summary(names: Sequence[str] = ("skull", "butterfly", "apple"), p: fl
     from . import picbreeder
     rows = []
     for name in names:
-        t = theory.dag_from_genome(picbreeder.load_genome(name))
+        t = volume_ratio.dag_from_genome(picbreeder.load_genome(name))
         rows.append({"target": name, "W_min": t.width, "L*": t.depth, "edges": t.n_edges,
-                     "log10 rho peak": theory.log_rho(t, t.width, t.depth, p) / math.log(10),
-                     "halvings / unit W": theory.width_decay_rate(t, t.depth, p) / math.log(2),
-                     "halvings / layer": theory.depth_decay_rate(t, t.width, p) / math.log(2)})
+                     "log10 rho peak": volume_ratio.log_rho(t, t.width, t.depth, p) / math.log(10),
+                     "halvings / unit W": volume_ratio.width_decay_rate(t, t.depth, p) / math.log(2),
+                     "halvings / layer": volume_ratio.depth_decay_rate(t, t.width, p) / math.log(2)})
     return pd.DataFrame(rows).set_index("target")
 
 
 def etf_frames() -> dict:
     """Chapter 4's equiangular tight frames: simplices in d = 2..8, Paley ETFs for q = 5, 13, 17, 29 and the
     Naimark complement of Paley 13 (name -> ``(r, d)`` array)."""
-    etfs = {f"simplex d={d}": theory.simplex_etf(d) for d in range(2, 9)}
-    etfs.update({f"Paley q={q}": theory.paley_etf(q) for q in (5, 13, 17, 29)})
-    etfs["Naimark(Paley 13)"] = theory.naimark_complement(theory.paley_etf(13))
+    etfs = {f"simplex d={d}": frames.simplex_etf(d) for d in range(2, 9)}
+    etfs.update({f"Paley q={q}": frames.paley_etf(q) for q in (5, 13, 17, 29)})
+    etfs["Naimark(Paley 13)"] = frames.naimark_complement(frames.paley_etf(13))
     return etfs
 
 
-def etf_table(frames: dict | None = None) -> pd.DataFrame:
+def etf_table(etfs: dict | None = None) -> pd.DataFrame:
     """Chapter 4: per frame (default :func:`etf_frames`) r, d, coherence, Welch bound and |difference|, plus
     ``angle spread`` (max - min of |<f_i, f_j>|, 0 when equiangular) and ``tightness`` (max |F^T F - r/d I|, 0
     when tight)."""
     rows = []
-    for name, F in (frames or etf_frames()).items():
+    for name, F in (etfs or etf_frames()).items():
         r, d = F.shape
         G = np.abs(F @ F.T)[~np.eye(r, dtype=bool)]
-        rows.append(dict(frame=name, r=r, d=d, coherence=theory.mutual_coherence(F),
-                         welch_bound=theory.welch_bound(r, d),
+        rows.append(dict(frame=name, r=r, d=d, coherence=frames.mutual_coherence(F),
+                         welch_bound=frames.welch_bound(r, d),
                          angle_spread=float(G.max() - G.min()),
                          tightness=float(np.abs(F.T @ F - r / d * np.eye(d)).max())))
     table = pd.DataFrame(rows).set_index("frame")
