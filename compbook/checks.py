@@ -221,9 +221,10 @@ def torch_device(value, name: str = "device") -> torch.device:
 
 
 def sequence(value, name: str, min_len: int = 1, max_len: int | None = None) -> list:
-    """``value`` (a list, tuple, range or array; not a string, bytes, dict or set) as a list of
-    ``min_len .. max_len`` items."""
-    if isinstance(value, (str, bytes, dict, set, frozenset)) or not isinstance(value, (Sequence, np.ndarray)):
+    """``value`` (a list, tuple, range, numpy array or tensor, its items along the first axis; not a string,
+    bytes, dict or set) as a list of ``min_len .. max_len`` items."""
+    if isinstance(value, (str, bytes, dict, set, frozenset)) or not isinstance(
+            value, (Sequence, np.ndarray, torch.Tensor)) or getattr(value, "ndim", 1) == 0:
         raise ValueError(f"{name} must be a list or tuple, got {type(value).__name__} {value!r:.60}")
     n = len(value)
     if n < min_len or max_len is not None and n > max_len:

@@ -193,6 +193,7 @@ CASES = {
     "show_images 8-bit floats (no silent clip to white)": (lambda c: plots.show_images([c.img255]), "images[0]"),
     "show_images NaN image": (lambda c: plots.show_images([np.full((4, 4, 3), NAN)]), "images[0]"),
     "show_images no images": (lambda c: plots.show_images([]), "images"),
+    "show_images a 0-d array": (lambda c: plots.show_images(np.float64(0.5)), "images"),
     "show_images ncols 0": (lambda c: plots.show_images([c.img], ncols=0), "ncols"),
     "show_images ncols 2.7": (lambda c: plots.show_images([c.img, c.img], ncols=2.7), "ncols"),
     "show_images size NaN": (lambda c: plots.show_images([c.img], size=NAN), "size"),
@@ -253,4 +254,6 @@ def test_good_inputs_next_to_the_cases_still_work(c):
     assert header["tensor_shapes"] == {"b": ["float32", [3]], "w": ["float32", [2, 3]]}
     assert S.caption(c.space, [0, 23]).startswith("a ")
     plots.show_images([c.img, c.img], ncols=2.0)
+    plots.show_images(torch.as_tensor(np.stack([c.img, c.img])))     # a stacked (N, H, W, 3) tensor
+    assert checks.sequence(np.zeros((3, 2)), "rows") and len(checks.sequence(torch.zeros(4, 2), "rows")) == 4
     plots.slider_twin(lambda v, ax: None, [1, 2], "a")

@@ -52,7 +52,7 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
 
     ``codes`` (N, P, d_sae) patch codes of ``scenes``.
     """
-    active = np.asarray(codes != 0)
+    active = np.asarray(codes != 0, dtype=np.float64)      # 1 where the latent fires on a patch, else 0
     fig, axes = plt.subplots(len(latents), images_per_latent, squeeze=False,
                              figsize=(WIDTH, 1.9 * len(latents)))
     for r, j in enumerate(latents):
