@@ -275,3 +275,37 @@ def test_config_modes(monkeypatch):
                                                                                                         8, 512)
     assert (full.steps, full.batch, full.lr, full.warmup, full.n_swaps) == (20000, 256, 5e-4, 1000, 6)
     assert dataclasses.replace(full, n_values=14).tokens.space.n_objects == 14 ** 3
+
+
+def test_chapter_13_readers_of_a_stored_sweep(tmp_path):
+    """What chapter 13 reads off a stored sweep: pooled intervals that hold their mean, one row per model, the
+    probes' correlations, binding in [0, 1] beside its chance, one slider frame per coverage, attention shares."""
+    from compbook.binding import sweep as W
+    cfg = dataclasses.replace(TINY, n_concepts=3, n_values=3)
+    sweep = dataclasses.replace(SWEEP, max_scenes=200, test_scenes=30)
+    records = W.load_sweeps(sweep, tmp_path, retrain=True)
+    rec = records[3]
+    assert rec["config"].n_values == 3 and W.load_sweeps(sweep, tmp_path)[3]["coverages"] == rec["coverages"]
+    ci = W.coverage_intervals(rec)
+    assert list(ci.index) == list(sweep.coverages) and (ci.models == len(sweep.seeds)).all()
+    assert ((ci.low <= ci["mean"] + 1e-12) & (ci["mean"] <= ci.high + 1e-12)).all()
+    n = W.scenes_read(rec)
+    rec_mean = np.asarray(rec["test_recognition"])
+    first = np.asarray(rec["coverages"]) == sweep.coverages[0]
+    assert np.isclose(ci["mean"].iloc[0], (rec_mean[first] * n[first]).sum() / n[first].sum())
+    models = W.model_table(records)
+    assert len(models) == len(sweep.coverages) * len(sweep.seeds)
+    corr = W.probe_correlations(models.assign(recognition=np.arange(len(models)) % 3))
+    assert list(corr.index) == ["additive", "object_product", "global_product"]
+    binds = W.binding_table(records, n_scenes=16)
+    assert binds[["seen", "unseen", "chance"]].stack().between(0, 1).all()
+    frames = W.slider_frames(rec, seed=0, n_scenes=3)
+    assert sorted(frames) == sorted(sweep.coverages)
+    assert all(f[0].shape == (3, 2 ** cfg.n_concepts) for f in frames.values())
+    share = W.attention_share(records, n_scenes=20)
+    assert share[["mean", "best head"]].stack().between(0, 1).all()
+    assert (share["best head"] >= share["mean"] - 1e-12).all()
+    with pytest.raises(ValueError, match="m"):
+        W.model_params(rec, len(models))
+    with pytest.raises(FileNotFoundError, match="compbook.binding sweep"):
+        W.load_sweeps(sweep, tmp_path / "empty")

@@ -11,7 +11,7 @@ from compbook.binding.complexity import ComplexityConfig
 from compbook.binding.recipe_config import RecipeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-REWRITTEN = ("10_bag_of_concepts", "11_scenes_are_sums", "12_binding_function")
+REWRITTEN = ("10_bag_of_concepts", "11_scenes_are_sums", "12_binding_function", "13_coverage")
 GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`[^`]*`")
 
 

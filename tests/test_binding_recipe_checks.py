@@ -198,3 +198,29 @@ def test_training_binds_a_tiny_object_space():
     m, _ = train_recipe(c, progress=False)
     after = K.interaction(m, c, sets["seen_binding"])
     assert before < 0.5 and after["binding"] == 1.0 and after["d_positive"] == 1.0
+
+
+def test_the_notes_tables_of_one_model():
+    """Part B's notes: the references line up with the model, the stacked split matches each split alone, the
+    pooling table holds both scenes' tokens and gradients, and the floors table carries the model's readings."""
+    from compbook.binding.recipe_eval import StoredEvaluation, floors_table, swap_split_table
+    c = cfg(n_values=8, coverage=0.5)
+    torch.manual_seed(1)
+    m = RecipeEncoder(c)
+    refs = K.reference_models(c, m)
+    assert list(refs)[-1] == "go / no-go model" and len(K.reference_models(c)) == 3
+    sets = eval_sets(c)
+    t = K.interaction_table({"model": m}, c, sets["seen_binding"][:50])
+    assert t.loc["model"].to_dict() == K.interaction(m, c, sets["seen_binding"][:50])
+    both = K.interaction_by_scenes(m, c, sets)
+    assert both.loc["unseen scenes"].equals(K.interaction_by_swap_split(m, c, sets["unseen_binding"]))
+    table, swapped = K.pooling_table(m, c, sets["seen_binding"][0])
+    assert list(table.index) == ["1 object", "gradient", "2 objects", "gradient"]
+    assert table.loc["1 object"].iloc[0] == "soo" and len(swapped["swaps"]) == 2
+    final, fl = evaluate_recipe(m, c, sets), floors(c, sets, n_sim=500)
+    ev = StoredEvaluation(m, {}, c, sets, final, fl, False, "")
+    ft = floors_table(ev)
+    assert ft.loc["swap-only binding, seen", "model"] == final["seen_binding"]
+    assert np.isnan(ft.loc["paper's metric, seen", "random order"])
+    split = swap_split_table(ev)
+    assert split["seen scenes", "scenes"].sum() == len(sets["seen_binding"])

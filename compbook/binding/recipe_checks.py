@@ -223,3 +223,47 @@ def interaction_by_swap_split(model, cfg: RecipeConfig, scenes: np.ndarray):
                      "D": float(d[s].mean()) if s.any() else np.nan,
                      "binding": float(ok[s].mean()) if s.any() else np.nan})
     return pd.DataFrame(rows).set_index("swaps that are train objects")
+
+
+def reference_models(cfg: RecipeConfig, model=None, noise: float = 1e-3) -> dict:
+    """The check (a) line-up (Part B's notes): an exact binder, a bag of concepts with ``noise`` on the query
+    side (a random order), the same with noise on the scene side, and ``model`` when given (its name
+    ``"go / no-go model"``)."""
+    refs = {"exact binder (reference)": TokenOracle(cfg),
+            "bag of concepts + query noise": TokenOracle(cfg, "concepts", noise),
+            "bag of concepts + scene noise": TokenOracle(cfg, "concepts", noise, noise_on="scene")}
+    return refs if model is None else refs | {"go / no-go model": model}
+
+
+def interaction_table(models: dict, cfg: RecipeConfig, scenes: np.ndarray):
+    """:func:`interaction` of each model of ``{name: model}`` on the same scenes, one row per model."""
+    import pandas as pd
+    return pd.DataFrame({name: interaction(m, cfg, scenes) for name, m in models.items()}).T
+
+
+def interaction_by_scenes(model, cfg: RecipeConfig, sets: dict):
+    """:func:`interaction_by_swap_split` on the seen and the unseen evaluation scenes of ``sets``
+    (:func:`~compbook.binding.recipe_eval.eval_sets`), stacked (Part B's notes)."""
+    import pandas as pd
+    return pd.concat({"seen scenes": interaction_by_swap_split(model, cfg, sets["seen_binding"]),
+                      "unseen scenes": interaction_by_swap_split(model, cfg, sets["unseen_binding"])},
+                     names=["scenes of"])
+
+
+def pooling_table(model, cfg: RecipeConfig, scene) -> tuple:
+    """Checks (b) and (c) on one two-object ``scene`` (2,) (Part B's notes): a DataFrame of the tokens of its
+    first object alone and of both, each with the gradient norm of the pooled output per position
+    (:func:`pooling_sensitivity`), and ``{"objects", "swaps", "swap queries"}`` (the swaps' query tokens)."""
+    import pandas as pd
+
+    scene = np.asarray(scene, dtype=np.int64)
+    tok = recipe_scene_tokens(cfg, np.array([[scene[0], -1], scene]))
+    grad = pooling_sensitivity(model.scene, tok, cfg.pad)
+    special = {cfg.soo: "soo", cfg.eoo: "eoo", cfg.eos: "eos", cfg.pad: "pad"}
+    words = [[special.get(t, str(t)) for t in row] for row in tok.tolist()]
+    norms = [[f"{g:.1f}" for g in row] for row in grad]
+    table = pd.DataFrame([words[0], norms[0], words[1], norms[1]],
+                         index=["1 object", "gradient", "2 objects", "gradient"])
+    sw = swap_sets(cfg, scene[None])[0]
+    return table, {"objects": object_values(cfg, scene).tolist(), "swaps": object_values(cfg, sw).tolist(),
+                   "swap queries": query_tokens(cfg, sw).tolist()}

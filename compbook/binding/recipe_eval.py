@@ -193,7 +193,11 @@ def coverage_table(records: list[dict]):
     return pd.DataFrame(rows).set_index("coverage")
 
 
-def go_no_go(record: dict, seen_min: float = 0.9) -> tuple[bool, str]:
+#: the go rule's bar for binding of seen objects, fixed before the run (our choice)
+SEEN_MIN = 0.9
+
+
+def go_no_go(record: dict, seen_min: float = SEEN_MIN) -> tuple[bool, str]:
     """Go if final seen binding >= ``seen_min`` and unseen binding's Wilson interval lies above chance."""
     f, n = record["final"], record["config"]["eval_scenes"]
     lo, _ = wilson(round(f["unseen_binding"] * n), n)
@@ -249,3 +253,33 @@ def evaluate_stored(stem, cfg: RecipeConfig | None = None, floors_here: bool = F
     floor = floors(stored, sets) if floors_here else record["floors"]
     go, why = go_no_go({**record, "final": final, "floors": floor})
     return StoredEvaluation(model, record, stored, sets, final, floor, go, why)
+
+
+#: the readings of the go / no-go table: row name -> (the model's reading, the bag-of-concepts floor's)
+FLOOR_ROWS = {"swap-only binding, seen": ("seen_binding", "boc_seen_binding"),
+              "swap-only binding, unseen": ("unseen_binding", "boc_unseen_binding"),
+              "paper's metric, seen": ("seen_paper", "boc_seen_paper"),
+              "paper's metric, unseen": ("unseen_paper", "boc_unseen_paper"),
+              "concepts, unseen": ("unseen_concepts", "boc_unseen_concepts")}
+
+
+def floors_table(ev: StoredEvaluation):
+    """A stored model against its floors (Part B's notes, the go / no-go): one row per reading of
+    :data:`FLOOR_ROWS`, columns ``model`` (computed in this run), ``bag of concepts`` and ``random order``
+    (the chance of a random order, for the swap-only rows)."""
+    import pandas as pd
+
+    chance = ev.floors["swap_chance_sim"]
+    return pd.DataFrame({name: {"model": ev.final[a], "bag of concepts": ev.floors[b],
+                                "random order": chance if a.endswith("binding") else np.nan}
+                         for name, (a, b) in FLOOR_ROWS.items()}).T
+
+
+def swap_split_table(ev: StoredEvaluation):
+    """:func:`binding_by_swap_split` of a stored model on its seen and its unseen evaluation scenes, side by
+    side (Part B's notes: does the score follow which objects the swaps are?)."""
+    import pandas as pd
+
+    return pd.concat({"seen scenes": binding_by_swap_split(ev.model, ev.cfg, ev.sets["seen_binding"]),
+                      "unseen scenes": binding_by_swap_split(ev.model, ev.cfg, ev.sets["unseen_binding"])},
+                     axis=1)

@@ -290,3 +290,161 @@ def recipe_check(cfg: ControlledConfig, coverages, seed: int = 0, max_scenes: in
             "bind_unseen": test_binding(res.params, cfg, splits, n_scenes).tolist(),
             "recognition": test_recognition(res.params, cfg, splits, n_scenes).tolist(),
             "final_loss": res.losses[-1].tolist(), "seconds": round(res.seconds, 1)}
+
+
+# ---------------------------------------------------------------- what chapter 13 and its notes read
+
+def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool = False) -> dict:
+    """Every stored object-space size of ``sweep`` (default :func:`default_sweep`), ``{V: record}`` as
+    :func:`load_sweep` gives it (chapter 13 and Part B's notes). ``retrain``: train each size first
+    (:func:`run_size` at ``ControlledConfig.for_mode()`` with that V, saved to ``directory``). A missing size
+    is a ``FileNotFoundError`` naming the command that trains it."""
+    sweep = default_sweep() if sweep is None else checks.instance(sweep, "sweep", SweepConfig)
+    directory = Path(directory or data_dir() / "binding")
+    out = {}
+    for v in sweep.n_values:
+        if retrain:
+            run_size(sweep, replace(ControlledConfig.for_mode(), n_values=v), directory)
+        try:
+            out[v] = load_sweep(v, directory)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"V = {v}: not stored ({e}); python -m compbook.binding sweep trains it") from e
+    return out
+
+
+def model_params(record: dict, m: int) -> dict:
+    """Model ``m``'s weights from a stored stack (a stack of one, the shape every reader takes)."""
+    n = len(record["coverages"])
+    m = checks.integer(m, "m", 0, n - 1)
+    return {k: t[m:m + 1] for k, t in record["params"].items()}
+
+
+def scenes_read(record: dict) -> np.ndarray:
+    """How many test scenes each model's unseen-object recognition was read on (M,): :func:`test_scenes` of
+    its split, held-out objects that need binding, at most the sweep's ``test_scenes``."""
+    sweep, splits = record_splits(record)
+    space = record["config"].tokens.space
+    return np.array([len(test_scenes(s, sweep.test_scenes, space)) for s in splits])
+
+
+def coverage_intervals(record: dict, key: str = "test_recognition", seed: int = 0):
+    """Chapter 13's curve: per coverage, the score ``key`` pooled over seeds (scenes weighted equally) with a
+    95% interval that resamples the seeds' models, then the scenes of each (``compbook.stats.pooled_ci``).
+    A DataFrame indexed by coverage: ``mean``, ``low``, ``high``, ``models``, ``scenes``."""
+    import pandas as pd
+    from ..stats import pooled_ci
+
+    cov = np.asarray(record["coverages"])
+    p = np.clip(np.asarray(record[key], float), 0, 1)
+    n = scenes_read(record)
+    rows = []
+    for c in np.unique(cov):
+        i = cov == c
+        lo, hi = pooled_ci(p[i], n[i], seed=seed)
+        rows.append({"coverage": float(c), "mean": float((p[i] * n[i]).sum() / n[i].sum()), "low": lo,
+                     "high": hi, "models": int(i.sum()), "scenes": int(n[i].sum())})
+    return pd.DataFrame(rows).set_index("coverage")
+
+
+def model_table(records: dict):
+    """One row per stored model of every size (chapter 13): ``|O|``, ``coverage``, ``seed``, ``recognition``
+    (unseen objects, scenes that need binding) and each probe's held-out R^2 (columns :data:`PROBE_KINDS`)."""
+    import pandas as pd
+
+    rows = []
+    for rec in records.values():
+        for m, (cov, seed) in enumerate(zip(rec["coverages"], rec["seeds"])):
+            rows.append({"|O|": rec["n_objects"], "coverage": cov, "seed": seed,
+                         "recognition": rec["test_recognition"][m],
+                         **{k: rec["probe_r2"][k][m] for k in PROBE_KINDS}})
+    return pd.DataFrame(rows)
+
+
+def probe_correlations(models, y: str = "recognition", by: str | None = None):
+    """Spearman's rho of each probe's R^2 against ``y`` over the rows of ``models`` (:func:`model_table`), with
+    its 95% bootstrap interval (:func:`spearman_bootstrap`); ``by`` a column: one row per group and probe."""
+    import pandas as pd
+
+    groups = [(None, models)] if by is None else list(models.groupby(by))
+    rows = []
+    for name, g in groups:
+        for k in PROBE_KINDS:
+            rho, lo, hi = spearman_bootstrap(g[k], g[y])
+            rows.append(({} if by is None else {by: name}) | {"probe": k, "models": len(g), "spearman": rho,
+                                                               "low 95%": lo, "high 95%": hi})
+    return pd.DataFrame(rows).set_index(["probe"] if by is None else [by, "probe"])
+
+
+def binding_table(records: dict, n_scenes: int = 128):
+    """Binding against swaps per coverage and size (chapter 13): ``seen`` (validation scenes of train objects,
+    computed here by :func:`validation_binding`), ``unseen`` (test scenes that need binding, stored) and
+    ``chance`` (a random order of each test scene's candidates, :func:`~compbook.binding.controlled.swap_chance`),
+    means over seeds; one row per (|O|, coverage)."""
+    import pandas as pd
+    from .controlled import swap_chance
+
+    rows = []
+    for rec in records.values():
+        sweep, splits = record_splits(rec)
+        cfg, cov = rec["config"], np.asarray(rec["coverages"])
+        seen = validation_binding(rec, n_scenes)
+        unseen = np.asarray(rec["test_binding"])
+        chance = np.array([swap_chance(cfg, test_scenes(s, sweep.test_scenes, cfg.tokens.space)) for s in splits])
+        for c in np.unique(cov):
+            i = cov == c
+            rows.append({"|O|": rec["n_objects"], "coverage": float(c), "seen": seen[i].mean(),
+                         "unseen": unseen[i].mean(), "chance": chance[i].mean()})
+    return pd.DataFrame(rows).set_index(["|O|", "coverage"])
+
+
+def slider_frames(record: dict, seed: int = 0, n_scenes: int = 6) -> dict:
+    """Chapter 13's slider: ``{coverage: (logits (n_scenes, 2^C), m)}`` for the models of ``seed``, their
+    cosine logits on ``n_scenes`` held-out scenes that need binding against each scene's objects and swaps
+    (:func:`~compbook.binding.controlled.swap_logits`), ``m`` the model's row in the record."""
+    from .controlled import swap_logits
+
+    sweep, splits = record_splits(record)
+    cfg, out = record["config"], {}
+    for m, (cov, s) in enumerate(zip(record["coverages"], record["seeds"])):
+        if s == seed:
+            scenes = test_scenes(splits[m], n_scenes, cfg.tokens.space)
+            out[cov] = (swap_logits(model_params(record, m), cfg, scenes), m)
+    return out
+
+
+def recipe_check_table(stored: list[dict], n_scenes: int = 256, max_scenes: int = 20000):
+    """The ``--recipe-check`` rows (``data/binding/recipes.json``'s ``rows``) as one table (Part B's notes):
+    binding of seen and unseen objects per recipe, size and coverage, with a ``(chance)`` row per size, what a
+    random order of the candidates scores on the same test scenes (seed 0)."""
+    import pandas as pd
+    from .controlled import swap_chance
+
+    rows = [{"recipe": r["name"], "|O|": r["n_objects"], "coverage": c, "bind seen": s, "bind unseen": u}
+            for r in stored for c, s, u in zip(r["coverages"], r["bind_seen"], r["bind_unseen"])]
+    for n in sorted({r["|O|"] for r in rows}):
+        size = ControlledConfig(n_values=round(n ** (1 / 3)))
+        for c in sorted({r["coverage"] for r in rows}):
+            split = coverage_split(n, c, seed=0, max_scenes=max_scenes)
+            rows.append({"recipe": "(chance)", "|O|": n, "coverage": c,
+                         "bind unseen": swap_chance(size, test_scenes(split, n_scenes, size.tokens.space))})
+    table = pd.DataFrame(rows).drop_duplicates(["recipe", "|O|", "coverage"], keep="last")
+    return table.pivot_table(index=["|O|", "recipe"], columns="coverage", values=["bind seen", "bind unseen"])
+
+
+def attention_share(records: dict, n_scenes: int = 300, seed: int = 0):
+    """Does attention group a scene's tokens by object? One row per stored model (chapter 13): ``|O|``,
+    ``coverage``, ``seed``, and over ``n_scenes`` random scenes the share of a value token's attention to the
+    other value tokens that goes to its own object (:func:`~compbook.binding.controlled.own_object_attention`),
+    averaged over heads (``mean``) and of the most object-minded head (``best head``); 0.5 is blind to objects."""
+    import pandas as pd
+    from .controlled import own_object_attention, scene_attention
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rec in records.values():
+        scenes = rng.integers(0, rec["n_objects"], (len(rec["coverages"]), n_scenes, 2))
+        own = own_object_attention(scene_attention(rec["params"], rec["config"], scenes), rec["config"])
+        for m, (cov, s) in enumerate(zip(rec["coverages"], rec["seeds"])):
+            rows.append({"|O|": rec["n_objects"], "coverage": cov, "seed": s, "mean": own[m].mean(),
+                         "best head": own[m].max()})
+    return pd.DataFrame(rows)
