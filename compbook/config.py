@@ -60,8 +60,13 @@ class ModeConfig:
 
     def __str__(self) -> str:
         """``Name(field=value, ...)`` wrapped to lines of at most 80 characters (what ``print(cfg)`` shows)."""
-        import dataclasses
-        import textwrap
-        parts = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
-        return textwrap.fill(parts + ")", 80, initial_indent=f"{type(self).__name__}(", subsequent_indent="    ",
-                             break_long_words=False, break_on_hyphens=False)
+        return dataclass_text(self)
+
+
+def dataclass_text(obj) -> str:
+    """A dataclass as ``Name(field=value, ...)`` wrapped to lines of at most 80 characters."""
+    import dataclasses
+    import textwrap
+    parts = ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in dataclasses.fields(obj))
+    return textwrap.fill(parts + ")", 80, initial_indent=f"{type(obj).__name__}(", subsequent_indent="    ",
+                         break_long_words=False, break_on_hyphens=False)

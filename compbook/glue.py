@@ -49,3 +49,13 @@ def _plain(name: str, value):
     if isinstance(value, str):
         return value
     raise ValueError(f"{name}: glue takes a number or a string, not {type(value).__name__}")
+
+
+def say(*parts, sep: str = " ", width: int = 80) -> None:
+    """Print ``parts`` as ``print`` would, each line wrapped to ``width`` columns (the book's page is about 80
+    wide; a longer printed line overflows its column). Continuation lines are indented by two spaces."""
+    import textwrap
+    text = sep.join(str(p) for p in parts)
+    for line in text.splitlines() or [""]:
+        print(textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False,
+                            break_on_hyphens=False) if len(line) > width else line)

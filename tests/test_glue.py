@@ -34,3 +34,18 @@ def test_a_name_no_glue_role_can_spell_is_refused(name):
 def test_an_array_is_refused_not_stored():
     with pytest.raises(ValueError, match="number or a string"):
         glue("arr", np.arange(3))
+
+
+def test_say_wraps_long_lines_to_the_page_and_leaves_short_ones(capsys):
+    from compbook.glue import say
+    say("held out:", ", ".join(["purple square"] * 12))
+    say("short", 1)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 2 and all(len(l) <= 80 for l in lines), lines
+    assert lines[1].startswith("  ") and lines[-1] == "short 1"
+
+
+def test_printed_configs_fit_the_page():
+    from compbook.sae.s2ae import SAETrainConfig
+    text = str(SAETrainConfig(d_sae=384, k=32, lam=0.01))
+    assert text.startswith("SAETrainConfig(d_sae=384") and all(len(l) <= 80 for l in text.splitlines())

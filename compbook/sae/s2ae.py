@@ -28,7 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import checks
-from ..config import device
+from ..config import dataclass_text, device
 from .regions import SPATIAL_EXPONENT, default_regions, patch_regions
 from .topk import TopKSAE, check_activations, fvu_loss
 
@@ -146,6 +146,9 @@ class SAETrainConfig:
     lr: float = 1e-3
     seed: int = 0
     regions_every_step: bool = False    # True: cluster the batch's images inside each step, as the paper's trainer
+
+    def __str__(self) -> str:
+        return dataclass_text(self)       # print(cfg) fits the page
 
     def __post_init__(self):
         self.seed = checks.integer(self.seed, "seed", 0)
