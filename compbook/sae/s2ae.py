@@ -148,7 +148,7 @@ class SAETrainConfig:
     regions_every_step: bool = False    # True: cluster the batch's images inside each step, as the paper's trainer
 
     def __post_init__(self):
-        self.seed = checks.integer(self.seed, "seed", 0)
+        self.seed = checks.seed(self.seed)
         checks.boolean(self.regions_every_step, "regions_every_step")
         d_sae = checks.integer(self.d_sae, "d_sae")
         if not 1 <= checks.integer(self.k, "k", None) <= d_sae:

@@ -39,7 +39,7 @@ class TopKSAEConfig:
         for name in ("d_in", "d_sae"):
             setattr(self, name, checks.integer(getattr(self, name), name))
         self.k = checks.integer(self.k, "k", 1, self.d_sae)        # k <= d_sae: the TopK keeps k of d_sae
-        self.seed = checks.integer(self.seed, "seed", 0)
+        self.seed = checks.seed(self.seed)
         # W_enc and W_dec in float32, refused before allocating (checks.memory_budget_mb)
         checks.check_budget(2 * self.d_in * self.d_sae * 4, f"a TopK SAE of d_in={self.d_in} x d_sae={self.d_sae}")
 
