@@ -190,6 +190,8 @@ def exact_entries(value):
 
 @SETTINGS
 @given(int_like_arrays(), bounds, bounds, st.one_of(st.none(), st.integers(0, 2)))
+@example([1e19], None, None, None)
+@example(np.array([2 ** 63], np.uint64), None, None, None)
 def test_integers_keeps_every_value_or_refuses(value, lo, hi, ndim):
     def check(a):
         assert a.dtype == np.int64

@@ -161,8 +161,11 @@ def fvu(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     has no variance (FVU is undefined there)."""
     x = checks.tensor(x, "x", finite=False)
     checks.finite(checks.tensor(x_hat, "x_hat", finite=False), "x_hat")        # NaN in: refused, never NaN out
-    if x.numel() == 0 or not torch.isfinite(x).all() or float(x.reshape(-1, x.shape[-1]).var(0).sum()) == 0:
-        raise ValueError(f"x: FVU needs finite data with some variance, got shape {tuple(x.shape)}")
+    rows = x.reshape(-1, x.shape[-1]) if x.ndim >= 1 else x.reshape(1, 1)
+    # one row, or rows all alike, has no variance: FVU would divide by zero (a silent 0 or 1e38), refused
+    if x.ndim < 2 or x.numel() == 0 or not torch.isfinite(x).all() or float(rows.var(0, correction=0).sum()) == 0:
+        raise ValueError(f"x: FVU needs finite data (N, d) with some variance over its rows, got shape "
+                         f"{tuple(x.shape)}")
     with torch.no_grad():
         return float(fvu_loss(torch.as_tensor(x), torch.as_tensor(x_hat)))
 
