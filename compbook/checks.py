@@ -50,6 +50,16 @@ def integer(value, name: str, minimum: int | None = 1, maximum: int | None = Non
     return int(value)
 
 
+#: The largest seed: torch's generators take seeds up to 2**64 - 1, so every derived stream ``seed + offset`` of
+#: a seed up to 2**63 - 1 still fits (a larger one would fail deep inside torch, not name the argument).
+SEED_MAX = 2 ** 63 - 1
+
+
+def seed(value, name: str = "seed", minimum: int | None = 0) -> int:
+    """``value`` as a random seed: :func:`integer` in ``[minimum, SEED_MAX]`` (the one rule for seeds)."""
+    return integer(value, name, minimum, SEED_MAX)
+
+
 def optional_integer(value, name: str, minimum: int | None = 1, maximum: int | None = None) -> int | None:
     """``None``, or :func:`integer`."""
     return None if value is None else integer(value, name, minimum, maximum)
@@ -68,7 +78,7 @@ def real(value, name: str, low: float | None = None, high: float | None = None, 
     """``value`` as a finite ``float`` in the interval ``low .. high`` (open ends when ``low_open`` /
     ``high_open``; ``nonzero`` also refuses 0). Strings, bools, complex numbers, NaN and inf are refused."""
     ok = isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
-    ok = ok and math.isfinite(float(value))
+    ok = ok and math.isfinite(_to_float(value))
     if ok:
         v = float(value)
         ok = not (low is not None and (v < low or low_open and v == low)) \
@@ -80,6 +90,15 @@ def real(value, name: str, low: float | None = None, high: float | None = None, 
         what = "a finite non-zero number" if nonzero else "a finite number"
         raise ValueError(f"{name} must be {what}{' ' + rng if rng else ''}, got {value!r}")
     return float(value)
+
+
+def _to_float(value) -> float:
+    """``float(value)``, or ``inf`` (with the sign) for an integer too large for a float (``10**400``): a size or a
+    number beyond any budget or range, never an ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def instance(value, name: str, cls: type, hint: str = ""):
@@ -181,7 +200,7 @@ def check_render_size(res, values_per_pixel: float, bytes_per_value: int, what: 
     """
     res = integer(res, "res")
     budget = render_budget_mb() if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
-    need = float(res) * res * values_per_pixel * bytes_per_value * max(int(batch), 1) / 2**20
+    need = _to_float(res) ** 2 * values_per_pixel * bytes_per_value * max(int(batch), 1) / 2**20
     if need > budget:
         raise ValueError(f"res={res}: {what} would need about {need:,.0f} MiB of buffers, over the render budget "
                          f"of {budget:,.0f} MiB (pass budget_mb=..., or set ${RENDER_BUDGET_VARIABLE})")
@@ -198,7 +217,7 @@ def check_budget(n_bytes: float, what: str, budget_mb: float | None = None) -> f
     """Refuse, before anything is allocated, a call whose buffers would need ``n_bytes`` (a caller's estimate)
     over the budget (``budget_mb`` MiB, default :func:`memory_budget_mb`). Returns ``n_bytes``."""
     budget = memory_budget_mb() if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
-    need = float(n_bytes) / 2**20
+    need = _to_float(n_bytes) / 2**20
     if not math.isfinite(need) or need > budget:
         raise ValueError(f"{what} would need about {need:,.0f} MiB, over the memory budget of {budget:,.0f} MiB "
                          f"(pass smaller sizes, or set ${MEMORY_BUDGET_VARIABLE})")
@@ -210,7 +229,7 @@ def torch_device(value, name: str = "device") -> torch.device:
     name or a missing GPU is refused before anything is moved there."""
     try:
         dev = torch.device(value)
-    except (RuntimeError, TypeError) as e:
+    except (RuntimeError, TypeError, ValueError) as e:
         raise ValueError(f"{name} must be a torch device name such as 'cpu' or 'cuda', got {value!r} "
                          f"({str(e).splitlines()[0]})") from None
     mps = getattr(torch.backends, "mps", None)
@@ -241,6 +260,9 @@ def mapping(value, name: str, min_len: int = 0) -> dict:
     return value
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
 def integers(value, name: str, minimum: int | None = None, maximum: int | None = None, ndim: int | None = None,
              min_size: int = 0) -> np.ndarray:
     """``value`` (an int, a nested list or an array) as an int64 array of ``ndim`` dims (None: any), at least
@@ -256,6 +278,11 @@ def integers(value, name: str, minimum: int | None = None, maximum: int | None =
         if a.size and not (np.isfinite(a).all() and (a == np.round(a)).all()):
             raise ValueError(f"{name} must be integers, got non-integer values such as "
                              f"{a[~(np.isfinite(a) & (a == np.round(a)))].flat[0]!r}")
+    wraps = (a >= 2.0 ** 63) | (a < -2.0 ** 63) if a.dtype.kind == "f" else a > np.uint64(_INT64_MAX) \
+        if a.dtype.kind == "u" else None
+    if wraps is not None and wraps.any():
+        big = a[wraps].flat[0]
+        raise ValueError(f"{name} must be integers in the int64 range, got {big!r} (it would wrap around)")
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D list of integers, got shape {a.shape}")
     if a.size < min_size:
@@ -288,7 +315,12 @@ def reals(value, name: str, ndim: int | None = None, finite: bool = True) -> np.
 
 def bools(value, name: str, n: int | None = None) -> np.ndarray:
     """``value`` as a 1-D bool array (bools, or the integers 0 and 1) of length ``n`` when given."""
-    a = np.asarray(value)
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be True/False values, got {type(value).__name__} ({e})") from None
     if a.dtype != bool:
         if a.dtype.kind not in "iu" or a.size and not np.isin(a, (0, 1)).all():
             raise ValueError(f"{name} must be True/False values, got {a.dtype} {value!r:.60}")
@@ -300,7 +332,12 @@ def bools(value, name: str, n: int | None = None) -> np.ndarray:
 
 def same_length(a, b, name_a: str, name_b: str) -> int:
     """``len(a)``, after ``ValueError`` when ``len(b)`` differs (paired inputs)."""
-    if len(a) != len(b):
+    try:
+        n_a, n_b = len(a), len(b)
+    except TypeError:
+        raise ValueError(f"{name_a} and {name_b} must both be lists (paired inputs), got {type(a).__name__} and "
+                         f"{type(b).__name__}") from None
+    if n_a != n_b:
         raise ValueError(f"{name_a} and {name_b} must have the same length, got {len(a)} and {len(b)}")
     return len(a)
 
@@ -353,7 +390,12 @@ def json_file(path, what: str = "JSON file", kind: type = dict):
 # -- shared rules for values, indices, sidecars and allocations ------------------------------------------------------
 def _array_view(value, name: str):
     """``value`` as a numpy array or a torch tensor (no copy of either); numbers and lists become arrays."""
-    if isinstance(value, (np.ndarray, torch.Tensor)):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            raise ValueError(f"{name} must hold real numbers, got an array of dtype {value.dtype} (an object array "
+                             f"is not read: convert it to floats first)")
         return value
     try:
         a = np.asarray(value)
@@ -534,6 +576,6 @@ def allocation(shape, name: str, bytes_per_value: int = 4, budget_mb: float | No
     (:func:`check_budget`, default :func:`memory_budget_mb`) with a message naming ``name``, the shape asked,
     its size and the budget. Returns the shape as ints."""
     dims = tuple(integer(d, f"{name} (dimension {i})", 0) for i, d in enumerate(sequence(shape, name, 0)))
-    n_bytes = float(math.prod(dims)) * bytes_per_value
+    n_bytes = _to_float(math.prod(dims)) * bytes_per_value
     check_budget(n_bytes, f"{name} of shape {dims}", budget_mb)
     return dims

@@ -586,7 +586,7 @@ def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:
     """``n_scenes`` scenes of objects drawn (with replacement) from ``object_ids``; ``n_objects`` an int or a
     (low, high) range of objects per scene (inclusive). Deterministic in ``seed``."""
     n_scenes = checks.integer(n_scenes, "n_scenes")
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     pair = [n_objects] * 2 if np.isscalar(n_objects) else checks.sequence(n_objects, "n_objects", 2, 2)
     lo, hi = (checks.integer(v, "n_objects", 1) for v in pair)
     if lo < 1 or hi < lo:

@@ -64,7 +64,7 @@ def pooled_ci(p, n, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> t
     """Percentile interval of :func:`pooled_draws` at ``level``."""
     n_boot = checks.integer(n_boot, "n_boot")
     level = checks.real(level, "level", 0, 1, low_open=True, high_open=True)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     draws = pooled_draws(p, n, n_boot, np.random.default_rng(seed))
     a = (1 - level) / 2
     return float(np.quantile(draws, a)), float(np.quantile(draws, 1 - a))
@@ -75,7 +75,7 @@ def mean_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> dict:
     v = checks.reals(values, "values")
     if v.ndim != 1 or len(v) < 2:
         raise ValueError(f"values must be at least two finite numbers, got {values!r:.80}")
-    n_boot, seed = checks.integer(n_boot, "n_boot"), checks.integer(seed, "seed", 0)
+    n_boot, seed = checks.integer(n_boot, "n_boot"), checks.seed(seed)
     checks.allocation((n_boot, len(v)), f"mean_ci: n_boot={n_boot} draws of {len(v)} values", 8 * 2)
     means = v[np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))].mean(1)
     return {"score": float(v.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}

@@ -11,7 +11,7 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.cppn import counting, experiments, fer, tables, twins
+from compbook.cppn import counting, emc2, experiments, fer, network, prune, tables, twins
 from compbook.cppn.network import CPPN
 
 SECONDS = 1.0
@@ -96,6 +96,25 @@ CASES = {
     "target_summary p 0": lambda c: tables.target_summary(p=0.0),
     "pooled_row no seeds": lambda c: tables.pooled_row({}, "a", "b", [], 0.1),
     "ci_cell row without n": lambda c: tables.ci_cell({"score": 0.5}),
+    # -- network, emc2, prune
+    "uniform_cppn width 10**400 (no OverflowError)": lambda c: network.uniform_cppn(1, 10 ** 400),
+    "uniform_cppn depth 10**6 (minutes of layers)": lambda c: network.uniform_cppn(10 ** 6, 1),
+    "CPPN 2000 hidden layers": lambda c: CPPN([["tanh"]] * 2000),
+    "uniform_cppn seed 2**64": lambda c: network.uniform_cppn(2, 3, seed=2 ** 64),
+    "uniform_cppn activation None": lambda c: network.uniform_cppn(2, 3, None),
+    "uniform_cppn init_scale 1e200 (inf weights)": lambda c: network.uniform_cppn(2, 3, init_scale=1e200),
+    "forward NaN weights (no NaN out)": lambda c: c.model.forward(
+        torch.zeros(2, 4), [torch.full(s, NAN) for s in c.model.shapes]),
+    "forward int weights": lambda c: c.model.forward(
+        torch.zeros(2, 4), [torch.zeros(s, dtype=torch.int64) for s in c.model.shapes]),
+    "perturbation_plan seed 2**64": lambda c: emc2.perturbation_plan(c.model, 0.5, "noise", 2 ** 64),
+    "random_prune seed 2**70": lambda c: prune.random_prune(c.model, 0.5, 2 ** 70),
+    "masks_from_scores no layers": lambda c: prune.masks_from_scores([], 0.5),
+    "masks_from_scores NaN masks (no silent keep)": lambda c: prune.masks_from_scores(
+        [torch.rand(2, 2)], 0.5, masks=[torch.full((2, 2), NAN)]),
+    "masks_from_scores masks of strings": lambda c: prune.masks_from_scores([torch.rand(2, 2)], 0.5, masks=["ab"]),
+    "masks_from_scores masks one tensor": lambda c: prune.masks_from_scores([torch.rand(2, 2)], 0.5,
+                                                                            masks=torch.ones(1, 2, 2)),
 }
 
 

@@ -330,6 +330,19 @@ CASES = {
                                                  "d_model"),
     "load_object_vlm other prefix count": (lambda c: objregions.load_object_vlm(c.dir / "ovlm", 3, False),
                                            "n_prefix"),
+    # -- topk, metrics and s2ae
+    "fvu a 0-d x": (lambda c: topk.fvu(torch.tensor(1.5), torch.tensor(0.5)), "x"),
+    "fvu one row (no variance, no silent 1e38)": (lambda c: topk.fvu(torch.tensor([[1.0, 2.0]]),
+                                                                    torch.zeros(1, 2)), "x"),
+    "TopKSAE seed 2**64": (lambda c: topk.TopKSAE(4, 8, 2, seed=2 ** 64), "seed"),
+    "miou masks a string": (lambda c: metrics.miou(torch.ones(1, 2, 3), "abc"), "masks"),
+    "group_sparsity no patches": (lambda c: s2ae.group_sparsity(torch.zeros(0, 5), []), "z_hat"),
+    "group_sparsity regions None": (lambda c: s2ae.group_sparsity(torch.ones(2, 5), None), "regions"),
+    "group_sparsity regions of strings": (lambda c: s2ae.group_sparsity(torch.ones(2, 5), ["a", "b"]), "regions"),
+    "group_sparsity int z_hat": (lambda c: s2ae.group_sparsity(torch.ones(2, 5, dtype=torch.int64), [0, 1]),
+                                 "z_hat"),
+    "batch_penalties no images": (lambda c: s2ae.batch_penalties(torch.zeros(0, 2, 4),
+                                                                 torch.zeros(1, 2, dtype=torch.int64)), "z_hat"),
 }
 
 

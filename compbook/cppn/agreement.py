@@ -51,7 +51,7 @@ def metrics(labels: Sequence[bool], judge: Sequence[bool]) -> dict:
 def split(items: Sequence[dict], seed: int = 0) -> np.ndarray:
     """Bool ``(N,)``: True for the held-out half, stratified by (concept, kind), seeded."""
     _check_items(items, ("concept", "kind"))
-    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    rng = np.random.default_rng(checks.seed(seed))
     held = np.zeros(len(items), dtype=bool)
     groups: dict = {}
     for j, it in enumerate(items):
@@ -198,7 +198,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
     items = _check_items(items, ("concept", "kind", "source"))
     answers = _check_answers(items, answers)
     _check_images(images, len(items))
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     for k in checks.sequence(kinds, "kinds"):
         checks.choice(k, "kinds", (*semantic.CANDIDATE_KINDS, *VARIANTS))
     keep = [j for j, a in enumerate(answers) if a in ("yes", "no")]
@@ -285,7 +285,7 @@ def with_intervals(labels: Sequence[bool], judge: Sequence[bool], n_boot: int = 
         m[name], m[name + "_ci"] = (k / n, list(wilson(k, n))) if n else (float("nan"), nan2)
     if not (h.any() and (~h).any()):
         return m | {"balanced_ci": nan2, "kappa_ci": nan2}
-    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    rng = np.random.default_rng(checks.seed(seed))
     yes, no = np.flatnonzero(h), np.flatnonzero(~h)
     draws = []
     for _ in range(n_boot):

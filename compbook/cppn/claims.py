@@ -59,7 +59,7 @@ def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
     (networks, then weights, drawn independently for ``a`` and ``b``)."""
     from .panel import groups_from_counts
     n_boot = checks.integer(n_boot, "n_boot", 2)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     draws = []
     for j, row in enumerate((a, b)):
         if not isinstance(row, dict) or "k_n" not in row:

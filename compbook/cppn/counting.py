@@ -134,7 +134,7 @@ def deltas_for(net: CountedNetwork, weights, policy: str, scale: float = SCALE, 
     weights = check_weights(net, weights)
     policy = checks.choice(policy, "policy", SIZE_POLICIES)
     scale = checks.real(scale, "scale", 0, low_open=True)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     if scales is not None:
         checks.mapping(scales, "scales")
         for l in sorted({l for l, _, _ in weights}):
@@ -158,7 +158,7 @@ def deltas_for(net: CountedNetwork, weights, policy: str, scale: float = SCALE, 
 def sample_weights(weights, sample: int | None, seed: int = 0):
     """A seeded uniform sample (without replacement, kept in order) of ``sample`` weights; all when fewer."""
     sample = checks.optional_integer(sample, "sample")
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     weights = checks.sequence(weights, "weights", 0)
     if sample is None or sample >= len(weights):
         return list(weights)

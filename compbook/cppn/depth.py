@@ -241,7 +241,7 @@ class DepthSweep:
         independently per depth) and return how often each depth has the highest mean ``key``."""
         col = self.column(key)                                        # (depths, seeds)
         n_d, n_s = col.shape
-        n_boot, seed = checks.integer(n_boot, "n_boot"), checks.integer(seed, "seed", 0)
+        n_boot, seed = checks.integer(n_boot, "n_boot"), checks.seed(seed)
         checks.allocation((n_boot, n_d, n_s), f"peak_frequencies: n_boot={n_boot} draws", 8 * 3)
         idx = np.random.default_rng(seed).integers(0, n_s, size=(n_boot, n_d, n_s))
         means = col[np.arange(n_d)[None, :, None], idx].mean(axis=-1)  # (n_boot, depths)

@@ -77,7 +77,7 @@ def perturbation_plan(model: CPPN, delta: float = 0.5, policy: str = "plus", see
     """
     delta = checks.real(delta, "delta", nonzero=True)
     policy = checks.choice(policy, "policy", POLICIES)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     sample = checks.optional_integer(sample, "sample")
     weights = nonzero_weights(model)
     if policy == "noise":
@@ -486,7 +486,7 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
 def random_hidden_weights(model: CPPN, k: int = 4, seed: int = 0) -> list[tuple[int, int, int]]:
     """``k`` non-zero weights feeding hidden neurons (not the output layer), drawn at random with ``seed``: the
     weights chapter 1 sweeps (our choice)."""
-    k, seed = checks.integer(k, "k"), checks.integer(seed, "seed", 0)
+    k, seed = checks.integer(k, "k"), checks.seed(seed)
     hidden = [w for w in nonzero_weights(model) if w[0] < model.depth]
     idx = torch.randperm(len(hidden), generator=torch.Generator().manual_seed(seed))[:k]
     return [hidden[i] for i in idx.tolist()]
@@ -513,7 +513,7 @@ def verdict_examples(model: CPPN, result: ScoreResult, scorer, k: int = 4, seed:
     ``scorer(images, reference) -> (B,)`` gives each render a number to show (e.g. ``SSIMJudge.scores``).
     Returns ``[(kept: bool, weights, images (n, res, res, 3), scores (n,))]``, kept first.
     """
-    k, seed = checks.integer(k, "k"), checks.integer(seed, "seed", 0)
+    k, seed = checks.integer(k, "k"), checks.seed(seed)
     checks.instance(model, "model", CPPN)
     checks.instance(result, "result", ScoreResult, " (compositional_score(...))")
     if not callable(scorer):

@@ -76,7 +76,7 @@ def pruning_methods(target, seed: int = 0, cfg: PruningConfig | None = None) -> 
     """Chapter 6 for one seed: dense fit, SP (its sparsity is the level for every method), magnitude, Wanda,
     Taylor-structured, random and Lottery Ticket at that level, then the same retraining budget for all."""
     cfg = cfg or PruningConfig()
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     init = uniform_cppn(cfg.depth, cfg.width, cfg.layout, seed=seed)
     dense = train.fit(init, target, cfg.dense_steps, progress=False)
     sp = prune.similarity_prune(dense.model, target, seed=seed, **cfg.sp)
@@ -109,7 +109,7 @@ def pruning_from(dense: CPPN, target, seed: int = 0, cfg: PruningConfig | None =
     all (the dense network too). No Lottery Ticket: it rewinds to the initial weights, which FER does not
     publish. Returns ``(method -> retrained model, SP's sparsity)``."""
     cfg = cfg or PruningConfig()
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     checks.instance(dense, "dense", CPPN)
     sp = prune.similarity_prune(dense, target, seed=seed, **cfg.sp)
     masks = matched_masks(dense, target, sp.final_sparsity, seed, cfg.res)

@@ -46,6 +46,12 @@ ACTIVATIONS = {
 }
 
 
+#: Most hidden layers a CPPN may have (our choice: the deepest network in the book, Picbreeder's apple layerized,
+#: has 33; each layer costs Python objects, a few KiB and a quarter of a millisecond to build, that no memory
+#: estimate of its weights counts, so a depth of a million would take minutes before any budget refused it).
+MAX_DEPTH = 1024
+
+
 def check_activation(name: str, where: str = "activation") -> str:
     """Return ``name`` if it is a known activation, else raise ``ValueError`` naming ``where``."""
     if not isinstance(name, str) or name not in ACTIVATIONS:
@@ -64,7 +70,7 @@ def layout_from_counts(counts: Mapping[str, int]) -> list[str]:
         if n < 0:
             raise ValueError(f"layout_from_counts: negative count {n} for {name!r}")
         sizes[name] = n
-    checks.check_budget(8.0 * sum(sizes.values()), f"layout_from_counts({sizes!r:.80}): a layer of "
+    checks.check_budget(8 * sum(sizes.values()), f"layout_from_counts({sizes!r:.80}): a layer of "
                                                    f"{sum(sizes.values()):,} neurons")
     for name, n in sizes.items():
         layer += [name] * n
@@ -217,8 +223,9 @@ class CPPN(nn.Module):
         widths = [len(layer) for layer in self.activations]
         self.shapes = list(zip(widths + [n_out], [len(INPUT_NAMES)] + widths))
         if weights is None:
-            init_scale = checks.real(init_scale, "init_scale", 0, low_open=True)
-            seed = checks.integer(seed, "seed", 0)
+            # float32 weights: a scale near float32's largest value would draw inf weights
+            init_scale = checks.real(init_scale, "init_scale", 0, 1e30, low_open=True)
+            seed = checks.seed(seed)
             weights = init_weights(self.shapes, init_scale, torch.Generator().manual_seed(seed))
         if isinstance(weights, torch.Tensor) or len(weights) != len(self.shapes):
             raise ValueError(f"weights: expected {len(self.shapes)} matrices, got {len(weights)}")
@@ -299,9 +306,10 @@ class CPPN(nn.Module):
                                (None, len(INPUT_NAMES)))
         ws = self.weights if weights is None else self._check_stack(weights, "weights")
         ms = self.masks if masks is None else self._check_stack(masks, "masks")
-        h, feats = coords, []
+        dtype = ws[0].dtype                       # coordinates and masks in the weights' dtype (float64 coords
+        h, feats = coords.to(dtype), []           # for a float32 model are read as float32, as the model is)
         for l, (w, m) in enumerate(zip(ws, ms)):
-            z = torch.matmul(h, (w * m).transpose(-1, -2))
+            z = torch.matmul(h, (w * m).to(dtype).transpose(-1, -2))
             h = self.hidden[l](z) if l < self.depth else z
             if return_features and l < self.depth:
                 feats.append(h)
@@ -318,6 +326,10 @@ class CPPN(nn.Module):
                 raise ValueError(f"{name}[{l}] must be a tensor (..., {s[0]}, {s[1]}), got {type(t).__name__}")
             if t.ndim < 2 or tuple(t.shape[-2:]) != s:
                 raise ValueError(f"{name}[{l}] must have shape (..., {s[0]}, {s[1]}), got {tuple(t.shape)}")
+            if name == "weights" and (not t.is_floating_point() or out and t.dtype != out[0].dtype):
+                raise ValueError(f"{name}[{l}] must hold floats of one dtype (that of {name}[0], "
+                                 f"{out[0].dtype if out else 'a float dtype'}), got {t.dtype}")
+            checks.finite(t, f"{name}[{l}]")            # NaN in is refused, never NaN out
             out.append(t)
         try:
             torch.broadcast_shapes(*(t.shape[:-2] for t in out))
@@ -375,10 +387,12 @@ def uniform_cppn(depth: int, width: int, activation: str | Mapping[str, int] = "
     ``activation`` is one name, or counts per name whose sum must equal ``width`` (FER's
     ``"12;cache:15,gaussian:4,identity:2,sin:1"`` is ``uniform_cppn(12, 22, {"cache": 15, ...})``).
     """
-    depth, width = checks.integer(depth, "depth"), checks.integer(width, "width")
-    checks.check_budget(16.0 * width * width * depth + 8.0 * depth * width,
+    depth, width = checks.integer(depth, "depth", 1, MAX_DEPTH), checks.integer(width, "width")
+    checks.check_budget(16 * width * width * depth + 8 * depth * width,
                         f"uniform_cppn(depth={depth}, width={width}): {depth * width * width:,} weights")
-    layer = [check_activation(activation, "uniform_cppn")] * width if isinstance(activation, str) \
+    if not isinstance(activation, (str, Mapping)):
+        raise ValueError(f"activation must be an activation name or counts per name, got {activation!r:.80}")
+    layer = [check_activation(activation, "uniform_cppn: activation")] * width if isinstance(activation, str) \
         else layout_from_counts(activation)
     if len(layer) != width:
         raise ValueError(f"activation counts sum to {len(layer)}, but width is {width}")
@@ -391,6 +405,8 @@ def _check_layers(activations) -> list[list[str]]:
     if isinstance(activations, str) or not isinstance(activations, Sequence) or len(activations) < 1:
         raise ValueError(f"activations must be a list of hidden layers, each a list of activation names "
                          f"(depth >= 1), got {activations!r:.80}")
+    if len(activations) > MAX_DEPTH:
+        raise ValueError(f"activations: {len(activations):,} hidden layers, more than MAX_DEPTH={MAX_DEPTH}")
     for l, layer in enumerate(activations):
         if isinstance(layer, str) or not isinstance(layer, Sequence):
             raise ValueError(f"activations[{l}] must be a list of activation names (one per neuron), got "

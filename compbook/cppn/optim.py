@@ -158,7 +158,7 @@ def against_torch_muon(steps: int = 10, shape=(22, 8), seed: int = 1, **settings
     lr 0.02, momentum 0.95, Nesterov, weight decay 0.1). Returns how far the reference moved the matrix
     (``"moved"``, max |change|) and our largest deviation from it with the Newton-Schulz iteration in bfloat16
     (``"bfloat16"``) and float32 (``"float32"``)."""
-    steps, seed = checks.integer(steps, "steps", 0), checks.integer(seed, "seed", 0)
+    steps, seed = checks.integer(steps, "steps", 0), checks.seed(seed)
     shape = tuple(checks.allocation(shape, "shape", 4 * (steps + 4)))
     if len(shape) != 2 or 0 in shape:
         raise ValueError(f"shape must be a matrix shape (out, in), got {shape}")

@@ -141,14 +141,21 @@ def masks_from_scores(scores: Sequence[torch.Tensor], sparsity: float, scope: st
     if isinstance(scores, (str, bytes, torch.Tensor)) or not isinstance(scores, Sequence):
         raise ValueError(f"scores must be a list of (out, in) tensors, one per layer, got {type(scores).__name__}")
     scores = [checks.tensor(s, f"scores[{l}]", floating=False, finite=False).detach().to(torch.float64)
-              for l, s in enumerate(scores)]
+              for l, s in enumerate(checks.sequence(scores, "scores"))]
     if any(s.ndim != 2 for s in scores):
         raise ValueError("scores: expected one (out, in) tensor per layer")
     if any(torch.isnan(s).any() for s in scores):
         raise ValueError("scores: contain NaN")
-    masks = [torch.ones_like(s) for s in scores] if masks is None else [torch.as_tensor(m) != 0 for m in masks]
+    if masks is None:
+        masks = [torch.ones_like(s) for s in scores]
+    else:
+        if isinstance(masks, torch.Tensor):
+            raise ValueError("masks must be a list of (out, in) tensors, one per layer, got one tensor")
+        masks = [checks.tensor(m, f"masks[{l}]", floating=False) != 0
+                 for l, m in enumerate(checks.sequence(masks, "masks", 0))]
     if [tuple(m.shape) for m in masks] != [tuple(s.shape) for s in scores]:
-        raise ValueError("masks: shapes must match scores")
+        raise ValueError(f"masks: shapes {[tuple(m.shape) for m in masks]} must match the scores' "
+                         f"{[tuple(s.shape) for s in scores]}")
     scores = [torch.where(m != 0, s, torch.tensor(-math.inf, dtype=s.dtype)) for s, m in zip(scores, masks)]
     if scope == "global":
         flat = torch.cat([s.reshape(-1) for s in scores])[None]
@@ -195,7 +202,7 @@ def wanda_scores(model: CPPN, res: int = 32) -> list[torch.Tensor]:
 
 def random_scores(model: CPPN, seed: int = 0) -> list[torch.Tensor]:
     """Uniform random scores per layer (seeded): pruning by them is the control at matched sparsity."""
-    g = torch.Generator().manual_seed(checks.integer(seed, "seed", None))
+    g = torch.Generator().manual_seed(checks.seed(seed, "seed", -checks.SEED_MAX - 1))
     return [torch.rand(s, generator=g, dtype=torch.float64) for s in model.shapes]
 
 
@@ -477,7 +484,7 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
     ``similarity_prune(m, ..., seed=s)``. A model stops on its own when a round finds no redundant pair.
     """
     _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute)
-    seed = checks.integer(seed, "seed", None)
+    seed = checks.seed(seed, "seed", -checks.SEED_MAX - 1)
     if len(models) < 1:
         raise ValueError("models: need at least one model")
     target = _target_at(target, None)

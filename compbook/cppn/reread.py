@@ -65,7 +65,7 @@ def _check_settings(deltas, sample, pb_sample, seed, concepts) -> None:
         checks.real(d, f"deltas[{i}]", nonzero=True)
     checks.integer(sample, "sample")
     checks.optional_integer(pb_sample, "pb_sample")
-    checks.integer(seed, "seed", 0)
+    checks.seed(seed)
     if concepts is not None:
         for c in checks.sequence(concepts, "concepts"):
             checks.choice(c, "concepts", twins.TARGETS)

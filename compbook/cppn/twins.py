@@ -117,7 +117,7 @@ def stop_rule(recipe: TwinRecipe):
 def twin_stem(target: str, res: int, steps: int, seed: int) -> str:
     """The checkpoint name under ``data/``: ``emc2/twin_<target>_<res>px_<steps>steps_seed<seed>``."""
     checks.choice(target, "target", TARGETS)
-    res, steps, seed = checks.integer(res, "res"), checks.integer(steps, "steps"), checks.integer(seed, "seed", 0)
+    res, steps, seed = checks.integer(res, "res"), checks.integer(steps, "steps"), checks.seed(seed)
     return f"{FOLDER}/twin_{target}_{res}px_{steps}steps_seed{seed}"
 
 
@@ -311,7 +311,7 @@ class FerTwinRecipe:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
         self.arch = fer.FER_ARCH[self.target] if self.arch is None else self.arch
         fer.parse_arch(self.arch)
-        self.seed = checks.integer(self.seed, "seed", 0)
+        self.seed = checks.seed(self.seed)
         self.res = checks.check_render_size(self.res, 64, 4, "a FER twin's target")
         self.batch_pixels = checks.integer(self.batch_pixels, "batch_pixels", 1, self.res * self.res)
         self.minibatch_steps = checks.integer(self.minibatch_steps, "minibatch_steps", 0)

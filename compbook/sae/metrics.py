@@ -28,7 +28,7 @@ def mask_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     z_img = checks.tensor(z_img, "z_img")
     if masks is None:
         raise ValueError("masks: expected a bool tensor (N, C, P) of candidate masks, got None")
-    masks = torch.as_tensor(masks)
+    masks = checks.tensor(masks, "masks", floating=False)
     if masks.dtype != torch.bool:
         raise ValueError(f"masks: expected a bool tensor (N, C, P), got {masks.dtype}")
     if z_img.ndim != 3 or masks.ndim != 3 or masks.shape[0] != z_img.shape[0] or masks.shape[2] != z_img.shape[1]:

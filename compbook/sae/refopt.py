@@ -58,7 +58,7 @@ def linear_init(sae: TopKSAE, seed: int) -> TopKSAE:
     encoder weight and bias (uniform in ``+-1/sqrt(d_in)``), ``W_dec`` a copy of that weight (rows not
     normalised), ``b_dec = 0``. Deterministic in ``seed``."""
     checks.instance(sae, "sae", TopKSAE)
-    g = torch.Generator().manual_seed(checks.integer(seed, "seed", 0))
+    g = torch.Generator().manual_seed(checks.seed(seed))
     bound = 1.0 / math.sqrt(sae.d_in)
     weight = (torch.rand(sae.d_sae, sae.d_in, generator=g) * 2 - 1) * bound      # nn.Linear layout (out, in)
     bias = (torch.rand(sae.d_sae, generator=g) * 2 - 1) * bound

@@ -56,21 +56,25 @@ def binarize_ste(z: torch.Tensor) -> torch.Tensor:
     return _BinarizeSTE.apply(z)
 
 
-def _check_regions(z_hat: torch.Tensor, regions) -> torch.Tensor:
-    regions = torch.as_tensor(regions)
-    if not torch.isfinite(torch.as_tensor(z_hat)).all():
-        raise ValueError("z_hat: contains NaN or infinite values")
-    if z_hat.ndim != 2:
-        raise ValueError(f"z_hat: shape {tuple(z_hat.shape)}, expected (P, d_sae) for one image")
-    if regions.shape != z_hat.shape[:1] or regions.dtype.is_floating_point:
-        raise ValueError(f"regions: expected an int array of shape ({z_hat.shape[0]},), got "
-                         f"{regions.dtype} {tuple(regions.shape)}")
-    return regions.long()
+def _check_regions(z_hat: torch.Tensor, regions) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(z_hat, regions)``: one image's code ``z_hat`` (P, d_sae) of finite floats with at least one patch, and
+    its ``regions`` (P,) int labels (any values) as int64 on the code's device."""
+    z_hat = checks.tensor(z_hat, "z_hat", (None, None))
+    if z_hat.shape[0] == 0:
+        raise ValueError(f"z_hat: no image patches to penalise, got shape {tuple(z_hat.shape)}")
+    if isinstance(regions, torch.Tensor):
+        if regions.is_floating_point() or regions.is_complex() or regions.dtype == torch.bool:
+            raise ValueError(f"regions must hold integer region labels, got dtype {regions.dtype}")
+        regions = regions.detach().cpu().numpy()
+    regions = checks.integers(regions, "regions", ndim=1)
+    if regions.shape != tuple(z_hat.shape[:1]):
+        raise ValueError(f"regions: expected an int array of shape ({z_hat.shape[0]},), got {regions.shape}")
+    return z_hat, torch.from_numpy(regions).to(z_hat.device)
 
 
 def group_profiles(z_hat: torch.Tensor, regions) -> torch.Tensor:
     """``s^g_j`` (G, d_sae) for one image: ``z_hat`` (P, d_sae), ``regions`` (P,) int labels (any values)."""
-    regions = _check_regions(z_hat, regions)
+    z_hat, regions = _check_regions(z_hat, regions)
     _, inv = torch.unique(regions, return_inverse=True)
     onehot = torch.nn.functional.one_hot(inv).T.to(z_hat.dtype)        # (G, P)
     mean_sq = (onehot @ z_hat.pow(2)) / onehot.sum(1, keepdim=True)
@@ -109,9 +113,9 @@ def batch_penalties(z_hat: torch.Tensor, regions: torch.Tensor) -> tuple[torch.T
     """
     z_hat = checks.tensor(z_hat, "z_hat", (None, None, None))
     b, p, _ = z_hat.shape
-    regions = region_labels(regions, (b, p))
-    if regions.numel() == 0:
+    if b * p == 0:
         raise ValueError(f"z_hat: no image patches to penalise, got shape {tuple(z_hat.shape)}")
+    regions = region_labels(regions, (b, p))
     g = int(regions.max()) + 1
     checks.allocation((b, g, p), "regions (one-hot of the labels)", z_hat.element_size())
     onehot = torch.nn.functional.one_hot(regions.long(), g).transpose(1, 2).to(z_hat.dtype)   # (B, G, P)
@@ -151,7 +155,7 @@ class SAETrainConfig:
         return dataclass_text(self)       # print(cfg) fits the page
 
     def __post_init__(self):
-        self.seed = checks.integer(self.seed, "seed", 0)
+        self.seed = checks.seed(self.seed)
         checks.boolean(self.regions_every_step, "regions_every_step")
         d_sae = checks.integer(self.d_sae, "d_sae")
         if not 1 <= checks.integer(self.k, "k", None) <= d_sae:
@@ -235,9 +239,9 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
     if idx.is_floating_point() or idx.dtype == torch.bool:
         raise ValueError(f"idx must hold integer latent ids, got dtype {idx.dtype}")
     checks.index(idx, "idx", d_sae, "the SAE's d_sae latents")
-    regions = region_labels(regions, (b, p))
-    if regions.numel() == 0:
+    if b * p == 0:
         raise ValueError(f"vals_hat: no image patches to penalise, got shape {tuple(vals_hat.shape)}")
+    regions = region_labels(regions, (b, p))
     checks.allocation((b, (int(regions.max()) + 1) * d_sae), "regions x d_sae (the penalty's sums)",
                       vals_hat.element_size())
     return _sparse_penalties(vals_hat, idx.long(), regions, d_sae)

@@ -50,7 +50,7 @@ class _ServerAsker:
         if revision is not None:
             revision = checks.non_empty_str(revision, "revision")
         self.prompt = checks.non_empty_str(prompt, "prompt")
-        self.max_tokens, self.seed = checks.integer(max_tokens, "max_tokens"), checks.integer(seed, "seed", 0)
+        self.max_tokens, self.seed = checks.integer(max_tokens, "max_tokens"), checks.seed(seed)
         if template_kwargs is not None:
             template_kwargs = checks.mapping(template_kwargs, "template_kwargs")
         self.template_kwargs = template_kwargs

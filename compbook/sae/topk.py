@@ -39,7 +39,7 @@ class TopKSAEConfig:
         for name in ("d_in", "d_sae"):
             setattr(self, name, checks.integer(getattr(self, name), name))
         self.k = checks.integer(self.k, "k", 1, self.d_sae)        # k <= d_sae: the TopK keeps k of d_sae
-        self.seed = checks.integer(self.seed, "seed", 0)
+        self.seed = checks.seed(self.seed)
         # W_enc and W_dec in float32, refused before allocating (checks.memory_budget_mb)
         checks.check_budget(2 * self.d_in * self.d_sae * 4, f"a TopK SAE of d_in={self.d_in} x d_sae={self.d_sae}")
 
@@ -161,8 +161,11 @@ def fvu(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     has no variance (FVU is undefined there)."""
     x = checks.tensor(x, "x", finite=False)
     checks.finite(checks.tensor(x_hat, "x_hat", finite=False), "x_hat")        # NaN in: refused, never NaN out
-    if x.numel() == 0 or not torch.isfinite(x).all() or float(x.reshape(-1, x.shape[-1]).var(0).sum()) == 0:
-        raise ValueError(f"x: FVU needs finite data with some variance, got shape {tuple(x.shape)}")
+    rows = x.reshape(-1, x.shape[-1]) if x.ndim >= 1 else x.reshape(1, 1)
+    # one row, or rows all alike, has no variance: FVU would divide by zero (a silent 0 or 1e38), refused
+    if x.ndim < 2 or x.numel() == 0 or not torch.isfinite(x).all() or float(rows.var(0, correction=0).sum()) == 0:
+        raise ValueError(f"x: FVU needs finite data (N, d) with some variance over its rows, got shape "
+                         f"{tuple(x.shape)}")
     with torch.no_grad():
         return float(fvu_loss(torch.as_tensor(x), torch.as_tensor(x_hat)))
 

@@ -53,7 +53,7 @@ class TinyVLMConfig:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         checks.integer(self.pad_id, "pad_id", 0, self.vocab_size - 1)
-        checks.integer(self.seed, "seed", 0)
+        checks.seed(self.seed)
         checks.boolean(self.text_only, "text_only")      # a string such as "no" would be true
         d = self.d_model
         n = (self.n_layers * (4 * d * d + 2 * d * self.d_mlp) + 2 * self.vocab_size * d
@@ -201,7 +201,7 @@ class VLMTrainConfig:
         checks.integer(self.batch, "batch")
         checks.real(self.lr, "lr", 0, low_open=True)
         checks.real(self.weight_decay, "weight_decay", 0)
-        checks.integer(self.seed, "seed", 0)
+        checks.seed(self.seed)
 
 
 def check_inputs(cfg: TinyVLMConfig, patches, tokens, patches_name: str = "patches",

@@ -318,7 +318,7 @@ def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed:
     steps = checks.integer(steps, "steps")
     batch = checks.integer(batch, "batch")
     lr = checks.real(lr, "lr", 0, low_open=True)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     checks.boolean(progress, "progress")
     # one batch of 64 px RGB images with the CNN's activations (about 30 values per input value, float32)
     checks.check_budget(4.0 * 31 * batch * 3 * RES * RES, f"train_classifier: batches of {batch}")

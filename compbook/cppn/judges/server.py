@@ -79,7 +79,7 @@ class ServerJudge:
         self.model, self.revision, self.prompt, self.parse = self.client.model, revision, prompt, parse
         self.max_tokens = checks.integer(max_tokens, "max_tokens")
         self.image_size = checks.optional_integer(image_size, "image_size")
-        self.seed = checks.integer(seed, "seed", 0)
+        self.seed = checks.seed(seed)
         self.progress = checks.boolean(progress, "progress")
         self.identity = server_identity(self.model, revision, prompt, self.max_tokens, self.image_size, self.seed,
                                         getattr(parse, "__name__", repr(parse)))
