@@ -186,3 +186,9 @@ def test_coherence_of_complex_vectors_uses_the_hermitian_product():
     assert frames.mutual_coherence(np.array([[1, 1j], [1, -1j]])) == pytest.approx(0.0, abs=1e-12)   # orthogonal in C^2
     with pytest.raises(ValueError, match="complex"):
         frames.normalise_rows(F)                                   # the real-frame tools refuse complex input
+
+
+def test_coherence_of_huge_or_tiny_rows_is_read_not_overflowed():
+    # a row norm of 1e300 * sqrt(2) overflows to inf unless the rows are scaled first (then 0.0 came back)
+    assert frames.mutual_coherence([[1e300, 1e300], [0.0, 1.0]]) == pytest.approx(2 ** -0.5)
+    assert frames.mutual_coherence([[1e-320, 0.0], [1.0, 1.0]]) == pytest.approx(2 ** -0.5)

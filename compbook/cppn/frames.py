@@ -47,10 +47,11 @@ def _unit_rows(F, allow_complex: bool) -> np.ndarray:
         raise ValueError(f"F must be a non-empty (r, d) matrix, got shape {F.shape}")
     if not np.isfinite(F).all():
         raise ValueError("F contains NaN or inf")
-    norms = np.linalg.norm(F, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise ValueError(f"F has zero rows {np.flatnonzero(norms[:, 0] == 0).tolist()}: a direction needs norm > 0")
-    return F / norms
+    scale = np.abs(F).max(axis=1, keepdims=True)          # rows scaled first: 1e300 entries do not overflow
+    if (scale == 0).any():
+        raise ValueError(f"F has zero rows {np.flatnonzero(scale[:, 0] == 0).tolist()}: a direction needs norm > 0")
+    F = F / scale
+    return F / np.linalg.norm(F, axis=1, keepdims=True)
 
 
 def mutual_coherence(F) -> float:
