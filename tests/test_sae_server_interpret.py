@@ -115,7 +115,7 @@ def test_pipeline_with_server_askers_equals_the_same_answers_given_locally(scene
     regions_ = torch.zeros(len(scenes), z.shape[1], dtype=torch.long)
     local = ip.interpret(z, z_txt, scenes, regions_, [1, 2], lambda im, m: ["a red square"] * len(im),
                          lambda d, w: hf.parse_synthesis("IMAGE: red square\nTEXT: red\nAGREE: yes"), top_k=3)
-    with FaultServer(default=completion("a red square")) as vlm, \
+    with FaultServer(default=completion("a red square"), delay=0.2) as vlm, \
             FaultServer(default=completion("IMAGE: red square\nTEXT: red\nAGREE: yes")) as llm:
         served = ip.interpret(z, z_txt, scenes, regions_, [1, 2], ServerDescriber(vlm.url, "v", concurrency=6),
                               ServerSynthesiser(llm.url, "l"), top_k=3)
