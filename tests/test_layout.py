@@ -19,9 +19,9 @@ MAX_LINES = 600
 
 #: the layers of compbook: a module may import from its own layer and the layers before it, never after.
 SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
-          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.exercises", "compbook.sliders", "compbook.scenes",
-          "compbook.serving", "compbook.journal", "compbook.results", "compbook.results.upkeep",
-          "compbook.results.__main__"}
+          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.exercises",
+          "compbook.sliders", "compbook.scenes", "compbook.papers", "compbook.serving", "compbook.journal",
+          "compbook.results", "compbook.results.upkeep", "compbook.results.__main__"}
 PART_A_LAYERS = [
     {"paper", "network", "picbreeder", "fer", "store", "frames", "volume_ratio"},   # the papers' figures, the networks
     {"optim", "backprop", "train", "prune", "twins"},                       # training
@@ -29,7 +29,7 @@ PART_A_LAYERS = [
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "reader_labels", "agreement", "labellers"},               # blind verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
-    {"claims", "exercises"},                                                           # claims
+    {"claims", "exercises"},                                                # claims
     {"__main__"},                                                           # command lines
 ]
 

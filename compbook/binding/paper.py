@@ -10,18 +10,7 @@ typing it again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .. import checks
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One figure: its ``value``, its ``source`` (``"paper"`` or ``"released code"``), ``what`` it is."""
-    value: object
-    source: str
-    what: str
-
+from ..papers import Figure, lookup
 
 FIGURES = {
     # the data
@@ -56,4 +45,4 @@ FIGURES = {
 
 def figure(name: str):
     """The value of :data:`FIGURES` ``[name]``; ``ValueError`` naming the known figures otherwise."""
-    return FIGURES[checks.choice(name, "name (a figure)", FIGURES)].value
+    return lookup(FIGURES, name)

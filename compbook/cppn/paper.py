@@ -9,18 +9,7 @@ Picbreeder networks and of the SGD side; its figures come from its public code, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .. import checks
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One figure: its ``value``, its ``source`` (``"paper A"`` or ``"FER"``) and ``what`` it is (units)."""
-    value: object
-    source: str
-    what: str
-
+from ..papers import Figure, lookup
 
 FIGURES = {
     "judge_model": Figure("Qwen/Qwen3-VL-4B-Thinking", "paper A",
@@ -40,4 +29,4 @@ FIGURES = {
 
 def figure(name: str):
     """The value of :data:`FIGURES` ``[name]``; ``ValueError`` naming the known figures otherwise."""
-    return FIGURES[checks.choice(name, "name (a figure)", FIGURES)].value
+    return lookup(FIGURES, name)
