@@ -5,12 +5,12 @@ call: with none, the call returns a valid result (finite, in range, of the right
 ``ValueError`` naming that argument, quickly. No other exception escapes."""
 
 import math
-import time
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
+from properties import Arguments, each_bad, valid_or_value_error
 
 from compbook.cppn import emc2, network, prune
 
@@ -21,38 +21,6 @@ SETTINGS = settings(max_examples=10, deadline=2000, derandomize=True,
 specials = st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e300])
 bad_sizes = st.sampled_from([0, -1, 2.5, True, "3", None, float("nan"), 10 ** 7, 10 ** 400])
 SMALL = network.uniform_cppn(2, 3, "tanh", seed=1)
-
-
-class Arguments:
-    """Draws a call's arguments, all valid but ``bad`` (None: all valid)."""
-
-    def __init__(self, data, bad):
-        self.data, self.bad = data, bad
-
-    def __call__(self, name, valid, bad):
-        return self.data.draw(bad if name == self.bad else valid)
-
-
-def each_bad(*names):
-    """Run a property once with every argument valid, then once per argument with that one bad."""
-    return pytest.mark.parametrize("bad", [None, *names])
-
-
-def valid_or_value_error(call, check, args, names=None):
-    """``check(call())`` when every argument is valid; else a ``ValueError`` within 2 s naming the bad one
-    (``names[args.bad]``: the words its message uses, by default the argument's name)."""
-    t0 = time.perf_counter()
-    try:
-        out = call()
-    except ValueError as e:
-        assert args.bad is not None, f"valid arguments refused: {e}"
-        said = (names or {}).get(args.bad, args.bad)
-        said = (said,) if isinstance(said, str) else said
-        assert any(s in str(e) for s in said), f"bad {args.bad}: the message names none of {said}: {e}"
-    else:
-        assert args.bad is None, f"bad {args.bad} accepted"
-        check(out)
-    assert time.perf_counter() - t0 < 2.0
 
 
 def is_image_batch(imgs, shape):

@@ -1,0 +1,38 @@
+"""Shared pieces of the property tests (``test_properties_*.py``): draw a call's arguments with at most one bad,
+and assert "a valid result, or a quick ValueError naming the bad argument"."""
+
+import time
+
+import pytest
+
+
+class Arguments:
+    """Draws a call's arguments, all valid but ``bad`` (None: all valid)."""
+
+    def __init__(self, data, bad):
+        self.data, self.bad = data, bad
+
+    def __call__(self, name, valid, bad):
+        return self.data.draw(bad if name == self.bad else valid)
+
+
+def each_bad(*names):
+    """Run a property once with every argument valid, then once per argument with that one bad."""
+    return pytest.mark.parametrize("bad", [None, *names])
+
+
+def valid_or_value_error(call, check, args, names=None):
+    """``check(call())`` when every argument is valid; else a ``ValueError`` within 2 s naming the bad one
+    (``names[args.bad]``: the words its message uses, by default the argument's name)."""
+    t0 = time.perf_counter()
+    try:
+        out = call()
+    except ValueError as e:
+        assert args.bad is not None, f"valid arguments refused: {e}"
+        said = (names or {}).get(args.bad, args.bad)
+        said = (said,) if isinstance(said, str) else said
+        assert any(s in str(e) for s in said), f"bad {args.bad}: the message names none of {said}: {e}"
+    else:
+        assert args.bad is None, f"bad {args.bad} accepted"
+        check(out)
+    assert time.perf_counter() - t0 < 2.0
