@@ -294,16 +294,22 @@ def integers(value, name: str, minimum: int | None = None, maximum: int | None =
     return a
 
 
+def _array(value, name: str, what: str) -> np.ndarray:
+    """``value`` (a tensor, array, number or nested list) as a numpy array; ``ValueError`` saying ``what`` it
+    must be when numpy cannot read it (a ragged list, say)."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be {what}, got {type(value).__name__} ({e})") from None
+
+
 def reals(value, name: str, ndim: int | None = None, finite: bool = True) -> np.ndarray:
     """``value`` (a number, nested list, array or tensor) as a float64 array of real numbers of ``ndim`` dims
     (None: any), finite unless ``finite=False``. Bools, strings, objects (e.g. a ragged list) and complex
     numbers are refused: the values would be coerced, not read."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{name} must be real numbers, got {type(value).__name__} ({e})") from None
+    a = _array(value, name, "real numbers")
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name} must hold real numbers (ints or floats), got dtype {a.dtype} {value!r:.60}")
     if ndim is not None and a.ndim != ndim:
@@ -315,12 +321,7 @@ def reals(value, name: str, ndim: int | None = None, finite: bool = True) -> np.
 
 def bools(value, name: str, n: int | None = None) -> np.ndarray:
     """``value`` as a 1-D bool array (bools, or the integers 0 and 1) of length ``n`` when given."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{name} must be True/False values, got {type(value).__name__} ({e})") from None
+    a = _array(value, name, "True/False values")
     if a.dtype != bool:
         if a.dtype.kind not in "iu" or a.size and not np.isin(a, (0, 1)).all():
             raise ValueError(f"{name} must be True/False values, got {a.dtype} {value!r:.60}")
