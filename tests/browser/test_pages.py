@@ -211,6 +211,17 @@ def too_long(browser, page: str) -> list[str]:
 CHECKS = [errors_shown, broken_images, overflowing, raw_math, dead_sliders, missing_navigation]
 
 
+@pytest.mark.parametrize("page", [p for p in PAGES if Path(p).name[:2].isdigit()])
+def test_main_chapter_fits_its_bounds(browser, site, page):
+    """A main chapter at 1280 px: at most MAX_SCREENS screens before its exercises, MAX_TABLES tables, figures
+    at least as many as tables (the audit belongs in the part's notes chapter)."""
+    if not (_html_dir() / f"{page}.html").is_file():
+        pytest.fail(f"{page}.html was not built")
+    _open(browser, site, page)
+    problems = too_long(browser, page)
+    assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_reads_well(browser, site, page):
     if not (_html_dir() / f"{page}.html").is_file():
