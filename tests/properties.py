@@ -3,7 +3,10 @@ and assert "a valid result, or a quick ValueError naming the bad argument"."""
 
 import time
 
+import numpy as np
 import pytest
+import torch
+from hypothesis import strategies as st
 
 
 class Arguments:
@@ -36,3 +39,24 @@ def valid_or_value_error(call, check, args, names=None):
         assert args.bad is None, f"bad {args.bad} accepted"
         check(out)
     assert time.perf_counter() - t0 < 2.0
+
+
+def tensor_strategy(specials):
+    """``tensors(shape, kinds)``: a strategy drawing a tensor of ``shape`` of one of ``kinds``: float32 / float64
+    normal values, ``int`` / ``bool`` values, ``special`` (float, with one of ``specials`` at a random position;
+    an empty shape grows to one element) or ``numpy`` (a float32 array)."""
+    @st.composite
+    def tensors(draw, shape, kinds=("float32", "float64")):
+        g = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+        kind = draw(st.sampled_from(kinds))
+        if kind == "int":
+            return torch.from_numpy(g.integers(-3, 4, shape))
+        if kind == "bool":
+            return torch.from_numpy(g.random(shape) > 0.5)
+        a = g.normal(size=shape).astype("float64" if kind == "float64" else "float32")
+        if kind == "special":
+            if not a.size:
+                a = np.ones(tuple(max(s, 1) for s in shape) or (1,), "float32")
+            a.flat[draw(st.integers(0, a.size - 1))] = draw(specials)
+        return a if kind == "numpy" else torch.from_numpy(a)
+    return tensors

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
-from properties import Arguments, each_bad, valid_or_value_error
+from properties import Arguments, each_bad, tensor_strategy, valid_or_value_error
 
 from compbook.cppn import emc2, network, prune
 
@@ -29,22 +29,7 @@ def is_image_batch(imgs, shape):
     assert imgs.numel() == 0 or 0.0 <= float(imgs.min()) and float(imgs.max()) <= 1.0
 
 
-@st.composite
-def tensors(draw, shape, kinds=("float32", "float64")):
-    """A tensor of ``shape`` of one of ``kinds``: float32 / float64 normal values, ``int`` / ``bool`` values, or
-    ``special`` (float, with NaN / inf / a huge value at a random position)."""
-    g = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
-    kind = draw(st.sampled_from(kinds))
-    if kind == "int":
-        return torch.from_numpy(g.integers(-3, 4, shape))
-    if kind == "bool":
-        return torch.from_numpy(g.random(shape) > 0.5)
-    a = g.normal(size=shape).astype("float64" if kind == "float64" else "float32")
-    if kind == "special":
-        if not a.size:
-            a = np.ones(shape[:-1] + (1,) if shape else (1,))
-        a.flat[draw(st.integers(0, a.size - 1))] = draw(specials)
-    return torch.from_numpy(a)
+tensors = tensor_strategy(specials)
 
 
 @each_bad("depth", "width", "activation", "color", "seed", "init_scale", "res", "budget_mb")

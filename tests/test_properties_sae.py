@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
-from properties import Arguments, each_bad, valid_or_value_error
+from properties import Arguments, each_bad, tensor_strategy, valid_or_value_error
 
 from compbook.sae import metrics, s2ae, topk
 
@@ -23,22 +23,7 @@ bad_sizes = st.sampled_from([0, -1, 2.5, True, "3", None, float("nan"), 10 ** 40
 SAE = topk.TopKSAE(6, 10, 3, seed=0)
 
 
-@st.composite
-def tensors(draw, shape, kinds=("float32", "float64")):
-    """A tensor of ``shape`` of one of ``kinds``: float32 / float64 values, ``int`` / ``bool`` values, ``special``
-    (float, with NaN / inf at a random position) or ``numpy`` (a float32 array)."""
-    g = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
-    kind = draw(st.sampled_from(kinds))
-    if kind == "int":
-        return torch.from_numpy(g.integers(-3, 4, shape))
-    if kind == "bool":
-        return torch.from_numpy(g.random(shape) > 0.5)
-    a = g.normal(size=shape).astype("float64" if kind == "float64" else "float32")
-    if kind == "special":
-        if not a.size:
-            a = np.ones(tuple(max(s, 1) for s in shape) or (1,), "float32")
-        a.flat[draw(st.integers(0, a.size - 1))] = draw(specials)
-    return a if kind == "numpy" else torch.from_numpy(a)
+tensors = tensor_strategy(specials)
 
 
 def finite(t):
