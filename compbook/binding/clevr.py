@@ -40,7 +40,7 @@ class Setup(config.ModeConfig):
 
     def __post_init__(self):
         checks.real(self.coverage, "coverage", 0, 1, low_open=True)
-        checks.integer(self.seed, "seed", 0)
+        checks.seed(self.seed)
         for name in ("res", "n_models", "steps", "batch"):
             checks.integer(getattr(self, name), name)
 

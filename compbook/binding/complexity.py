@@ -47,7 +47,7 @@ class ComplexityConfig(ModeConfig):
         check_widths(self.widths)
         for name in ("table_dim", "steps", "batch", "fit_scenes", "eval_scenes"):
             checks.integer(getattr(self, name), name)
-        checks.integer(self.seed, "seed", 0)
+        checks.seed(self.seed)
         checks.real(self.lr, "lr", 0, low_open=True)
 
 

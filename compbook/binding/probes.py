@@ -197,7 +197,7 @@ def fit_probe(kind: str, slot_concept_values, embeddings, n_values=None, sweeps:
         raise ValueError(f"kind: unknown probe kind {kind!r}; expected one of {PROBE_KINDS}")
     sweeps = checks.integer(sweeps, "sweeps")
     restarts = checks.integer(restarts, "restarts")
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     values, n_values = _check_values(slot_concept_values, n_values)
     y = _check_embeddings(embeddings, values.shape[0])
     if values.shape[0] == 0:

@@ -167,7 +167,7 @@ def floors(cfg: RecipeConfig, sets: dict, n_sim: int = 20000, seed: int = 0) -> 
 def load_records(directory=None, n_values: int = 50, seed: int = 0) -> list[dict]:
     """Every stored recipe model's JSON record for ``n_values`` and ``seed`` (C = 2) in ``directory`` (default
     :func:`~compbook.binding.recipe_model.store_dir`), sorted by coverage."""
-    n_values, seed = checks.integer(n_values, "n_values", 2), checks.integer(seed, "seed", 0)
+    n_values, seed = checks.integer(n_values, "n_values", 2), checks.seed(seed)
     directory = store_dir() if directory is None else Path(directory)
     recs = [checks.json_file(p, "recipe record") for p in directory.glob(f"recipe_C2V{n_values}_cov*_s{seed}.json")]
     return sorted(recs, key=lambda r: r["config"]["coverage"])

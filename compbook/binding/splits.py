@@ -59,7 +59,7 @@ def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_s
     if not isinstance(n_objects, (int, np.integer)) or n_objects < 2:
         raise ValueError(f"n_objects={n_objects!r}: need an int >= 2")
     coverage = checks.real(coverage, "coverage", 0, 1, low_open=True, high_open=True)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     k = checks.integer(objects_per_scene, "objects_per_scene")
     max_scenes = checks.integer(max_scenes, "max_scenes")
     checks.real(val_fraction, "val_fraction", 0, 1, low_open=True, high_open=True)

@@ -57,7 +57,7 @@ class DualTrainConfig:
         for name in ("steps", "batch", "eval_every"):
             checks.integer(getattr(self, name), name)
         checks.integer(self.warmup, "warmup", 0)
-        checks.integer(self.seed, "seed", 0)
+        checks.seed(self.seed)
         checks.real(self.lr, "lr", 0, low_open=True)
         checks.real(self.weight_decay, "weight_decay", 0)
         checks.real(self.p_full, "p_full", 0, 1)
@@ -69,7 +69,7 @@ class DualStack:
     def __init__(self, cfg: EncoderConfig, n_models: int = 1, seed: int = 0, params: dict | None = None):
         checks.instance(cfg, "cfg", EncoderConfig)
         n_models = checks.integer(n_models, "n_models")
-        seed = checks.integer(seed, "seed", 0)
+        seed = checks.seed(seed)
         if params is None:   # weights, built one model at a time, then stacked: twice the stack's size at peak
             checks.check_budget(8.0 * n_models * n_parameters(cfg), f"DualStack of {n_models} model(s)")
         self.cfg, self.n_models, self.seed = cfg, n_models, seed

@@ -303,7 +303,7 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
     depths = _check_depths(depths)
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
         raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
-    seeds = [checks.integer(s, "seeds: each seed", 0) for s in seeds]
+    seeds = [checks.seed(s, "seeds: each seed") for s in seeds]
     _check_keywords(sp, "sp", "similarity_prune_many", {"models", "target"})
     _check_keywords(score_kwargs, "score_kwargs", "compositional_score",
                     {"model", "judge", "concept", "seed", "progress"})

@@ -77,7 +77,7 @@ def orthonormal_frame(r: int, d: int, seed: int | None = None) -> np.ndarray:
     r, d = _positive_int(r, "r"), _positive_int(d, "d")
     if r > d:
         raise ValueError(f"orthonormal_frame: r = {r} orthonormal vectors do not fit in R^{d} (need r <= d)")
-    seed = checks.optional_integer(seed, "seed", 0)
+    seed = None if seed is None else checks.seed(seed)
     checks.allocation((d, d), f"orthonormal_frame in R^{d}", 8 * 3)
     if seed is None:
         return np.eye(d)[:r]
@@ -185,7 +185,7 @@ def minimise_coherence(r: int, d: int, steps: int = 1500, seed: int = 0, restart
     lr = checks.real(lr, "lr", 0, low_open=True)
     p_start = checks.real(p_start, "p_start", 1)
     p_end = checks.real(p_end, "p_end", p_start)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     checks.allocation((restarts, r, d), f"minimise_coherence: restarts={restarts} frames ({r}, {d})", 8 * 8)
     if r <= d:
         return orthonormal_frame(r, d)                                      # exact: coherence 0
@@ -296,7 +296,7 @@ def local_orthogonal_frame(groups: Sequence[Sequence[int]], r: int, d: int, seed
     guaranteed (zero); the global coherence is whatever the blocks allow.
     """
     r, d = _positive_int(r, "r"), _positive_int(d, "d")
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     colour = greedy_colouring(cooccurrence(groups, r))
     n_colours = int(colour.max()) + 1
     if n_colours > d:

@@ -153,7 +153,7 @@ def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: 
         checks.real(d, f"deltas[{i}]", nonzero=True)
     per_picbreeder = checks.integer(per_picbreeder, "per_picbreeder", 0)
     per_sgd = checks.integer(per_sgd, "per_sgd", 0)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     start = checks.integer(start, "start", 0)
     per_kind = dict(checks.mapping(per_kind, "per_kind") if per_kind is not None else {})
     for k, v in per_kind.items():
@@ -412,7 +412,7 @@ def relabel_items(items: Sequence[dict], fraction: float = 0.1, seed: int = 1, s
     item number), for the labeller's self-agreement."""
     items = check_items(items, keys=("concept", "item"))
     fraction = checks.real(fraction, "fraction", 0, 1, low_open=True)
-    seed = checks.integer(seed, "seed", 0)
+    seed = checks.seed(seed)
     start = checks.integer(start, "start", 0)
     if not items:
         raise ValueError("items must hold at least one item")
@@ -460,7 +460,7 @@ def stratified_draw(items: Sequence[dict], answers: Sequence[str], counts: dict,
     items = check_items(items, keys=("concept", "item"))
     answers = checks.sequence(answers, "answers", 0)
     checks.same_length(items, answers, "items", "answers")
-    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    rng = np.random.default_rng(checks.seed(seed))
     out = []
     for answer, k in checks.mapping(counts, "counts", 1).items():
         checks.choice(answer, "counts (an answer)", tuple(ANSWERS.values()))
@@ -480,7 +480,7 @@ def number_by_concept(items: Sequence[dict], starts: dict, seed: int = 0) -> lis
     """``items`` shuffled (seeded) within each concept and numbered from ``starts[concept]``; copies, in the
     order of ``starts``' concepts then item number (one concept per sheet)."""
     items = check_items(items, keys=("concept",))
-    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    rng = np.random.default_rng(checks.seed(seed))
     starts = checks.mapping(starts, "starts", 1)
     missing = {it["concept"] for it in items} - set(starts)
     if missing:

@@ -154,7 +154,7 @@ def reader_items(key_name: str = labelling.LABELLER_KEYS[1], per_group: int = 2,
     per_group = checks.integer(per_group, "per_group", 1)
     key = [it for it in labelling.read_key(data_dir() / "judge_cache" / key_name)
            if it["question"]["weight"] is not None]
-    rng = np.random.default_rng(checks.integer(seed, "seed", 0))
+    rng = np.random.default_rng(checks.seed(seed))
     out = []
     for group in sorted({(it["concept"], it["kind"]) for it in key}):
         pool = [it for it in key if (it["concept"], it["kind"]) == group]

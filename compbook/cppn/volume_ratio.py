@@ -250,7 +250,7 @@ def rho_monte_carlo(target: LayeredDAG, W: int, L: int, p: float = 0.5, n: int =
     """
     _check_p(p)
     n = _positive_int(n, "n")
-    seed, chunk = checks.integer(seed, "seed", 0), _positive_int(chunk, "chunk")
+    seed, chunk = checks.seed(seed), _positive_int(chunk, "chunk")
     shapes = network_shapes(target, W, L)
     checks.check_budget(9.0 * min(chunk, n) * sum(a * b for a, b in shapes),
                         f"rho_monte_carlo: chunk={chunk} masks at a time")
