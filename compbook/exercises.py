@@ -135,8 +135,8 @@ def check_function(answer: Callable, reference: Callable, cases: Iterable[tuple]
             return wrong(f"{what}: your function returned None (a missing `return`?)")
         want = reference(*_copies(args))
         if not close(got, want, rtol, atol):
-            return wrong(f"{what}: case {n + 1} of {len(cases)} ({_describe(args)}) gives {_difference(got, want, rtol, atol)}"
-                         + _named(got, mistakes, args, rtol, atol))
+            return wrong(f"{what}: case {n + 1} of {len(cases)} ({_describe(args)}) gives "
+                         + _difference(got, want, rtol, atol) + _named(got, mistakes, args, rtol, atol))
     return correct(f"{what}: matches the reference on {len(cases)} random cases ({_describe(cases[0])}, ...)")
 
 

@@ -54,8 +54,7 @@ def _plain(name: str, value):
 def say(*parts, sep: str = " ", width: int = 80) -> None:
     """Print ``parts`` as ``print`` would, each line wrapped to ``width`` columns (the book's page is about 80
     wide; a longer printed line overflows its column). Continuation lines are indented by two spaces."""
-    import textwrap
+    from .results import wrap           # the one wrapping rule (provenance lines use it too)
     text = sep.join(str(p) for p in parts)
     for line in text.splitlines() or [""]:
-        print(textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False,
-                            break_on_hyphens=False) if len(line) > width else line)
+        print(wrap(line, width) if len(line) > width else line)
