@@ -91,7 +91,7 @@ CASES = {
     "transition NaN accuracy": lambda c: sweep.transition([0.1, 0.5], [NAN, 1.0]),
     "spearman_bootstrap n_boot 0": lambda c: sweep.spearman_bootstrap([1, 2, 3], [1, 2, 3], n_boot=0),
     "spearman_bootstrap level 1.5": lambda c: sweep.spearman_bootstrap([1, 2, 3], [1, 2, 3], level=1.5),
-    "coverage_curve unknown key": lambda c: sweep.coverage_curve({"sizes": []}, key="nope"),
+    "coverage_intervals unknown key": lambda c: sweep.coverage_intervals({"sizes": []}, key="nope"),
     "rescore n_values a path": lambda c: sweep.rescore("../../x", c.dir),
     "recipe_check coverages above 1": lambda c: sweep.recipe_check(c.cfg, [1.5]),
     # -- complexity

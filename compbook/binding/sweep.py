@@ -224,18 +224,6 @@ def rescore(n_values: int, directory=None) -> dict:
     return rec
 
 
-def coverage_curve(record: dict, key: str = "test_recognition") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(coverages (n,), mean (n,), std (n,)) over seeds, per coverage of a record, of one stored per-model
-    score: ``key`` "test_recognition" (default), "test_recognition_all" or "test_binding"."""
-    if key not in record:
-        raise ValueError(f"key={key!r}: not in the record (has {sorted(k for k in record if k.startswith('test'))};"
-                         f" python -m compbook.binding sweep --rescore adds the test scores)")
-    cov = np.asarray(record["coverages"])
-    acc = np.asarray(record[key])
-    grid = np.unique(cov)
-    return grid, np.array([acc[cov == c].mean() for c in grid]), np.array([acc[cov == c].std() for c in grid])
-
-
 def transition(coverages, accuracy, level: float = 0.5) -> float:
     """The coverage where a curve first reaches ``level`` (linear interpolation); NaN if it never does."""
     level = checks.real(level, "level", 0, 1, low_open=True)
@@ -334,6 +322,9 @@ def coverage_intervals(record: dict, key: str = "test_recognition", seed: int = 
     import pandas as pd
     from ..stats import pooled_ci
 
+    if key not in record:
+        raise ValueError(f"key={key!r}: not in the record (has {sorted(k for k in record if k.startswith('test'))};"
+                         f" python -m compbook.binding sweep --rescore adds the test scores)")
     cov = np.asarray(record["coverages"])
     p = np.clip(np.asarray(record[key], float), 0, 1)
     n = scenes_read(record)
