@@ -11,7 +11,12 @@ EXECUTED := _executed
 # widget progress bars (CONTRIBUTING.md, "Headless runs never go live")
 HEADLESS := COMPBOOK_WIDGETS=static TQDM_DISABLE=1
 
-.PHONY: setup book test browser-setup clean
+# where `make test` runs every chapter once more in the full-mode smoke (full mode's code paths at a CPU test's
+# sizes, COMPBOOK_SMOKE=1), with a scratch copy of data/ as its data store: full-mode results never reach data/
+SMOKED := _smoke
+SMOKE_ENV := COMPBOOK_MODE=full COMPBOOK_SMOKE=1 COMPBOOK_DATA=$(CURDIR)/$(SMOKED)/data
+
+.PHONY: setup book test smoke browser-setup clean
 
 setup:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -38,6 +43,16 @@ test: setup browser-setup
 	  $(EXECUTED)/_config.yml
 	jupyter-book build $(EXECUTED)
 	COMPBOOK_BOOK_HTML=$(EXECUTED)/_build/html $(PYTHON) -m pytest -q -p no:cacheprovider tests/browser
+	$(MAKE) smoke
+
+# every chapter top to bottom in full mode, shrunk (CONTRIBUTING.md, "Full-mode smoke")
+smoke:
+	rm -rf $(SMOKED) && mkdir -p $(SMOKED)
+	cp -r _config.yml _toc.yml intro.md _static chapters $(SMOKED)/
+	cp -r data $(SMOKED)/data
+	ln -s ../compbook $(SMOKED)/
+	$(SMOKE_ENV) $(HEADLESS) $(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) \
+	  --durations=0 $(SMOKED)/chapters
 
 clean:
-	rm -rf _build $(EXECUTED)
+	rm -rf _build $(EXECUTED) $(SMOKED)

@@ -26,8 +26,9 @@ import torch
 #: largest book images, 256 px, with a few MiB; a reader's 2000 px render of a 12 x 22 CPPN fits).
 RENDER_BUDGET_MB = 2048
 RENDER_BUDGET_VARIABLE = "COMPBOOK_RENDER_BUDGET_MB"
-#: Default budget for the buffers of one call that builds data (scene lists, padded ids, image batches), in MiB
-#: (our choice: the book's largest data sets, a few thousand 64 px scenes, need tens of MiB).
+#: The smallest default budget for the buffers of one call that builds data or trains (scene lists, padded ids,
+#: image batches, weights), in MiB; the default is the machine's free memory (:func:`memory_budget_mb`). The unit
+#: tests pin ``$COMPBOOK_MEMORY_BUDGET_MB`` to this value, so that their refusals are the same on every machine.
 MEMORY_BUDGET_MB = 1024
 MEMORY_BUDGET_VARIABLE = "COMPBOOK_MEMORY_BUDGET_MB"
 
@@ -208,15 +209,22 @@ def check_render_size(res, values_per_pixel: float, bytes_per_value: int, what: 
 
 
 # -- shared checks for sizes, sequences, ids and names used in file paths -------------------------------------------
-def memory_budget_mb() -> float:
-    """The data budget in MiB: ``$COMPBOOK_MEMORY_BUDGET_MB`` if set, else :data:`MEMORY_BUDGET_MB`."""
-    return budget_mb(MEMORY_BUDGET_VARIABLE, MEMORY_BUDGET_MB)
+def memory_budget_mb(device=None) -> float:
+    """The data budget in MiB: ``$COMPBOOK_MEMORY_BUDGET_MB`` if set, else the machine's: :data:`config.MEMORY_SHARE
+    <compbook.config.MEMORY_SHARE>` of the free memory where ``device``'s tensors live (the GPU's for a CUDA
+    device, else available RAM; :func:`compbook.config.available_memory_mb`), never under
+    :data:`MEMORY_BUDGET_MB`. A run that fits the machine is not refused; one that does not is refused before it
+    starts."""
+    from . import config
+    machine = max(MEMORY_BUDGET_MB, config.MEMORY_SHARE * config.available_memory_mb(device))
+    return budget_mb(MEMORY_BUDGET_VARIABLE, machine)
 
 
-def check_budget(n_bytes: float, what: str, budget_mb: float | None = None) -> float:
+def check_budget(n_bytes: float, what: str, budget_mb: float | None = None, device=None) -> float:
     """Refuse, before anything is allocated, a call whose buffers would need ``n_bytes`` (a caller's estimate)
-    over the budget (``budget_mb`` MiB, default :func:`memory_budget_mb`). Returns ``n_bytes``."""
-    budget = memory_budget_mb() if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
+    over the budget (``budget_mb`` MiB, default :func:`memory_budget_mb` of ``device``, where the buffers
+    live). Returns ``n_bytes``."""
+    budget = memory_budget_mb(device) if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
     need = _to_float(n_bytes) / 2**20
     if not math.isfinite(need) or need > budget:
         raise ValueError(f"{what} would need about {need:,.0f} MiB, over the memory budget of {budget:,.0f} MiB "

@@ -12,6 +12,9 @@ import torch
 
 MODE_VARIABLE = "COMPBOOK_MODE"
 MODES = ("cpu", "full")
+#: ``COMPBOOK_SMOKE=1`` with ``COMPBOOK_MODE=full``: full mode's code paths, stores and object spaces at a CPU
+#: test's step, seed and sample counts (``make test`` runs every chapter so; CONTRIBUTING.md, "Full-mode smoke")
+SMOKE_VARIABLE = "COMPBOOK_SMOKE"
 
 
 def mode() -> str:
@@ -27,9 +30,29 @@ def is_full() -> bool:
     return mode() == "full"
 
 
-def by_mode(cpu, full):
-    """Return ``cpu`` in CPU mode and ``full`` in full mode (a chapter's size knob)."""
-    return full if is_full() else cpu
+def smoke() -> bool:
+    """True when ``$COMPBOOK_SMOKE`` is ``1`` (``0`` or unset: False; anything else is refused). It shrinks
+    full mode only: in CPU mode it changes nothing."""
+    value = os.environ.get(SMOKE_VARIABLE, "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"${SMOKE_VARIABLE}={value!r}: expected 1 (full-mode smoke) or 0 / unset")
+    return value == "1"
+
+
+def is_smoke() -> bool:
+    """True in the full-mode smoke (``COMPBOOK_MODE=full`` and ``COMPBOOK_SMOKE=1``)."""
+    return is_full() and smoke()
+
+
+_UNSET = object()
+
+
+def by_mode(cpu, full, smoke=_UNSET):
+    """Return ``cpu`` in CPU mode and ``full`` in full mode (a chapter's size knob); ``smoke``, when given, in the
+    full-mode smoke (``COMPBOOK_SMOKE=1``; without it the smoke uses ``full``)."""
+    if not is_full():
+        return cpu
+    return smoke if smoke is not _UNSET and is_smoke() else full
 
 
 def device() -> torch.device:
@@ -37,21 +60,45 @@ def device() -> torch.device:
     return torch.device("cuda" if is_full() and torch.cuda.is_available() else "cpu")
 
 
+#: the share of the machine's free memory a budget may take (our choice: room for Python, the kernel, plots)
+MEMORY_SHARE = 0.8
+
+
+def available_memory_mb(device=None) -> float:
+    """Free memory in MiB where tensors of ``device`` live: the GPU's free memory for a CUDA device
+    (``torch.cuda.mem_get_info``), else the machine's available RAM (``MemAvailable`` of ``/proc/meminfo``, or
+    the physical pages where that file is missing)."""
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free / 2 ** 20
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
 class ModeConfig:
     """Mixin for an experiment's config dataclass: the book's one config idiom.
 
     ``Config.for_mode()`` is ``Config()`` in CPU mode and ``Config.full()`` in full mode; a chapter writes
     ``cfg = Config.for_mode()`` and ``print(cfg)``. A subclass says what full mode changes in ``FULL`` (field ->
-    value), or overrides :meth:`full`.
+    value), or overrides :meth:`full`; ``SMOKE`` says what the full-mode smoke (``COMPBOOK_SMOKE=1``) shrinks
+    further: step, seed and sample counts, never the code path.
     """
 
     FULL: dict = {}
+    SMOKE: dict = {}
 
     @classmethod
     def full(cls):
-        """The papers' scale: the defaults with ``FULL``'s fields replaced."""
+        """The papers' scale: the defaults with ``FULL``'s fields replaced (and ``SMOKE``'s in the smoke)."""
         import dataclasses
-        return dataclasses.replace(cls(), **cls.FULL)
+        return dataclasses.replace(cls(), **(cls.FULL | (cls.SMOKE if smoke() else {})))
 
     @classmethod
     def for_mode(cls):

@@ -1,5 +1,7 @@
 """Shared fixtures: the Picbreeder genomes (third-party data read from ../shared/picbreeder, never copied here)."""
 
+import os
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -7,6 +9,10 @@ from PIL import Image
 from compbook.cppn import picbreeder
 
 GENOME_NAMES = ("skull", "butterfly", "apple")
+
+# The memory budget defaults to the machine's free memory; the tests pin it to the smallest default, so that a
+# refusal they expect is the same on every machine (tests/test_config.py checks the machine's default itself).
+os.environ.setdefault("COMPBOOK_MEMORY_BUDGET_MB", "1024")
 
 
 @pytest.fixture(scope="module")

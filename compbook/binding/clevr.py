@@ -30,6 +30,7 @@ class Setup(config.ModeConfig):
     """The CLEVR-2D experiment's choices (ours): coverage, seed, resolution, models, steps."""
 
     FULL = dict(res=224, n_models=8, steps=5000, batch=256)   # full mode: 224 px, 5000 steps, 8 models
+    SMOKE = dict(n_models=2, steps=6, batch=8)
 
     coverage: float = 0.75
     seed: int = 0

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from .. import checks
+from .. import checks, config
 from ..config import ModeConfig
 from . import paper
 
@@ -33,6 +33,7 @@ class ComplexityConfig(ModeConfig):
     """The complexity probe (CPU mode; full mode widths up to 4096)."""
 
     FULL = dict(widths=paper.figure("complexity_widths"), steps=5000, fit_scenes=20000, eval_scenes=4000)
+    SMOKE = dict(steps=10, fit_scenes=500, eval_scenes=200)
 
     widths: tuple = (64, 128, 256, 512, 1024)
     table_dim: int = 16
@@ -80,33 +81,38 @@ def _init(M: int, n_in_tables: int, n_values, table_dim: int, width: int, d_out:
 def mlp_predict(params: dict, values: torch.Tensor) -> torch.Tensor:
     """Stacked MLPs on scene values (M, S, K, C) -> predicted embeddings (M, S, D)."""
     M, S, K, C = values.shape
-    m = torch.arange(M)[:, None]
+    values = values.to(params["W1"].device)
+    m = torch.arange(M, device=values.device)[:, None]
     parts = [params[f"table{k * C + c}"][m, values[:, :, k, c]] for k in range(K) for c in range(C)]
     h = torch.relu(torch.einsum("msi,miw->msw", torch.cat(parts, -1), params["W1"]) + params["b1"])
     return torch.einsum("msw,mwd->msd", h, params["W2"]) + params["b2"]
 
 
 def fit_binding_mlp(values, embeddings, n_values, width: int, cfg: ComplexityConfig) -> dict:
-    """Fit M stacked MLPs of hidden ``width`` by MSE: values (M, S, K, C) int, embeddings (M, S, D)."""
+    """Fit M stacked MLPs of hidden ``width`` by MSE: values (M, S, K, C) int, embeddings (M, S, D). They train
+    on :func:`compbook.config.device` (a GPU in full mode); the parameters come back on the CPU."""
     (width,) = check_widths([width])
     v = torch.as_tensor(np.asarray(values), dtype=torch.long)
     y = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
     if v.shape[:2] != y.shape[:2]:
         raise ValueError(f"values, embeddings: mismatched scene counts {tuple(v.shape[:2])} vs {tuple(y.shape[:2])}")
     M, S, K, C = v.shape
-    params = _init(M, K * C, n_values, cfg.table_dim, width, y.shape[-1], cfg.seed)
+    device = config.device()
+    params = {k: t.detach().to(device).requires_grad_(True)
+              for k, t in _init(M, K * C, n_values, cfg.table_dim, width, y.shape[-1], cfg.seed).items()}
+    v, y = v.to(device), y.to(device)
     opt = torch.optim.Adam(list(params.values()), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps)
     g = torch.Generator().manual_seed(cfg.seed + 1)
-    m = torch.arange(M)[:, None]
+    m = torch.arange(M, device=device)[:, None]
     for _ in range(cfg.steps):
-        idx = torch.randint(0, S, (M, min(cfg.batch, S)), generator=g)
+        idx = torch.randint(0, S, (M, min(cfg.batch, S)), generator=g).to(device)
         loss = ((mlp_predict(params, v[m, idx]) - y[m, idx]) ** 2).mean((1, 2)).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-    return {k: t.detach() for k, t in params.items()}
+    return {k: t.detach().cpu() for k, t in params.items()}
 
 
 @dataclass

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .. import checks
+from .. import checks, config
 from ..config import ModeConfig
 from . import paper
 from .splits import CoverageSplit
@@ -48,6 +48,7 @@ class ControlledConfig(ModeConfig):
     FULL = dict(n_values=50, d_model=paper.figure("released_recipe")["d_model"],
                 n_layers=paper.figure("released_recipe")["n_layers"], n_heads=8, d_out=paper.figure("d_out"), steps=20000, batch=256, lr=5e-4,
                 warmup=1000, eval_every=1000, eval_scenes=1024)
+    SMOKE = dict(steps=8, batch=16, warmup=2, eval_every=4, eval_scenes=32)
 
     n_concepts: int = 3
     n_values: int = 5
@@ -173,9 +174,16 @@ def _attention_mask(keep: torch.Tensor, l: int, cfg: ControlledConfig) -> torch.
     return mask
 
 
+def params_device(params: dict) -> torch.device:
+    """Where a stack's parameters live (tokens are moved there; results come back to the CPU for numpy)."""
+    return next(iter(params.values())).device
+
+
 def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
-    """Stacked encoder ``prefix`` ("scene"/"query") on tokens (M, N, T) -> unit embeddings (M, N, d_out)."""
+    """Stacked encoder ``prefix`` ("scene"/"query") on tokens (M, N, T) -> unit embeddings (M, N, d_out), on the
+    parameters' device."""
     p = _weights_of(params, prefix, cfg)
+    tokens = tokens.to(params_device(params))
     M, N, T = tokens.shape
     keep = tokens != cfg.tokens.pad                                     # (M, N, T)
     x = _embed(p, tokens)
@@ -198,14 +206,14 @@ def scene_attention(params: dict, cfg: ControlledConfig, scenes, layer: int = 0)
     if not 0 <= layer < cfg.n_layers:
         raise ValueError(f"layer={layer!r}: the model has layers 0..{cfg.n_layers - 1}")
     p = _weights_of(params, "scene", cfg)
-    tokens = scene_tokens(cfg, scenes)
+    tokens = scene_tokens(cfg, scenes).to(params_device(params))
     x = _embed(p, tokens)
     keep = tokens != cfg.tokens.pad
     for l in range(layer):
         x = _block(p, x, l, keep, cfg)
     q, k, _ = _attention_inputs(p, x, layer, cfg)
     logits = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    return torch.softmax(logits.masked_fill(~_attention_mask(keep, layer, cfg), -torch.inf), -1).mean(1).numpy()
+    return torch.softmax(logits.masked_fill(~_attention_mask(keep, layer, cfg), -torch.inf), -1).mean(1).cpu().numpy()
 
 
 def own_object_attention(attn: np.ndarray, cfg: ControlledConfig) -> np.ndarray:
@@ -266,7 +274,7 @@ def query_embeddings(params, cfg: ControlledConfig, qids: np.ndarray) -> torch.T
     if n_obj > Q:
         return encode(params, "query", object_tokens(cfg, qids), cfg)
     every = encode(params, "query", object_tokens(cfg, np.tile(np.arange(n_obj), (M, 1))), cfg)
-    idx = torch.as_tensor(qids, dtype=torch.long)[..., None].expand(M, Q, every.shape[-1])
+    idx = torch.as_tensor(qids, dtype=torch.long, device=every.device)[..., None].expand(M, Q, every.shape[-1])
     return every.gather(1, idx)
 
 
@@ -283,7 +291,7 @@ def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pic
     q = query_embeddings(params, cfg, qids)                             # (M, Q, D)
     scale = params["log_scale"].clamp(max=math.log(cfg.scale_max)).exp()[:, None, None]
     logits = scale * torch.einsum("mbd,mqd->mbq", z, q)
-    s, qi = torch.as_tensor(scenes), torch.as_tensor(qids)
+    s, qi = torch.as_tensor(scenes, device=logits.device), torch.as_tensor(qids, device=logits.device)
     pos = (qi[:, None, :] == s[:, :, :1]) | (qi[:, None, :] == s[:, :, 1:])   # (M, B, Q)
     neg_lse = torch.logsumexp(logits.masked_fill(pos, -torch.inf), dim=-1, keepdim=True)
     per_pos = -logits + torch.logaddexp(logits, neg_lse)
@@ -297,8 +305,8 @@ def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scen
     ``n_scenes[m]`` scenes (default all; padded rows are ignored)."""
     scenes, candidates = np.asarray(scenes), np.asarray(candidates)
     n_scenes = [scenes.shape[1]] * len(scenes) if n_scenes is None else n_scenes
-    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)
-    q = encode(params, "query", object_tokens(cfg, candidates), cfg)
+    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg).cpu()
+    q = encode(params, "query", object_tokens(cfg, candidates), cfg).cpu()
     out = []
     for m, n in enumerate(n_scenes):
         s, c = scenes[m, :n], candidates[m]
@@ -347,7 +355,8 @@ def check_training_size(cfg: ControlledConfig, n_models: int) -> None:
     n_scene = 2 * (cfg.n_concepts + 2) + 1
     n_weights = sum(math.prod(s) for s in _encoder_shapes(cfg, n_scene).values()) * (1 if cfg.shared else 2)
     acts = cfg.batch * (n_scene + (2 + cfg.n_swaps) * (cfg.n_concepts + 2)) * 8 * cfg.d_model * cfg.n_layers
-    checks.check_budget(4.0 * n_models * (4 * n_weights + acts), f"training {n_models} controlled model(s)")
+    checks.check_budget(4.0 * n_models * (4 * n_weights + acts), f"training {n_models} controlled model(s)",
+                        device=config.device())
 
 
 def _check_split(split, cfg: ControlledConfig, m: int):
@@ -383,7 +392,8 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
     val_rows = [subsample(p[1], cfg.eval_scenes, s) for p, s in zip(parts, seeds)]
     val, n_val = _padded(val_rows), [len(v) for v in val_rows]
     cands = _padded([p[2] for p in parts])
-    params = init_params(cfg, M, seeds)
+    device = config.device()    # a GPU in full mode: the stack trains there, its results come back to the CPU
+    params = {k: v.detach().to(device).requires_grad_(True) for k, v in init_params(cfg, M, seeds).items()}
     opt = torch.optim.AdamW(list(params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     warm = torch.optim.lr_scheduler.LinearLR(opt, 1.0 / cfg.warmup, 1.0, total_iters=cfg.warmup)
     cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(cfg.steps - cfg.warmup, 1))
@@ -403,12 +413,13 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             score = object_recognition(params, cfg, val, cands, n_val)
             vals.append(score)
-            better = torch.as_tensor(score > best)
+            better = score > best
             best = np.maximum(best, score)
+            keep = torch.as_tensor(better, device=device)
             for k, v in params.items():
-                best_params[k][better] = v.detach()[better]
-            best_step[better.numpy()] = step + 1
-    return ControlledResult({k: v.detach() for k, v in best_params.items()}, np.array(losses), np.array(lrs),
+                best_params[k][keep] = v.detach()[keep]
+            best_step[better] = step + 1
+    return ControlledResult({k: v.detach().cpu() for k, v in best_params.items()}, np.array(losses), np.array(lrs),
                             np.array(vals), best_step, time.perf_counter() - t0, list(seeds))
 
 
@@ -420,7 +431,7 @@ def stacked_swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
     z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, S, D)
     sw = swaps(cfg, scenes)                                             # (M, S, 2^C)
     q = encode(params, "query", object_tokens(cfg, sw.reshape(len(sw), -1)), cfg).reshape(*sw.shape, -1)
-    return torch.einsum("msd,msqd->msq", z, q).numpy()
+    return torch.einsum("msd,msqd->msq", z, q).cpu().numpy()
 
 
 def swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:

@@ -80,14 +80,15 @@ SET_NAMES = frozenset({"seen_binding", "unseen_binding", "seen_batches", "unseen
 
 def train_recipe(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None, sets: dict | None = None,
           stop_after: int | None = None, progress: bool = True,
-          device: str | torch.device = "cpu") -> tuple[RecipeEncoder, dict]:
+          device: str | torch.device | None = None) -> tuple[RecipeEncoder, dict]:
     """Train one model by the recipe; resumes from ``checkpoint`` when it exists and saves it at every
     evaluation. ``stop_after``: stop after that many steps in this call (tests of resume). Returns the model
     (final weights) and a record with the log (every ``eval_every`` steps and at the end) and seconds.
-    ``device``: where the model runs (the data are generated on the CPU either way)."""
+    ``device``: where the model runs (default :func:`compbook.config.device`, a GPU in full mode; the data are
+    generated on the CPU either way)."""
     checks.instance(cfg, "cfg", RecipeConfig)
     stop_after = checks.optional_integer(stop_after, "stop_after")
-    device = checks.torch_device(device, "device")
+    device = run_device() if device is None else checks.torch_device(device, "device")
     if checkpoint is not None and (not isinstance(checkpoint, (str, os.PathLike)) or str(checkpoint) == ""):
         raise ValueError(f"checkpoint must be a path (str or os.PathLike) or None, got {checkpoint!r}")
     if sets is not None:
@@ -101,7 +102,7 @@ def train_recipe(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None,
     tokens = cfg.batch * n_tokens + (cfg.n_object_queries + cfg.n_concept_queries) * (cfg.n_concepts + 2)
     acts = tokens * (4 * cfg.d_model + cfg.d_ff) * cfg.n_layers
     checks.check_budget(4.0 * (4 * n_weights + acts), f"training a recipe model of d_model={cfg.d_model}, "
-                                                      f"batch={cfg.batch}")
+                                                      f"batch={cfg.batch}", device=device)
     torch.manual_seed(cfg.seed)
     model = RecipeEncoder(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -30,6 +30,7 @@ class RecipeConfig(ModeConfig):
     are the CPU miniature; ``FULL`` the released sizes (6 x 256, d_ff 2048, 50,000 steps x 512, lr 3e-5)."""
 
     FULL = dict(paper.figure("released_recipe"), eval_every=2000)
+    SMOKE = dict(steps=8, batch=16, eval_every=4, eval_scenes=64, eval_batches=2)
 
     n_concepts: int = 2            # released README: 2
     n_values: int = 50             # released README: 20; the claim is for |O| >= 2,500 (our choice: 50)

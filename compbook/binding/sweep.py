@@ -36,6 +36,7 @@ class SweepConfig(ModeConfig):
 
     # full mode: the paper's scale (|O| up to 125,000, 5 seeds: 135 models)
     FULL = dict(seeds=(0, 1, 2, 3, 4), n_values=(14, 50), max_scenes=200000, test_scenes=1024, probe_scenes=4000)
+    SMOKE = dict(coverages=(0.2, 0.8), seeds=(0,), max_scenes=2000, test_scenes=64, probe_scenes=100)
 
     coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     seeds: tuple = (0, 1, 2)
@@ -126,7 +127,7 @@ def test_binding(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.nda
 @torch.no_grad()
 def scene_embeddings(params, cfg: ControlledConfig, scenes) -> np.ndarray:
     """Scene embeddings (M, S, D) of each model for its scenes (M, S, 2)."""
-    return encode(params, "scene", scene_tokens(cfg, scenes), cfg).numpy()
+    return encode(params, "scene", scene_tokens(cfg, scenes), cfg).cpu().numpy()
 
 
 def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dict:

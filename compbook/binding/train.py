@@ -20,7 +20,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 from .. import checkpoints
-from .. import checks
+from .. import checks, config
 from .data import PairData
 from .encoders import DualEncoder, EncoderConfig
 
@@ -37,7 +37,7 @@ def optimizer_step(opt, sched, loss: torch.Tensor, losses: list, lrs: list) -> N
     opt.step()
     lrs.append(opt.param_groups[0]["lr"])
     sched.step()
-    losses.append(loss.detach().numpy().copy())
+    losses.append(loss.detach().cpu().numpy().copy())
 
 @dataclass(frozen=True)
 class DualTrainConfig:
@@ -64,9 +64,12 @@ class DualTrainConfig:
 
 
 class DualStack:
-    """M dual encoders with stacked parameters ``params[name]`` of shape (M, ...)."""
+    """M dual encoders with stacked parameters ``params[name]`` of shape (M, ...), on ``device`` (default
+    :func:`compbook.config.device`: a GPU in full mode). Inputs may live anywhere; embeddings come back on the
+    CPU."""
 
-    def __init__(self, cfg: EncoderConfig, n_models: int = 1, seed: int = 0, params: dict | None = None):
+    def __init__(self, cfg: EncoderConfig, n_models: int = 1, seed: int = 0, params: dict | None = None,
+                 device=None):
         checks.instance(cfg, "cfg", EncoderConfig)
         n_models = checks.integer(n_models, "n_models")
         seed = checks.seed(seed)
@@ -79,7 +82,8 @@ class DualStack:
                 torch.manual_seed(seed * 1000 + m)
                 models.append(DualEncoder(cfg))
             params, _ = stack_module_state(models)
-        self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+        self.device = torch.device(device) if device is not None else config.device()
+        self.params = {k: v.detach().to(self.device).clone().requires_grad_(True) for k, v in params.items()}
         self.base = DualEncoder(cfg).to("meta")
 
     def loss(self, images, ids, swap=None, swap_valid=None) -> torch.Tensor:
@@ -99,7 +103,7 @@ class DualStack:
             raise ValueError(f"images must be float32 (the encoders' weights), got {images.dtype}")
         chunk = checks.integer(chunk, "chunk")
         f = vmap(lambda p, x: _method_call(self.base, p, "encode_image", x), in_dims=(0, None))
-        return torch.cat([f(self.params, torch.as_tensor(images[i:i + chunk]))
+        return torch.cat([f(self.params, torch.as_tensor(images[i:i + chunk]).to(self.device)).cpu()
                           for i in range(0, len(images), chunk)], dim=1)
 
     @torch.no_grad()
@@ -114,7 +118,7 @@ class DualStack:
                              f"max_len={self.cfg.max_len}")
         chunk = checks.integer(chunk, "chunk")
         f = vmap(lambda p, t: _method_call(self.base, p, "encode_text", t), in_dims=(0, None))
-        return torch.cat([f(self.params, torch.as_tensor(ids[i:i + chunk]))
+        return torch.cat([f(self.params, torch.as_tensor(ids[i:i + chunk]).to(self.device)).cpu()
                           for i in range(0, len(ids), chunk)], dim=1)
 
     def model(self, m: int) -> DualEncoder:
@@ -128,7 +132,7 @@ class DualStack:
         """Write ``path.safetensors`` (stacked weights) and ``path.json`` (configs, metadata); returns the JSON."""
         meta = {"encoder": self.cfg.to_dict(), "n_models": self.n_models, "seed": self.seed,
                 "metadata": metadata or {}}
-        return checkpoints.save(path, self.params, meta, format=FORMAT)
+        return checkpoints.save(path, {k: v.detach().cpu() for k, v in self.params.items()}, meta, format=FORMAT)
 
     @classmethod
     def load(cls, path) -> "DualStack":
@@ -252,7 +256,7 @@ def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 
         raise ValueError(f"val_score must be a function stack -> (M,) scores or None, got {val_score!r:.60}")
     # weights, gradients and AdamW's two moments per model, and one step's image batch
     checks.check_budget(16.0 * n_models * n_parameters(enc) + 4.0 * n_models * cfg.batch * enc.res ** 2 * 3,
-                        f"training {n_models} dual encoder(s) of res={enc.res}")
+                        f"training {n_models} dual encoder(s) of res={enc.res}", device=config.device())
     stack = DualStack(enc, n_models, cfg.seed)
     opt = torch.optim.AdamW(list(stack.params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
@@ -264,7 +268,7 @@ def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 
     t0 = time.perf_counter()
     for step in tqdm(range(cfg.steps), disable=not progress, desc=f"training {n_models} model(s)"):
         idx = torch.randint(0, n, (n_models, cfg.batch), generator=gen)
-        x, ids, swap, valid = _batch(data, idx, gen, cfg)
+        x, ids, swap, valid = (t.to(stack.device) for t in _batch(data, idx, gen, cfg))
         loss = stack.loss(x, ids, swap, valid) if cfg.swap_negatives else stack.loss(x, ids)
         optimizer_step(opt, sched, loss, losses, lrs)
         if val_score is not None and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
@@ -272,8 +276,9 @@ def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 
             vals.append(score)
             better = score > (best if best is not None else -np.inf)
             best = score if best is None else np.maximum(best, score)
+            keep = torch.as_tensor(better, device=stack.device)
             for k, v in stack.params.items():
-                best_params[k][torch.as_tensor(better)] = v.detach()[torch.as_tensor(better)]
+                best_params[k][keep] = v.detach()[keep]
             best_step[better] = step + 1
     if val_score is not None:
         with torch.no_grad():

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from .. import checks
+from .. import checks, config
 from .network import CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 
@@ -56,6 +56,25 @@ def _derivative_(z: torch.Tensor, a: torch.Tensor, name: str) -> torch.Tensor:
     raise ValueError(f"backprop: no hand-written pass for activation {name!r}")
 
 
+#: CPU group size, our choice: from ``benchmarks/bench_train.py``-style timings on a 2-core CPU, at 64 px all 16
+#: networks in one pass were fastest, at 256 px one network at a time about 15% faster than one pass of 16
+#: (cache-bound)
+CPU_GROUP_BYTES = 6 * 2 ** 20
+#: GPU: a layer array may take this share of the free memory (our choice: a pass keeps about ``2 depth + 4`` such
+#: arrays, so a 12-layer network's pass stays under half the free memory)
+GPU_GROUP_SHARE = 1 / 64
+
+
+def default_group_bytes(device) -> int:
+    """Bytes of one layer array of a group of networks (:class:`Backprop`'s ``group_bytes``): a CPU's
+    :data:`CPU_GROUP_BYTES` (cache-sized), or :data:`GPU_GROUP_SHARE` of a GPU's free memory, so that a GPU
+    trains a stack in one pass or a few large ones, never in groups of 1-4 networks."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return max(CPU_GROUP_BYTES, int(GPU_GROUP_SHARE * config.available_memory_mb(device) * 2 ** 20))
+    return CPU_GROUP_BYTES
+
+
 def _rows(buffer: torch.Tensor, rows: int) -> torch.Tensor:
     """The first ``rows * N`` values of ``buffer (..., R, N)`` as a contiguous ``(..., rows, N)`` view."""
     *lead, _, n = buffer.shape
@@ -71,9 +90,8 @@ class Backprop:
         straight_through: gradients pass the output clips as identities (see :func:`compbook.cppn.outputs_to_rgb`).
         device: where to compute (default: the target's device).
         group_bytes: a stack of networks ``(B, out, in)`` is passed in groups whose largest layer array
-            (``group x neurons x N`` values) fits in this many bytes, None for one pass. Our choice, 6 MiB, from
-            ``benchmarks/bench_train.py``-style timings on a 2-core CPU: at 64 px all 16 networks in one pass were
-            fastest, at 256 px one network at a time was about 15% faster than one pass of 16 (cache-bound).
+            (``group x neurons x N`` values) fits in this many bytes, None for one pass; default
+            :func:`default_group_bytes` of the device (a CPU's cache, or a GPU's free memory).
 
     Weights go in and out as lists of ``(..., out, in)`` tensors, one per layer, in the engine's neuron order:
     :meth:`to_engine_order` / :meth:`to_model_order` convert (masks too). The loss is the mean over pixels and
@@ -81,7 +99,7 @@ class Backprop:
     """
 
     def __init__(self, model: CPPN, target: torch.Tensor, straight_through: bool = True, device=None,
-                 group_bytes: int | None = 6 * 2 ** 20):
+                 group_bytes: int | None | str = "auto"):
         checks.instance(model, "model", CPPN)
         checks.instance(target, "target", torch.Tensor, " (H, W, 3) or (B, H, W, 3)")
         if target.ndim not in (3, 4) or target.shape[-1] != 3 or target.shape[-2] != target.shape[-3] \
@@ -91,9 +109,11 @@ class Backprop:
         checks.check_render_size(target.shape[-2], 8 + 4 * max(model.widths), model.mask0.element_size(),
                                  "Backprop's buffers (target)", batch=target.shape[0] if target.ndim == 4 else 1)
         checks.unit_image(target, "target")
+        device = target.device if device is None else torch.device(device)
+        if isinstance(group_bytes, str) and group_bytes == "auto":
+            group_bytes = default_group_bytes(device)
         if group_bytes is not None:
             group_bytes = checks.integer(group_bytes, "group_bytes")
-        device = target.device if device is None else torch.device(device)
         dtype = model.mask0.dtype
         self.depth, self.color, self.straight_through = model.depth, model.color, straight_through
         self.group_bytes = group_bytes

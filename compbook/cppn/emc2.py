@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .. import checks
+from .. import checks, config
 from .store import content_hash
 from .network import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
@@ -467,10 +467,12 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
         raise ValueError("model: has no non-zero weights to perturb")
     model_hash = content_hash(model)
     questions = questions_for(model_hash, weights, deltas, policy, res)
-    reference = model.render(res)
+    reference = model.render(res).detach().cpu()
     counts = (judge.hits, judge.misses) if hasattr(judge, "hits") and hasattr(judge, "misses") else None
     verdicts = []
-    for s, images in _iter_renders(model, weights, deltas, res, batch_size, engine, progress):
+    on_device = on_scoring_device(model)
+    for s, images in _iter_renders(on_device, weights, deltas, res, batch_size, engine, progress):
+        images = images.cpu()   # rendered on the device, judged on the CPU (a judge reads numpy or PIL images)
         v = torch.as_tensor(judge(images, concept, reference=reference.clone(),
                                   questions=copy.deepcopy(questions[s:s + len(images)])))
         if v.dtype != torch.bool or tuple(v.shape) != (len(images),):
@@ -480,6 +482,15 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
     return ScoreResult(float(verdicts.float().mean()), verdicts, weights, deltas, _describe_source(judge, counts),
                        concept, policy, float(delta), int(res), engine, model_hash, model.n_weights(),
                        time.perf_counter() - t0, reference)
+
+
+def on_scoring_device(model: CPPN) -> CPPN:
+    """``model`` on :func:`compbook.config.device` (a GPU in full mode, where the perturbations are rendered in
+    batches): the model itself when it is there already, else a copy (the caller's model stays where it is)."""
+    device = config.device()
+    if model.mask0.device == device:
+        return model
+    return copy.deepcopy(model).to(device)
 
 
 # -- chapter 5's plumbing: engine timing and example renders ----------------------------------------------------

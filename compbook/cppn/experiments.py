@@ -27,6 +27,7 @@ class BenchConfig(ModeConfig):
     """Chapter 5's settings (our choices): the judged resolution, the main delta and the re-read's deltas, and
     what is scored live in the chapter (the stored re-read scores all of it)."""
     FULL = dict(res=256, live=("skull", "butterfly", "apple"), pb_sample=None, live_seeds=(0, 1, 2), sample=1000)
+    SMOKE = dict(pb_sample=8, live_seeds=(0,), sample=8)
     res: int = 64                       # resolution of judged renders
     delta: float = 0.5                  # the main delta
     deltas: tuple = (0.5, 1.0, 2.0)     # the re-read's deltas
@@ -50,6 +51,7 @@ class PruningConfig(ModeConfig):
     delta: float = 0.5           # EMC2's default perturbation (chapter 5)
     sample: int | None = 150     # weights scored per network (None: all)
     FULL = dict(res=128, dense_steps=8000, sp=dict(threshold=0.8, rounds=6, retrain_steps=1000), sample=None)
+    SMOKE = dict(dense_steps=40, sp=dict(threshold=0.8, rounds=2, retrain_steps=10), lt_rounds=1, sample=8)
 
     @property
     def budget(self) -> int:
@@ -136,6 +138,7 @@ class OptimizerConfig(ModeConfig):
     sample: int | None = 100         # weights scored per network (None: all)
     FULL = dict(res=128, depth=12, width=22, steps=10_000, sp=dict(threshold=0.9, rounds=2, seed=0, retrain_steps=1000),
                 seeds=tuple(range(16)), sample=None)
+    SMOKE = dict(steps=30, sp=dict(threshold=0.9, rounds=2, seed=0, retrain_steps=10), seeds=(0, 1), sample=8)
 
 
 def finite_mean(x) -> float:
@@ -191,6 +194,7 @@ class UnknownConfig(ModeConfig):
     delta: float = 1.0               # EMC2 perturbation (as in chapters 7 and 8)
     sample: int | None = 20          # weights scored per network (None: all)
     FULL = dict(res=128, width=22, steps=5000, depth_range=(2, 32), seeds=tuple(range(8)), sample=None)
+    SMOKE = dict(steps=30, sp=dict(threshold=0.9, rounds=2, retrain_steps=10), seeds=(0,), sample=8)
 
 
 def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) -> tuple[list, list]:
@@ -270,6 +274,7 @@ class DepthConfig(ModeConfig):
     FULL = dict(targets=("skull", "butterfly", "apple"), res=128, width=22, steps=5000,
                 sp=dict(threshold=0.9, rounds=2, retrain_steps=1000),
                 live_depths=(2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32), seeds=tuple(range(8)), sample=None)
+    SMOKE = dict(steps=30, sp=dict(threshold=0.9, rounds=2, retrain_steps=10), live_depths=(2, 8), seeds=(0,), sample=8)
 
 
 def unknown_targets() -> tuple[dict, dict]:
@@ -481,6 +486,7 @@ class FerOptimizerConfig(ModeConfig):
     grid: dict = field(default_factory=lambda: {"adam": [1e-3, 3e-3, 1e-2], "muon": [1e-2, 3e-2, 1e-1]})
     delta: float = 1.0               # chapter 8's
     FULL = dict(res=figure("fer_res"), steps=figure("fer_steps"))   # FER's
+    SMOKE = dict(steps=20)
 
 
 def fer_optimizers(seeds, cfg: FerOptimizerConfig | None = None) -> OptimizerRun:

@@ -330,6 +330,7 @@ class WelchConfig(ModeConfig):
     r_max: int = 12
     d_values: tuple = (2, 3, 4, 5)
     FULL = dict(steps=5000, r_max=24)
+    SMOKE = dict(steps=60, restarts=2)
 
 
 def coherence_sweep(rs: Sequence[int], ds: Sequence[int], steps: int = 1500, restarts: int = 8) -> dict:

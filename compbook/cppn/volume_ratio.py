@@ -270,6 +270,7 @@ class VolumeConfig(ModeConfig):
     p_edge: float = 0.5
     n_mc: int = 200_000
     FULL = dict(n_mc=2_000_000)
+    SMOKE = dict(n_mc=20_000)
 
 
 def log10_rho_grid(target: LayeredDAG, Ws: Sequence[int], Ls: Sequence[int], p: float = 0.5) -> np.ndarray:

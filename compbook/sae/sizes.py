@@ -49,6 +49,7 @@ class PartCRun(ModeConfig):
 
     FULL = {"n_train": 4000, "n_test": 1000, "d_sae": 1536, "setting_steps": 3000, "setting_seeds": 5,
             "steps": 3000, "store": "sae/full", "objsae_store": "sae/full/objsae"}
+    SMOKE = {"n_train": 96, "n_test": 48, "setting_steps": 20, "setting_seeds": 2, "steps": 20, "seeds": 2}
 
     def __post_init__(self):
         for name in ("n_train", "n_test", "d_sae", "k", "setting_steps", "setting_seeds", "steps", "batch_images",

@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from .. import checkpoints, checks
+from .. import checkpoints, checks, config
 from .data import SceneSet
 
 FORMAT = "compbook-tiny-vlm/1"
@@ -232,7 +232,8 @@ def check_batch_size(cfg: TinyVLMConfig, batch: int, n_text: int, what: str) -> 
 def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True,
               model: nn.Module | None = None) -> tuple[TinyVLM, dict]:
     """Train a :class:`TinyVLM` on ``scenes`` (or ``model``, a variant built on ``cfg``: chapter 15's object
-    VLMs); AdamW with cosine decay; deterministic given the seeds."""
+    VLMs); AdamW with cosine decay; deterministic given the seeds. Trains on :func:`compbook.config.device` (a
+    GPU in full mode) and returns the model on the CPU, where it is stored and read."""
     checks.instance(cfg, "cfg", TinyVLMConfig)
     checks.instance(tcfg, "tcfg", VLMTrainConfig)
     checks.instance(scenes, "scenes", SceneSet)
@@ -243,6 +244,8 @@ def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool =
         checks.instance(model, "model", nn.Module)
     check_batch_size(cfg, tcfg.batch, scenes.tokens.shape[1], "training")
     model = TinyVLM(cfg) if model is None else model
+    dev = config.device()
+    model.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, tcfg.steps)
     g = torch.Generator().manual_seed(tcfg.seed)
@@ -250,13 +253,14 @@ def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool =
     model.train()
     for _ in tqdm(range(tcfg.steps), disable=not progress, desc="text-only" if cfg.text_only else "tiny VLM"):
         idx = torch.randint(0, len(scenes), (tcfg.batch,), generator=g)
-        loss = caption_loss(model, scenes.patches[idx], scenes.tokens[idx], scenes.vocab.pad_id)
+        loss = caption_loss(model, scenes.patches[idx].to(dev), scenes.tokens[idx].to(dev), scenes.vocab.pad_id)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
         losses.append(loss.item())
     model.eval()
+    model.cpu()
     return model, {"losses": losses, "seconds": time.perf_counter() - t0}
 
 

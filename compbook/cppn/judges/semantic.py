@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import checkpoints, checks
+from ... import checkpoints, checks, config
 from . import base
 
 CONCEPTS = ("skull", "butterfly", "apple")
@@ -314,7 +314,8 @@ def classifier_scores(images, concept: str, net: ConceptNet | None = None) -> to
 def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed: int = 0,
                      progress: bool = True) -> tuple[ConceptNet, list[float]]:
     """Train :class:`ConceptNet` on :func:`compbook.cppn.judges.augment.batch` (positives: transformations of each
-    reference render; negatives: the declared list there). Returns the net and the loss every 100 steps."""
+    reference render; negatives: the declared list there). Returns the net (on the CPU; it trains on
+    :func:`compbook.config.device`, a GPU in full mode) and the loss every 100 steps."""
     steps = checks.integer(steps, "steps")
     batch = checks.integer(batch, "batch")
     lr = checks.real(lr, "lr", 0, low_open=True)
@@ -328,13 +329,14 @@ def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed:
     g = torch.Generator().manual_seed(seed)
     refs = torch.stack([reference(c) for c in CONCEPTS])
     pool = augment.random_cppn_pool(seed=seed)
-    net = ConceptNet()
+    dev = config.device()
+    net = ConceptNet().to(dev)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps)
     curve, running = [], 0.0
     for step in tqdm(range(steps), disable=not progress, desc="concept cnn"):
         x, y = augment.batch(refs, pool, batch, g)
-        loss = F.binary_cross_entropy_with_logits(net(x), y)
+        loss = F.binary_cross_entropy_with_logits(net(x.to(dev)), y.to(dev))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -343,7 +345,7 @@ def train_classifier(steps: int = 3000, batch: int = 96, lr: float = 2e-3, seed:
         if (step + 1) % 100 == 0:
             curve.append(round(running / 100, 5))
             running = 0.0
-    return net.eval(), curve
+    return net.cpu().eval(), curve
 
 
 # -- the default ---------------------------------------------------------------------------------------------------
