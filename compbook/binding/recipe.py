@@ -24,10 +24,12 @@ import torch
 
 from .. import checkpoints, checks
 from ..config import device as run_device
+from ..config import is_full
 from ..config import mode as run_mode
 from .recipe_config import RecipeConfig
 from .recipe_data import batch_queries, sample_recipe_scenes, split_objects
-from .recipe_eval import eval_sets, evaluate_recipe, floors, paper_metric, swap_binding
+from .recipe_eval import (StoredEvaluation, eval_sets, evaluate_recipe, evaluate_stored, floors, is_stored,
+                          paper_metric, swap_binding)
 from .recipe_model import RecipeEncoder, batch_loss, save_recipe, stem_for
 
 
@@ -174,3 +176,20 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
     save_recipe(model.cpu(), record, stem)
     print(json.dumps({"final": record["final"], "floors": record["floors"], "seconds": record["seconds"]}))
     return record
+
+
+def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bool = False) -> StoredEvaluation:
+    """The model of ``cfg`` in the mode's store (:func:`~compbook.binding.recipe_model.stem_for`), evaluated here
+    (:func:`~compbook.binding.recipe_eval.evaluate_stored`): Part B's notes read their models so. In full mode a
+    model not stored yet is trained first (:func:`run_one`, resumable from its checkpoint) and stored; in CPU mode
+    the models are committed, and a missing one is a ``FileNotFoundError`` naming the command that trains it."""
+    checks.instance(cfg, "cfg", RecipeConfig)
+    stem = stem_for(cfg, prefix=prefix)
+    if not is_stored(stem):
+        command = (f"python -m compbook.binding recipe --values {cfg.n_values} --coverages {cfg.coverage} "
+                   f"--steps {cfg.steps} --lr {cfg.lr:g} --prefix {prefix}")
+        if not is_full():
+            raise FileNotFoundError(f"{stem}: no model of this config is stored; {command} trains it")
+        print(f"{stem.name}: not stored yet, training it here ({cfg.steps:,} steps; resumable)")
+        run_one(cfg, prefix=prefix, command=f"COMPBOOK_MODE=full {command}")
+    return evaluate_stored(stem, cfg, floors_here=floors_here)

@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checkpoints, checks, results
+from .. import checkpoints, checks, config, results
 from ..config import ModeConfig
 from ..paths import data_dir
 from .controlled import (ControlledConfig, check_training_size, encode, object_recognition, scene_tokens,
                          subsample, swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
+from .recipe_model import store_dir
 from .splits import coverage_split
 
 FORMAT = "compbook-controlled-sweep/1"
@@ -284,21 +285,44 @@ def recipe_check(cfg: ControlledConfig, coverages, seed: int = 0, max_scenes: in
 # ---------------------------------------------------------------- what chapter 13 and its notes read
 
 def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool = False) -> dict:
-    """Every stored object-space size of ``sweep`` (default :func:`default_sweep`), ``{V: record}`` as
-    :func:`load_sweep` gives it (chapter 13 and Part B's notes). ``retrain``: train each size first
-    (:func:`run_size` at ``ControlledConfig.for_mode()`` with that V, saved to ``directory``). A missing size
-    is a ``FileNotFoundError`` naming the command that trains it."""
+    """Every object-space size of ``sweep`` (default :func:`default_sweep`), ``{V: record}`` as :func:`load_sweep`
+    gives it (chapter 13 and Part B's notes), from ``directory`` (default the mode's store,
+    :func:`~compbook.binding.recipe_model.store_dir`: ``data/binding/`` in CPU mode, ``data/binding/full/`` in full
+    mode, so a stored CPU sweep is never read in full mode).
+
+    A size is trained (:func:`run_size` at ``ControlledConfig.for_mode()`` with that V) and saved in
+    ``directory`` when ``retrain``, and in full mode when it is missing or was stored for other settings; each size
+    is saved as soon as it is trained, so an interrupted run resumes with the sizes still missing. In CPU mode a
+    missing size is a ``FileNotFoundError`` naming the command that trains it, and one stored for other settings a
+    ``ValueError`` (a stored answer is never served for another question)."""
     sweep = default_sweep() if sweep is None else checks.instance(sweep, "sweep", SweepConfig)
-    directory = Path(directory or data_dir() / "binding")
+    directory = Path(directory) if directory else store_dir()
     out = {}
     for v in sweep.n_values:
-        if retrain:
-            run_size(sweep, replace(ControlledConfig.for_mode(), n_values=v), directory)
-        try:
-            out[v] = load_sweep(v, directory)
-        except FileNotFoundError as e:
-            raise FileNotFoundError(f"V = {v}: not stored ({e}); python -m compbook.binding sweep trains it") from e
+        want = replace(ControlledConfig.for_mode(), n_values=v)
+        problem = "" if retrain else _stored_problem(directory, v, want, sweep)
+        if retrain or problem and config.is_full():
+            if problem:
+                print(f"V = {v}: {problem}; training it now (python -m compbook.binding sweep makes it too)")
+            run_size(sweep, want, directory)
+        elif problem.startswith("not stored"):
+            raise FileNotFoundError(f"V = {v}: {problem}; python -m compbook.binding sweep trains it")
+        elif problem:
+            raise ValueError(f"V = {v}: {problem}; python -m compbook.binding sweep retrains it")
+        out[v] = load_sweep(v, directory)
     return out
+
+
+def _stored_problem(directory: Path, n_values: int, want: ControlledConfig, sweep: SweepConfig) -> str:
+    """Why the stored size ``n_values`` in ``directory`` cannot answer for ``want`` and ``sweep`` ("" if it can)."""
+    path = directory / f"controlled_V{n_values}.json"
+    if not path.is_file():
+        return f"not stored in {directory}"
+    header = checks.json_file(path, f"stored sweep V = {n_values}")
+    stored = dict(header.get("sweep", {}), config=header.get("config"))
+    asked = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(sweep).items()} | {"config": asdict(want)}
+    diff = sorted(k for k in asked if k != "n_values" and stored.get(k) != asked[k])
+    return f"{path.name} was stored for other settings ({', '.join(diff)})" if diff else ""
 
 
 def model_params(record: dict, m: int) -> dict:

@@ -23,11 +23,39 @@ mode read their SAEs from the same stores (``sae/full/...``)::
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 
 import pandas as pd
 
+from .. import checks
+from ..paths import data_dir
 from .sizes import PartCRun
+
+
+def sizes_of(cfg: PartCRun) -> dict:
+    """``cfg``'s fields as JSON values (what a stored table records and a reader compares)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def table(cfg: PartCRun, name: str, log=print) -> pd.DataFrame:
+    """The stored table ``name`` ("study", "optimiser", "regions", "objsae") at ``cfg``'s sizes, as chapters 15-16
+    and Part C's notes read it. The CPU store's tables are committed; another store's (full mode: ``sae/full``)
+    is the one :func:`run` wrote for exactly these sizes, made here first when it is missing or was written for
+    other sizes (every SAE of :func:`run` is stored as it is trained, so a rerun resumes; the same as
+    ``COMPBOOK_MODE=full python -m compbook.sae full``)."""
+    from . import study as st
+    checks.instance(cfg, "cfg", PartCRun)
+    relative = cfg.table(name)
+    if cfg.store != PartCRun.store:
+        path = data_dir() / relative
+        stored = checks.json_file(path, f"stored table {relative}").get("sizes") if path.is_file() else None
+        if stored != sizes_of(cfg):
+            why = "not made yet" if not path.is_file() else "made for other sizes"
+            log(f"{relative}: {why}; making every table of python -m compbook.sae full here (resumable)")
+            run(cfg, log=log)
+    return st.read_table(relative)
 
 
 def run(cfg: PartCRun, retrain: bool = False, log=print) -> dict:
@@ -67,7 +95,7 @@ def run(cfg: PartCRun, retrain: bool = False, log=print) -> dict:
     out["claims"] = claims.table(out["study"], out["regions"], out["objsae"], out["coherence"],
                                  out["identification"], k=k)
     for name, df in out.items():
-        st.write_table(df, f"{store}/tables/{name}.json")
+        st.write_table(df, f"{store}/tables/{name}.json", sizes=sizes_of(cfg))
     say(f"wrote {len(out)} tables to data/{store}/tables/")
     return out
 

@@ -260,9 +260,10 @@ def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = Fal
     log("done")
 
 
-def write_table(df: pd.DataFrame, relative: str, extend: bool = False):
+def write_table(df: pd.DataFrame, relative: str, extend: bool = False, sizes: dict | None = None):
     """Write a study table (no SAE objects) to ``data/<relative>``: ``{"made_by": ..., "rows": [JSON
-    records]}`` (:func:`compbook.results.write_json`); ``extend``: the table holds rows of earlier runs, so its
+    records]}`` (:func:`compbook.results.write_json`), with ``sizes`` (the run's sizes, what a reader checks
+    before it serves the table) when given; ``extend``: the table holds rows of earlier runs, so its
     ``made_by`` keeps their commands. Returns the path."""
     from .. import results
     from ..paths import data_dir
@@ -271,7 +272,8 @@ def write_table(df: pd.DataFrame, relative: str, extend: bool = False):
     command = None
     if extend and path.is_file():
         command = results.joined(checks.json_file(path, "stored table").get("made_by"), results.made_by(path))
-    return results.write_json(path, {"rows": json.loads(df.to_json(orient="records"))}, command)
+    body = {"rows": json.loads(df.to_json(orient="records"))} | ({"sizes": sizes} if sizes is not None else {})
+    return results.write_json(path, body, command)
 
 
 def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
