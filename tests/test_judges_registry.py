@@ -63,3 +63,24 @@ def test_make_judges_and_refusals():
         with pytest.raises(ValueError):
             call()
     assert np.isclose(registry.make_judge("reference", threshold=0.3).threshold, 0.3)
+
+
+def test_chapter_judge_in_each_mode(monkeypatch):
+    """Chapter 5's judge: the CPU judge on a CPU (no stored VLM verdicts here), a caching server judge in full
+    mode when $COMPBOOK_JUDGE_SERVER names one, never the in-process VLM without a GPU."""
+    from compbook import config
+    from compbook.cppn.judges import CachedJudge, chapter_judge, make_judge
+    fallback = make_judge("ssim")
+    monkeypatch.setenv(config.MODE_VARIABLE, "cpu")
+    monkeypatch.setenv("COMPBOOK_JUDGE_SERVER", "http://127.0.0.1:9/v1")
+    judge, line = chapter_judge(fallback)
+    assert judge is fallback and "CPU judge" in line, "CPU mode must not ask a server"
+    monkeypatch.setenv(config.MODE_VARIABLE, "full")
+    judge, line = chapter_judge(fallback, revision="abc123")
+    assert isinstance(judge, CachedJudge) and judge.identity.startswith("server:") and "@abc123" in judge.identity
+    assert "127.0.0.1:9" in line and judge.mode == "fill"
+    monkeypatch.setenv("COMPBOOK_JUDGE_SERVER", "http://127.0.0.1:9/v1|my/model")
+    assert chapter_judge(fallback)[0].identity.startswith("server:my/model@")
+    monkeypatch.delenv("COMPBOOK_JUDGE_SERVER")
+    if config.device().type == "cpu":
+        assert chapter_judge(fallback)[0] is fallback, "full mode without a GPU or a server: the CPU judge"

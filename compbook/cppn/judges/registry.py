@@ -23,9 +23,10 @@ verdicts in ``data/judge_cache/``.
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Callable, Sequence
 
-from ... import checks
+from ... import checks, config
 from . import base, semantic
 
 
@@ -84,3 +85,35 @@ def make_judge(name: str, **options):
 def make_judges(names: Sequence[str]) -> dict:
     """``{name: make_judge(name)}`` for each of ``names`` (a list or tuple of :data:`JUDGES` keys)."""
     return {n: make_judge(n) for n in checks.sequence(names, "names")}
+
+
+#: ``URL`` or ``URL|model`` of an OpenAI-compatible server that serves the paper's VLM (full mode, chapter 5)
+JUDGE_SERVER_VARIABLE = "COMPBOOK_JUDGE_SERVER"
+
+
+def chapter_judge(fallback, revision: str | None = None):
+    """Chapter 5's judge of every perturbed render, and one line saying where its verdicts come from.
+
+    Full mode on a GPU asks the paper's judge, a VLM, each verdict stored as it arrives (a
+    :class:`~.cache.CachedJudge` in ``"fill"`` mode, so a rerun asks only what is missing): behind the server
+    ``$COMPBOOK_JUDGE_SERVER`` names (``URL`` or ``URL|model``; vLLM or SGLang batch the requests: the way the
+    paper's tens of thousands of questions fit a session), else in process (:class:`~.vlm.VLMJudge`, one
+    ``generate`` call per image: hours). Elsewhere: the VLM's stored verdicts where this project has them, else
+    ``fallback`` (the CPU judge). Returns ``(judge, line)``."""
+    from .cache import CachedJudge, cache_path, stored_judge
+    from .vlm import DEFAULT_MODEL, vlm_identity
+    server = os.environ.get(JUDGE_SERVER_VARIABLE, "").strip()
+    if config.is_full() and server:
+        url, _, model = server.partition("|")
+        judge = make_judge("server", base_url=url, model=model or DEFAULT_MODEL, revision=revision)
+        return (CachedJudge(cache_path(judge.identity), judge, mode="fill"),
+                f"full mode: the VLM behind {url}, verdicts stored as they arrive")
+    if config.is_full() and config.device().type == "cuda":
+        judge = make_judge("vlm", revision=revision) if revision else make_judge("vlm")
+        return (CachedJudge(cache_path(judge.identity), judge, mode="fill"),
+                f"full mode: the VLM in process, one generate call per image (hours); set "
+                f"{JUDGE_SERVER_VARIABLE}=http://HOST:8000/v1 to ask a batching server (README)")
+    stored = stored_judge(vlm_identity())
+    if stored is not None:
+        return stored, "the VLM's stored verdicts"
+    return fallback, "the CPU judge (no GPU, no stored VLM verdicts)"
