@@ -180,20 +180,24 @@ def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list
     return out
 
 
-def stored_twins(target: str, folder=None) -> list[Path]:
-    """JSON paths of the stored twins of ``target`` (all resolutions and step counts), sorted by name."""
+def stored_twins(target: str, folder=None, res: int | None = None) -> list[Path]:
+    """JSON paths of the stored twins of ``target`` (every resolution, or those trained at ``res`` px; all step
+    counts), sorted by name."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    px = "*" if res is None else checks.integer(res, "res")
     folder = Path(folder) if folder is not None else paths.data_dir()
-    return sorted((folder / FOLDER).glob(f"twin_{target}_*px_*steps_seed*.json"))
+    return sorted((folder / FOLDER).glob(f"twin_{target}_{px}px_*steps_seed*.json"))
 
 
-def load_twins(target: str, folder=None) -> list[CPPN]:
-    """The stored twins of ``target``: of the longest run stored, one per seed (``FileNotFoundError`` if none)."""
-    if not stored_twins(target, folder):
-        raise FileNotFoundError(f"no stored twins of {target!r} in data/{FOLDER}/ "
+def load_twins(target: str, folder=None, res: int | None = None) -> list[CPPN]:
+    """The stored twins of ``target`` (trained at ``res`` px, if given): of the longest run stored, one per seed
+    (``FileNotFoundError`` if none)."""
+    if not stored_twins(target, folder, res):
+        at = "" if res is None else f" at {res} px"
+        raise FileNotFoundError(f"no stored twins of {target!r}{at} in data/{FOLDER}/ "
                                 f"(make them: python -m compbook.cppn twins --target {target})")
-    return [store.load_cppn(p) for p in _loaded_paths(target, folder)]
+    return [store.load_cppn(p) for p in _loaded_paths(target, folder, res)]
 
 
 _STEM = re.compile(r"twin_(?P<target>[a-z]+)_(?P<res>\d+)px_(?P<steps>\d+)steps_seed(?P<seed>\d+)")
@@ -223,9 +227,10 @@ def stored_metadata(path) -> dict:
     return m
 
 
-def _loaded_paths(target: str, folder=None) -> list[Path]:
-    """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``)."""
-    found = stored_twins(target, folder)
+def _loaded_paths(target: str, folder=None, res: int | None = None) -> list[Path]:
+    """JSON paths of the run :func:`load_twins` loads (the longest stored run of ``target``, at ``res`` px if
+    given)."""
+    found = stored_twins(target, folder, res)
     meta = [stored_metadata(p) for p in found]
     best = max((m["recipe"]["steps"], m["recipe"]["res"]) for m in meta)
     return [p for p, m in zip(found, meta) if (m["recipe"]["steps"], m["recipe"]["res"]) == best]
