@@ -48,7 +48,9 @@ class ControlledConfig(ModeConfig):
     FULL = dict(n_values=50, d_model=paper.figure("released_recipe")["d_model"],
                 n_layers=paper.figure("released_recipe")["n_layers"], n_heads=8, d_out=paper.figure("d_out"), steps=20000, batch=256, lr=5e-4,
                 warmup=1000, eval_every=1000, eval_scenes=1024)
-    SMOKE = dict(steps=8, batch=16, warmup=2, eval_every=4, eval_scenes=32)
+    # the smoke also narrows the model (CONTRIBUTING.md's smoke table): encoding the 100,000 train objects of
+    # |O| = 125,000 with the released 6 x 256 model takes minutes on a CPU at every evaluation
+    SMOKE = dict(steps=8, batch=16, warmup=2, eval_every=4, eval_scenes=32, d_model=32, n_layers=1)
 
     n_concepts: int = 3
     n_values: int = 5
@@ -199,6 +201,23 @@ def encode(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfi
     return F.normalize(torch.einsum("mnd,mde->mne", pooled, p["out"]), dim=-1)
 
 
+#: bytes of one chunk's activations in :func:`embed` (our choice: a few hundred MiB, so that |O| = 125,000
+#: candidates of the released 6 x 256 model encode within a T4's memory, and a CPU's)
+EMBED_CHUNK_BYTES = 256 * 2 ** 20
+
+
+@torch.no_grad()
+def embed(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfig) -> torch.Tensor:
+    """:func:`encode` for reading, not training: tokens (M, N, T) -> embeddings (M, N, d_out) on the CPU, encoded
+    in chunks of N whose activations (the MLP's 4 d_model per token) fit :data:`EMBED_CHUNK_BYTES`: every object
+    of a 125,000-object space is encoded without holding all their activations at once."""
+    M, N, T = tokens.shape
+    per_item = 4.0 * M * T * 4 * cfg.d_model
+    chunk = max(1, int(EMBED_CHUNK_BYTES // per_item))
+    return torch.cat([encode(params, prefix, tokens[:, i:i + chunk], cfg).cpu() for i in range(0, max(N, 1), chunk)],
+                     dim=1)
+
+
 @torch.no_grad()
 def scene_attention(params: dict, cfg: ControlledConfig, scenes, layer: int = 0) -> np.ndarray:
     """The scene encoder's attention weights at ``layer`` (M, H, T, T), averaged over scenes (M, S, 2):
@@ -305,8 +324,8 @@ def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scen
     ``n_scenes[m]`` scenes (default all; padded rows are ignored)."""
     scenes, candidates = np.asarray(scenes), np.asarray(candidates)
     n_scenes = [scenes.shape[1]] * len(scenes) if n_scenes is None else n_scenes
-    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg).cpu()
-    q = encode(params, "query", object_tokens(cfg, candidates), cfg).cpu()
+    z = embed(params, "scene", scene_tokens(cfg, scenes), cfg)
+    q = embed(params, "query", object_tokens(cfg, candidates), cfg)
     out = []
     for m, n in enumerate(n_scenes):
         s, c = scenes[m, :n], candidates[m]
@@ -428,9 +447,9 @@ def stacked_swap_logits(params, cfg: ControlledConfig, scenes) -> np.ndarray:
     """Each model's cosine logits (M, S, 2^C) of its two-object scenes (M, S, 2) against the present objects and
     their swaps, in :func:`swaps` order (column 0 the left object, the last column the right one)."""
     scenes = np.asarray(scenes)
-    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, S, D)
+    z = embed(params, "scene", scene_tokens(cfg, scenes), cfg)         # (M, S, D)
     sw = swaps(cfg, scenes)                                             # (M, S, 2^C)
-    q = encode(params, "query", object_tokens(cfg, sw.reshape(len(sw), -1)), cfg).reshape(*sw.shape, -1)
+    q = embed(params, "query", object_tokens(cfg, sw.reshape(len(sw), -1)), cfg).reshape(*sw.shape, -1)
     return torch.einsum("msd,msqd->msq", z, q).cpu().numpy()
 
 

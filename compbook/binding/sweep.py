@@ -20,7 +20,7 @@ import torch
 from .. import checkpoints, checks, config, results
 from ..config import ModeConfig
 from ..paths import data_dir
-from .controlled import (ControlledConfig, check_training_size, encode, object_recognition, scene_tokens,
+from .controlled import (ControlledConfig, check_training_size, embed, object_recognition, scene_tokens,
                          subsample, swap_recognition, train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 from .recipe_model import store_dir
@@ -128,7 +128,7 @@ def test_binding(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.nda
 @torch.no_grad()
 def scene_embeddings(params, cfg: ControlledConfig, scenes) -> np.ndarray:
     """Scene embeddings (M, S, D) of each model for its scenes (M, S, 2)."""
-    return encode(params, "scene", scene_tokens(cfg, scenes), cfg).cpu().numpy()
+    return embed(params, "scene", scene_tokens(cfg, scenes), cfg).numpy()
 
 
 def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dict:
