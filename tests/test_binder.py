@@ -1,0 +1,108 @@
+"""Binder for CPU mode (``binder/``): the environment built from the same files in a fresh venv runs chapter 2.
+
+repo2docker installs ``binder/requirements.txt`` and then runs ``binder/postBuild`` in the repository root. This test
+does the same in a fresh venv (the CPU torch index of ``requirements.txt`` is left to the machine's own pip
+configuration, which holds the same ``torch==2.13.0`` CPU wheel; repo2docker's base image brings Jupyter, here
+``nbclient`` and ``ipykernel`` stand in for it) and executes chapter 2 headless there. Building the venv takes
+minutes, so it is kept under ``$COMPBOOK_SCRATCH`` (default ``~/.cache/compbook``), keyed on the digest of the files
+that make it: a change to ``binder/`` or ``pyproject.toml`` builds a new one.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BINDER = ROOT / "binder"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CHAPTER = ROOT / "chapters" / "02_compositional_sparsity.ipynb"
+# what repo2docker's base image provides and this venv needs to run a notebook
+JUPYTER = ["nbclient>=0.10", "ipykernel"]
+
+
+def _requirements() -> list[str]:
+    return [line.strip() for line in (BINDER / "requirements.txt").read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_requirements_pin_the_cpu_torch_wheel_and_postbuild_installs_compbook():
+    lines = _requirements()
+    assert f"--extra-index-url {CPU_INDEX}" in lines
+    assert "torch==2.13.0" in lines
+    post = (BINDER / "postBuild").read_text()
+    assert post.startswith("#!/bin/bash") and os.access(BINDER / "postBuild", os.X_OK)
+    assert "pip install" in post and post.rstrip().endswith(".")
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for path in (BINDER / "requirements.txt", BINDER / "postBuild", ROOT / "pyproject.toml"):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _run(cmd, **kw):
+    run = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert run.returncode == 0, f"{' '.join(map(str, cmd))} failed ({run.returncode}):\n{run.stdout[-3000:]}\n" \
+                                f"{run.stderr[-3000:]}"
+    return run
+
+
+def binder_env() -> Path:
+    """The venv built from binder/ (requirements, then postBuild in a copy of the checkout), cached by digest."""
+    scratch = Path(os.environ.get("COMPBOOK_SCRATCH", Path.home() / ".cache" / "compbook"))
+    env = scratch / f"binder-venv-{_digest()}"
+    python = env / "bin" / "python"
+    if (env / "BUILT").is_file():
+        return env
+    shutil.rmtree(env, ignore_errors=True)
+    venv.EnvBuilder(with_pip=True, clear=True).create(env)
+    # the requirements as repo2docker reads them, less the CPU index, which this machine's pip replaces
+    reqs = [line for line in _requirements() if not line.startswith("--extra-index-url")]
+    _run([python, "-m", "pip", "install", "-q", *reqs], timeout=1800)
+    # postBuild runs in the repository root: a clean copy of the checkout's tracked files (no build leftovers)
+    checkout = env / "checkout"
+    files = _run(["git", "ls-files", "-z"], cwd=ROOT).stdout.split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, checkout / name)
+    path = f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    _run(["bash", str(checkout / "binder" / "postBuild")], cwd=checkout, timeout=1800,
+         env=dict(os.environ, PATH=path, VIRTUAL_ENV=str(env)))
+    _run([python, "-m", "pip", "install", "-q", *JUPYTER], timeout=1800)
+    shutil.rmtree(checkout)
+    (env / "BUILT").write_text(_digest())
+    return env
+
+
+def test_chapter_2_runs_in_the_binder_environment(tmp_path):
+    env = binder_env()
+    python = env / "bin" / "python"
+    # compbook comes from the venv (postBuild's install), not from this checkout's source tree
+    where = _run([python, "-c", "import compbook, torch; print(compbook.__file__, torch.__version__)"],
+                 cwd=tmp_path).stdout
+    assert str(env) in where and "2.13.0" in where, where
+    executed = tmp_path / "executed.ipynb"
+    script = ("import sys, nbformat\nfrom nbclient import NotebookClient\n"
+              "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+              "NotebookClient(nb, timeout=600, kernel_name='python3',\n"
+              "               resources={'metadata': {'path': sys.argv[3]}}).execute()\n"
+              "nbformat.write(nb, sys.argv[2])\n")
+    # the kernel starts in the chapter's folder of this checkout, as Binder's does in the repository
+    headless = dict(os.environ, COMPBOOK_WIDGETS="static", TQDM_DISABLE="1", COMPBOOK_MODE="cpu",
+                    PATH=f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    headless.pop("PYTHONPATH", None)
+    _run([python, "-c", script, str(CHAPTER), str(executed), str(CHAPTER.parent)], env=headless, timeout=900)
+    import nbformat
+    nb = nbformat.read(executed, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
+    assert any("image/png" in o.get("data", {}) or "text/html" in o.get("data", {}) for o in outputs)
+    assert sys.executable not in where
