@@ -292,6 +292,8 @@ def setup(app):
     listeners[:] = [x for x in listeners if x.handler is not napoleon._process_docstring]
     app.connect("autodoc-process-docstring", _google_sections)
     app.connect("config-inited", _config)
+    # MathJax on every page: the sidebar's chapter titles hold math, and the API pages have none of their own
+    app.set_html_assets_policy("always")
     app.connect("autodoc-process-docstring", _escape_bars)
     app.connect("missing-reference", _resolve)
     app.connect("warn-missing-reference", _missing_reference)
