@@ -47,7 +47,16 @@ def _digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _clean_env(env: Path | None = None, **extra) -> dict:
+    """This process's environment without what would leak this checkout or Python into the venv's runs."""
+    out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    if env is not None:
+        out.update(PATH=f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", VIRTUAL_ENV=str(env))
+    return {**out, **extra}
+
+
 def _run(cmd, **kw):
+    kw.setdefault("env", _clean_env())
     run = subprocess.run(cmd, capture_output=True, text=True, **kw)
     assert run.returncode == 0, f"{' '.join(map(str, cmd))} failed ({run.returncode}):\n{run.stdout[-3000:]}\n" \
                                 f"{run.stderr[-3000:]}"
@@ -73,9 +82,7 @@ def binder_env() -> Path:
         if (ROOT / name).is_file():
             (checkout / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, checkout / name)
-    path = f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
-    _run(["bash", str(checkout / "binder" / "postBuild")], cwd=checkout, timeout=1800,
-         env=dict(os.environ, PATH=path, VIRTUAL_ENV=str(env)))
+    _run(["bash", str(checkout / "binder" / "postBuild")], cwd=checkout, timeout=1800, env=_clean_env(env))
     _run([python, "-m", "pip", "install", "-q", *JUPYTER], timeout=1800)
     shutil.rmtree(checkout)
     (env / "BUILT").write_text(_digest())
@@ -89,20 +96,26 @@ def test_chapter_2_runs_in_the_binder_environment(tmp_path):
     where = _run([python, "-c", "import compbook, torch; print(compbook.__file__, torch.__version__)"],
                  cwd=tmp_path).stdout
     assert str(env) in where and "2.13.0" in where, where
+    # the venv's own kernel, under a name no other installation uses (a user's "python3" may be another Python)
+    kernel = f"compbook-binder-{_digest()}"
+    _run([python, "-m", "ipykernel", "install", "--prefix", str(env), "--name", kernel], env=_clean_env(env))
     executed = tmp_path / "executed.ipynb"
     script = ("import sys, nbformat\nfrom nbclient import NotebookClient\n"
               "nb = nbformat.read(sys.argv[1], as_version=4)\n"
-              "NotebookClient(nb, timeout=600, kernel_name='python3',\n"
+              "nb.cells.append(nbformat.v4.new_code_cell("
+              "'import sys, compbook; print(sys.prefix, compbook.__file__)'))\n"
+              "NotebookClient(nb, timeout=600, kernel_name=sys.argv[4],\n"
               "               resources={'metadata': {'path': sys.argv[3]}}).execute()\n"
               "nbformat.write(nb, sys.argv[2])\n")
     # the kernel starts in the chapter's folder of this checkout, as Binder's does in the repository
-    headless = dict(os.environ, COMPBOOK_WIDGETS="static", TQDM_DISABLE="1", COMPBOOK_MODE="cpu",
-                    PATH=f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
-    headless.pop("PYTHONPATH", None)
-    _run([python, "-c", script, str(CHAPTER), str(executed), str(CHAPTER.parent)], env=headless, timeout=900)
+    headless = _clean_env(env, COMPBOOK_WIDGETS="static", TQDM_DISABLE="1", COMPBOOK_MODE="cpu")
+    _run([python, "-c", script, str(CHAPTER), str(executed), str(CHAPTER.parent), kernel], env=headless,
+         timeout=900)
     import nbformat
     nb = nbformat.read(executed, as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) or "text/html" in o.get("data", {}) for o in outputs)
-    assert sys.executable not in where
+    # the chapter ran in the venv's kernel, on the venv's compbook
+    last = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    assert last.split()[0] == str(env) and last.split()[1].startswith(str(env)), last

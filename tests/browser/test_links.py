@@ -102,3 +102,24 @@ def test_every_internal_link_and_anchor_of_the_built_book_resolves():
     # the check looked at the book's own links: chapter pages, the API's anchors, the chapters linked from it
     assert sum("#" in u and not u.startswith("#") for u in checked) > 100, len(checked)
     assert any(u.startswith("../chapters/") for u in checked), "no link from the appendix to a chapter"
+
+
+def test_launch_buttons_open_this_repository():
+    """Each chapter page's Colab and Binder buttons open that chapter of the repository and branch set in
+    ``_config.yml`` (the one setting, tests/test_publishing.py)."""
+    import yaml
+
+    value = os.environ.get(HTML_VARIABLE)
+    if not value:
+        pytest.skip(f"launch buttons: no built book (${HTML_VARIABLE} unset); `make test` builds one and runs this")
+    root = Path(__file__).resolve().parents[2]
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    repo = urlsplit(config["repository"]["url"]).path.strip("/")
+    branch = config["repository"]["branch"]
+    chapters = sorted((Path(value) / "chapters").glob("*.html"))
+    assert chapters
+    for page in chapters:
+        notebook = f"chapters/{page.stem}.ipynb"
+        links = parse(page).links
+        assert f"https://colab.research.google.com/github/{repo}/blob/{branch}/{notebook}" in links, page.name
+        assert f"https://mybinder.org/v2/gh/{repo}/{branch}?urlpath=tree/{notebook}" in links, page.name
