@@ -41,9 +41,13 @@ def test_requirements_pin_the_cpu_torch_wheel_and_postbuild_installs_compbook():
 
 
 def _digest() -> str:
+    """What the environment's packages depend on: binder/'s files, compbook's declared dependencies, this Python."""
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     h = hashlib.sha256()
-    for path in (BINDER / "requirements.txt", BINDER / "postBuild", ROOT / "pyproject.toml"):
+    for path in (BINDER / "requirements.txt", BINDER / "postBuild"):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
+    h.update(repr((project["dependencies"], project["requires-python"], sys.version_info[:2])).encode())
     return h.hexdigest()[:16]
 
 
@@ -63,29 +67,42 @@ def _run(cmd, **kw):
     return run
 
 
+def _checkout_copy(into: Path) -> Path:
+    """The checkout as Binder clones it: its tracked and new files (none that git ignores, no build leftovers)."""
+    shutil.rmtree(into, ignore_errors=True)
+    files = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT).stdout
+    for name in filter(None, files.split("\0")):
+        if (ROOT / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, into / name)
+    return into
+
+
+def _post_build(env: Path):
+    """binder/postBuild, run as repo2docker runs it: in the repository root, the environment's Python first."""
+    checkout = _checkout_copy(env / "checkout")
+    _run(["bash", str(checkout / "binder" / "postBuild")], cwd=checkout, timeout=1800, env=_clean_env(env))
+    shutil.rmtree(checkout)
+
+
 def binder_env() -> Path:
-    """The venv built from binder/ (requirements, then postBuild in a copy of the checkout), cached by digest."""
+    """The venv built from binder/ (requirements, then postBuild), its packages cached by :func:`_digest`; compbook
+    itself is installed again by postBuild on every call, so the venv runs this checkout's compbook."""
     scratch = Path(os.environ.get("COMPBOOK_SCRATCH", Path.home() / ".cache" / "compbook"))
     env = scratch / f"binder-venv-{_digest()}"
     python = env / "bin" / "python"
-    if (env / "BUILT").is_file():
-        return env
-    shutil.rmtree(env, ignore_errors=True)
-    venv.EnvBuilder(with_pip=True, clear=True).create(env)
-    # the requirements as repo2docker reads them, less the CPU index, which this machine's pip replaces
-    reqs = [line for line in _requirements() if not line.startswith("--extra-index-url")]
-    _run([python, "-m", "pip", "install", "-q", *reqs], timeout=1800)
-    # postBuild runs in the repository root: a clean copy of the checkout's tracked files (no build leftovers)
-    checkout = env / "checkout"
-    files = _run(["git", "ls-files", "-z"], cwd=ROOT).stdout.split("\0")
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, checkout / name)
-    _run(["bash", str(checkout / "binder" / "postBuild")], cwd=checkout, timeout=1800, env=_clean_env(env))
-    _run([python, "-m", "pip", "install", "-q", *JUPYTER], timeout=1800)
-    shutil.rmtree(checkout)
-    (env / "BUILT").write_text(_digest())
+    if not (env / "BUILT").is_file():
+        shutil.rmtree(env, ignore_errors=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(env)
+        # the requirements as repo2docker reads them, less the CPU index, which this machine's pip replaces
+        reqs = [line for line in _requirements() if not line.startswith("--extra-index-url")]
+        _run([python, "-m", "pip", "install", "-q", *reqs], timeout=1800)
+        _post_build(env)
+        _run([python, "-m", "pip", "install", "-q", *JUPYTER], timeout=1800)
+        (env / "BUILT").write_text(_digest())
+    else:
+        _run([python, "-m", "pip", "uninstall", "-y", "-q", "compbook"])
+        _post_build(env)
     return env
 
 
@@ -96,6 +113,9 @@ def test_chapter_2_runs_in_the_binder_environment(tmp_path):
     where = _run([python, "-c", "import compbook, torch; print(compbook.__file__, torch.__version__)"],
                  cwd=tmp_path).stdout
     assert str(env) in where and "2.13.0" in where, where
+    installed = Path(where.split()[0]).parent
+    assert (installed / "paths.py").read_bytes() == (ROOT / "compbook" / "paths.py").read_bytes(), \
+        "the venv's compbook is not this checkout's"
     # the venv's own kernel, under a name no other installation uses (a user's "python3" may be another Python)
     kernel = f"compbook-binder-{_digest()}"
     _run([python, "-m", "ipykernel", "install", "--prefix", str(env), "--name", kernel], env=_clean_env(env))
