@@ -183,7 +183,8 @@ class _APIWarnings(logging.Handler):
 def _missing_reference(app, domain, node):
     """Nitpicky only on the API pages: elsewhere (and for targets outside compbook) the warning is dropped."""
     if not str(node.get("refdoc", "")).startswith(f"{API_FOLDER}/"):
-        return True
+        # elsewhere only what warned before nitpicky was turned on (a broken {doc} link, ...) still warns
+        return None if node.get("refwarn") else True
     if node.get("refdomain") == "py" and not OWN_TARGET.match(str(node.get("reftarget", ""))):
         context = node.get("py:module") or ""
         if not context.startswith(PACKAGE) or "." in str(node.get("reftarget", "")):
