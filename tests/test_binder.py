@@ -1,8 +1,8 @@
 """Binder for CPU mode (``binder/``): the environment built from the same files in a fresh venv runs chapter 2.
 
 repo2docker installs ``binder/requirements.txt`` and then runs ``binder/postBuild`` in the repository root. This test
-does the same in a fresh venv (the CPU torch index of ``requirements.txt`` is left to the machine's own pip
-configuration, which holds the same ``torch==2.13.0`` CPU wheel; repo2docker's base image brings Jupyter, here
+does the same in a fresh venv (where the CPU torch index of ``requirements.txt`` cannot be reached, pip takes the same
+``torch==2.13.0`` CPU wheel from the machine's own configuration; repo2docker's base image brings Jupyter, here
 ``nbclient`` and ``ipykernel`` stand in for it) and executes chapter 2 headless there. Building the venv takes
 minutes, so it is kept under ``$COMPBOOK_SCRATCH`` (default ``~/.cache/compbook``), keyed on the digest of the files
 that make it: a change to ``binder/`` or ``pyproject.toml`` builds a new one.
@@ -94,9 +94,10 @@ def binder_env() -> Path:
     if not (env / "BUILT").is_file():
         shutil.rmtree(env, ignore_errors=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(env)
-        # the requirements as repo2docker reads them, less the CPU index, which this machine's pip replaces
-        reqs = [line for line in _requirements() if not line.startswith("--extra-index-url")]
-        _run([python, "-m", "pip", "install", "-q", *reqs], timeout=1800)
+        # the file as repo2docker installs it; where the CPU index is out of reach (these machines reach PyPI only),
+        # pip passes over it at once and takes the same torch==2.13.0 CPU wheel from the machine's own wheels
+        _run([python, "-m", "pip", "install", "-q", "-r", str(BINDER / "requirements.txt")], timeout=1800,
+             env=_clean_env(PIP_RETRIES="0"))
         _post_build(env)
         _run([python, "-m", "pip", "install", "-q", *JUPYTER], timeout=1800)
         (env / "BUILT").write_text(_digest())
