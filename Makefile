@@ -35,7 +35,7 @@ browser-setup:
 test: setup browser-setup
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser
 	rm -rf $(EXECUTED) && mkdir -p $(EXECUTED)
-	cp -r _config.yml _toc.yml intro.md _static chapters $(EXECUTED)/
+	cp -r _config.yml _toc.yml intro.md _static _ext appendix chapters $(EXECUTED)/
 	ln -s ../compbook ../data $(EXECUTED)/
 	$(HEADLESS) $(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) --durations=0 \
 	  --overwrite $(EXECUTED)/chapters

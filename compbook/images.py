@@ -112,7 +112,7 @@ def as_target(target, name: str = "target") -> torch.Tensor:
     """Check and convert a target image: ``(H, W, 3)`` (or ``(B, H, W, 3)``) floats in [0, 1] -> float32 tensor.
 
     Raises ``ValueError`` naming ``name`` for a shape that is not square RGB, a non-float dtype, NaNs or values
-    outside [0, 1] (:func:`compbook.check_values`).
+    outside [0, 1] (:func:`check_values`).
     """
     a = as_array(target)
     if a.ndim not in (3, 4) or a.shape[-1] != 3 or a.shape[-2] != a.shape[-3] or 0 in a.shape:

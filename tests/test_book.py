@@ -11,7 +11,7 @@ from compbook import config, paths
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-TOC_FILES = [c["file"] for part in TOC["parts"] for c in part["chapters"]]
+TOC_FILES = [c["file"] for part in TOC["parts"] for c in part["chapters"] if c["file"].startswith("chapters/")]
 NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 

@@ -168,7 +168,7 @@ def _kinds_of(kinds: np.ndarray) -> tuple:
 
 
 def kind_rows(items, labels, verdicts, mask=None) -> list[dict]:
-    """Metrics rows over the ``mask``ed items (default all): all network kinds together, then each kind
+    """Metrics rows over the items ``mask`` keeps (default all): all network kinds together, then each kind
     (picbreeder and sgd always, fer and fertwin where present)."""
     kinds = np.array([it["kind"] for it in _check_items(items, ("kind",))])
     labels = checks.bools(labels, "labels", len(kinds))

@@ -44,9 +44,10 @@ from .store import content_hash
 from .network import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 #: Sign policies (our choice; "plus" is the paper's definition):
+#:
 #: - "plus":  one render per weight with w + delta;
 #: - "both":  two renders per weight, w + delta then w - delta, *counted separately* (each is one verdict; the
-#:            score is the fraction of the 2 M perturbations kept, not "both kept");
+#:   score is the fraction of the 2 M perturbations kept, not "both kept");
 #: - "noise": one render per weight with w + delta * N(0, 1), seeded (the same seed gives the same deltas).
 POLICIES = ("plus", "both", "noise")
 ENGINES = ("fast", "naive")

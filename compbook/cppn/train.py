@@ -202,7 +202,7 @@ def fit_many(models: Sequence[CPPN], target, steps: int = 1000, lr: float = 3e-3
     gradient is normalised on its own, so every model follows exactly the path :func:`fit` would give it
     (up to float rounding). ``losses`` is ``(steps, B)``. ``stop``: a rule asked every ``check_every`` steps
     with the losses so far ``(steps_done, B)``; True ends training early (``losses`` then has fewer rows;
-    :func:`compbook.cppn.twins.plateau_rule`). Without it (the default) training runs ``steps`` steps.
+    :func:`compbook.cppn.twins.plateaued`). Without it (the default) training runs ``steps`` steps.
     ``keep_best``: each model comes back with its weights at its lowest training loss, not its last ones.
     """
     steps, lr = _check_settings(steps, lr, optimizer, gradients, normalize_grad=normalize_grad,

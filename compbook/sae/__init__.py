@@ -5,8 +5,8 @@
 * :mod:`compbook.sae.topk`: :class:`TopKSAE` (SAELens names), :func:`fvu`, L0, dead latents, checkpoints.
 * :mod:`compbook.sae.regions`: patch regions from attention, batched average-linkage clustering.
 * :mod:`compbook.sae.s2ae`: straight-through binarisation, :func:`group_sparsity`, :func:`exclusive_sparsity`,
-  the trainer :func:`train_sae`.
-* :mod:`compbook.sae.vlm`: the tiny VLM trained on :mod:`compbook.scenes`, and :func:`extract` (tiny VLM or a
+  the trainer :func:`~compbook.sae.s2ae.train_sae`.
+* :mod:`compbook.sae.vlm`: the tiny VLM trained on :mod:`compbook.scenes`, and :func:`~compbook.sae.vlm.extract` (tiny VLM or a
   transformers Qwen2.5-VL).
 * :mod:`compbook.sae.metrics`: mIoU against exact masks, EV, L0, dead latents.
 * :mod:`compbook.sae.experiment`: vanilla vs S2AE over seeds (stored SAEs in ``data/sae/runs/``), intervals.

@@ -24,7 +24,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 PARTS = [part["caption"] for part in TOC["parts"]]
-PAGES = [TOC["root"]] + [c["file"] for part in TOC["parts"] for c in part["chapters"]]
+PAGES = [TOC["root"]] + [f for part in TOC["parts"] for c in part["chapters"]
+                         for f in [c["file"]] + [s["file"] for s in c.get("sections", [])]]
 HTML_VARIABLE = "COMPBOOK_BOOK_HTML"
 WIDTH, HEIGHT = 1280, 900
 # a proxy that does not exist: any request off this machine fails (the local server is loopback, never proxied)

@@ -17,7 +17,7 @@ the order they arrive: :class:`~compbook.cppn.judges.cache.CachedJudge` then sto
 
 This module: the protocol, the input checks every judge shares, and :class:`SSIMJudge` (CPU, no weights). The
 other judges: :mod:`.cache` (stored verdicts), :mod:`.semantic` (CPU judges of "is this still a <concept>?"),
-:mod:`.vlm` (the paper's kind of judge, a vision-language model), :mod:`.server` (the same, served).
+:mod:`~compbook.cppn.judges.vlm` (the paper's kind of judge, a vision-language model), :mod:`.server` (the same, served).
 """
 
 from __future__ import annotations

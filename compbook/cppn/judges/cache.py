@@ -173,7 +173,7 @@ class CachedJudge:
             VLM verdicts on a CPU); with neither, the identity written in the file is used.
         mode: ``"strict"``: a question with no stored verdict raises :class:`CacheMiss` (a ``LookupError``)
             naming it; ``"fill"``: misses go to ``judge`` and are stored (the file is rewritten after each call;
-            a judge with ``stream`` has each verdict journaled as it arrives, see :meth:`_fill_streaming`, and a
+            a judge with ``stream`` has each verdict journaled as it arrives, see ``_fill_streaming``, and a
             journal a killed fill left is merged when the cache opens in fill mode: ``recovered`` counts them).
 
     A verdict is keyed by :func:`entry_key` (judge identity, concept, question dict; the engine's question holds

@@ -48,7 +48,7 @@ def check_known_concept(concept) -> str:
 
 
 def prepare(images) -> torch.Tensor:
-    """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.base.check_images`) as float32
+    """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.cppn.judges.base.check_images`) as float32
     ``(N, 3, 64, 64)``; other sizes are resized (area when shrinking, bilinear when growing)."""
     if isinstance(images, torch.Tensor) and images.ndim == 4:
         checks.check_budget(4.0 * images[:1].numel() * (2 + len(images)), f"prepare: {len(images)} images of "
