@@ -28,6 +28,8 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 import torch
 
+from . import checks
+
 #: How long a reader's function may run on one case before its check gives up, in seconds (our choice: every
 #: reference answers a case in well under a second on a laptop CPU; a reader's slower loop still fits).
 TIME_LIMIT = 5.0
@@ -201,7 +203,7 @@ def run_answer(answer: Callable, args: tuple, what: str, where: str = "", second
     kernel's stop button) is not swallowed: it stops the check. ``where`` (e.g. ``"case 2 of 5: shape (3, 4)"``)
     goes into the message. In the main thread a timer signal stops the function (a loop or a sleep); in another
     thread an exception is sent to the thread (a pure-Python loop)."""
-    limit = TIME_LIMIT if seconds is None else seconds
+    limit = checks.real(TIME_LIMIT if seconds is None else seconds, "seconds", 0, low_open=True)
     at = f" (on {where})" if where else ""
     watch = _SignalWatch(limit) if _signals_usable() else _ThreadWatch(limit)
     try:

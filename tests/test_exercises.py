@@ -186,3 +186,9 @@ def test_a_string_number_is_refused_for_a_number():
     r = check_function(lambda x: str(float(x.sum())), lambda x: float(x.sum()), CASES, "the total")
     assert not r.passed and "returned a str, expected a float" in r.message, r.message
     assert as_array("0.5") is None, "a string was read as a number: '0.5' would pass for 0.5"
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), "5"])
+def test_a_time_limit_that_is_not_a_positive_number_is_refused(seconds):
+    with pytest.raises(ValueError, match="seconds"):
+        check_function(ref_sum, ref_sum, CASES, "row sums", seconds=seconds)
