@@ -223,7 +223,9 @@ def run_answer(answer: Callable, args: tuple, what: str, where: str = "", second
 
 
 def _signals_usable() -> bool:
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    """The main thread of a POSIX Python whose alarm handler can be put back (not one installed outside Python)."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGALRM) is not None
 
 
 class _SignalWatch:
@@ -247,7 +249,9 @@ class _SignalWatch:
 
     def __enter__(self):
         self.old_alarm = signal.signal(signal.SIGALRM, self._alarm)
-        self.old_int = signal.signal(signal.SIGINT, self._interrupt)
+        self.old_int = signal.getsignal(signal.SIGINT)
+        if self.old_int is not None:         # None: a handler from outside Python, left as it is
+            signal.signal(signal.SIGINT, self._interrupt)
         self.armed, self.start = True, time.monotonic()
         self.old_timer = signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3), 0.1)
         return self
@@ -257,7 +261,8 @@ class _SignalWatch:
         signal.setitimer(signal.ITIMER_REAL, 0)
         left = self.old_timer[0] - (time.monotonic() - self.start)
         signal.signal(signal.SIGALRM, self.old_alarm)
-        signal.signal(signal.SIGINT, self.old_int)
+        if self.old_int is not None:
+            signal.signal(signal.SIGINT, self.old_int)
         if self.old_timer[0] > 0:          # a timer set before (e.g. a test's alarm): running again
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), self.old_timer[1])
         return False
