@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import torch
+
+from .paths import safe_name, safe_path  # noqa: F401 (the one rule for names in file paths; the registry's too)
 
 #: Default budget for one render's buffers, in MiB (our choice: a 2-core, 24 GiB CI machine renders its
 #: largest book images, 256 px, with a few MiB; a reader's 2000 px render of a 12 x 22 CPPN fits).
@@ -349,31 +350,6 @@ def same_length(a, b, name_a: str, name_b: str) -> int:
     if n_a != n_b:
         raise ValueError(f"{name_a} and {name_b} must have the same length, got {len(a)} and {len(b)}")
     return len(a)
-
-
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
-
-
-def safe_name(value, name: str) -> str:
-    """``value`` as one file or folder name that cannot leave its folder: letters, digits, ``_ . + -``, not
-    starting with a dot, no separator, no ``..``."""
-    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
-        raise ValueError(f"{name} must be a plain file name (letters, digits, _ . + -; no '/', no '..'), "
-                         f"got {value!r}")
-    return value
-
-
-def safe_path(folder, relative, name: str) -> Path:
-    """``folder / relative`` where ``relative`` (``"emc2/twin_skull"``) is a relative path of :func:`safe_name`
-    parts separated by ``/``, so the result stays inside ``folder``."""
-    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\\" in relative:
-        raise ValueError(f"{name} must be a relative path inside {folder} (parts joined by '/'), got {relative!r}")
-    for part in relative.split("/"):
-        safe_name(part, f"{name} (part {part!r} of {relative!r})")
-    path = Path(folder) / relative
-    if not path.resolve().is_relative_to(Path(folder).resolve()):
-        raise ValueError(f"{name}={relative!r} leaves its folder {folder} (a link?)")
-    return path
 
 
 def json_file(path, what: str = "JSON file", kind: type = dict):

@@ -2,11 +2,15 @@
 
 In a checkout, :func:`data_dir` is the ``data/`` folder at the repository root. In Colab (compbook installed from
 the repository, no checkout), :func:`data_file` downloads a file of ``data/`` from the repository on first use.
+:func:`safe_name` and :func:`safe_path` are the one rule for names and relative paths that must stay inside their
+folder (``compbook.checks`` offers them with the other argument checks; the registry of stored results reads its
+paths by them).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import urllib.request
 from pathlib import Path
 
@@ -45,4 +49,29 @@ def data_file(relative: str, download: bool = True) -> Path:
         urllib.request.urlretrieve(url, path)
     except OSError as e:
         raise FileNotFoundError(f"data file {relative!r} is not in {data_dir()} and {url} failed ({e})") from e
+    return path
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def safe_name(value, name: str) -> str:
+    """``value`` as one file or folder name that cannot leave its folder: letters, digits, ``_ . + -``, not
+    starting with a dot, no separator, no ``..``."""
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{name} must be a plain file name (letters, digits, _ . + -; no '/', no '..'), "
+                         f"got {value!r}")
+    return value
+
+
+def safe_path(folder, relative, name: str) -> Path:
+    """``folder / relative`` where ``relative`` (``"emc2/twin_skull"``) is a relative path of :func:`safe_name`
+    parts separated by ``/``, so the result stays inside ``folder`` (resolved: a link out of it is refused too)."""
+    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\\" in relative:
+        raise ValueError(f"{name} must be a relative path inside {folder} (parts joined by '/'), got {relative!r}")
+    for part in relative.split("/"):
+        safe_name(part, f"{name} (part {part!r} of {relative!r})")
+    path = Path(folder) / relative
+    if not path.resolve().is_relative_to(Path(folder).resolve()):
+        raise ValueError(f"{name}={relative!r} leaves its folder {folder} (a link?)")
     return path

@@ -582,15 +582,16 @@ def all_pairs(object_ids) -> np.ndarray:
 
 # ---------------------------------------------------------------- sampling scenes
 
-def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0) -> list:
+def sample_scenes(object_ids, n_scenes: int, n_objects, seed: int = 0, most: int | None = None) -> list:
     """``n_scenes`` scenes of objects drawn (with replacement) from ``object_ids``; ``n_objects`` an int or a
-    (low, high) range of objects per scene (inclusive). Deterministic in ``seed``."""
+    (low, high) range of objects per scene (inclusive), high at most ``most`` (e.g. a layout's slots) when given.
+    Deterministic in ``seed``."""
     n_scenes = checks.integer(n_scenes, "n_scenes")
     seed = checks.seed(seed)
     pair = [n_objects] * 2 if np.isscalar(n_objects) else checks.sequence(n_objects, "n_objects", 2, 2)
     lo, hi = (checks.integer(v, "n_objects", 1) for v in pair)
-    if lo < 1 or hi < lo:
-        raise ValueError(f"n_objects={n_objects!r}: need 1 <= low <= high")
+    if lo < 1 or hi < lo or most is not None and hi > most:
+        raise ValueError(f"n_objects={n_objects!r}: need 1 <= low <= high" + (f" <= {most}" if most else ""))
     ids = checks.integers(object_ids, "object_ids", 0, ndim=1, min_size=1)
     checks.check_budget((72.0 + 40 * hi) * n_scenes, f"sample_scenes: {n_scenes} scenes of up to {hi} objects")
     rng = np.random.default_rng(seed)

@@ -4,7 +4,6 @@ Each case must raise ``ValueError`` quickly, naming the argument, and leave the 
 (``tests/refusal.py``). The ids name the input.
 """
 
-import importlib
 import types
 
 import numpy as np
@@ -13,12 +12,11 @@ import torch
 from refusal import assert_refused
 
 from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition, recipe, recipe_data
-from compbook.binding import recipe_eval, recipe_model, splits, sweep, symbolic
+from compbook.binding import recipe_eval, recipe_model, recognition, splits, sweep, symbolic
 from compbook.binding.recipe_config import RecipeConfig
 from compbook.binding.encoders import clip_loss
 from compbook.binding.train import DualTrainConfig
 
-recognition = importlib.import_module("compbook.binding.recognition")
 SECONDS = 1.0
 NAN = float("nan")
 
@@ -72,7 +70,7 @@ CASES = {
     # -- recognition
     "concept_recognition queries and positives differ": lambda c: recognition.concept_recognition(
         np.ones((2, 3)), {"colour": np.ones((2, 3))}, {"shape": np.ones((2, 2), bool)}),
-    "recognition candidates of other shape": lambda c: recognition.recognition(
+    "recognition candidates of other shape": lambda c: recognition.recognise(
         np.ones((2, 3)), np.ones((4, 3)), np.ones((2, 4), bool), candidates=np.ones((3, 4), bool)),
     # -- controlled
     "scene_tokens object id out of range": lambda c: controlled.scene_tokens(c.cfg, np.full((2, 2), 10 ** 6)),

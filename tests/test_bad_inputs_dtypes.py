@@ -17,7 +17,6 @@ Each call must raise ``ValueError`` quickly, naming the argument (``tests/refusa
 ``<target> <variant>``.
 """
 
-import importlib
 import types
 
 import numpy as np
@@ -26,7 +25,7 @@ import torch
 from refusal import assert_refused
 
 from compbook import scenes as S
-from compbook.binding import decomposition, probes
+from compbook.binding import decomposition, probes, recognition
 from compbook.binding.encoders import clip_loss
 from compbook.binding.data import PairData
 from compbook.binding.encoders import EncoderConfig
@@ -36,7 +35,6 @@ from compbook.cppn.judges import semantic
 from compbook.sae import crossmodal, describe, interpret, metrics, regions, s2ae, topk, vlm
 
 SECONDS = 1.0
-recognition = importlib.import_module("compbook.binding.recognition")
 
 
 def _as(value, kind):
@@ -114,7 +112,7 @@ TARGETS = {
         c.vlm, torch.rand(2, 64, 48), x, 0), IDS),
     # -- Part B
     "clip_loss zi": (lambda c: torch.rand(4, 8), lambda c, x: clip_loss(x, torch.rand(4, 8), 1.0), FLOATS),
-    "recognition scene_emb": (lambda c: np.random.default_rng(0).random((3, 4)), lambda c, x: recognition.recognition(
+    "recognition scene_emb": (lambda c: np.random.default_rng(0).random((3, 4)), lambda c, x: recognition.recognise(
         x, np.eye(4), np.eye(3, 4, dtype=bool)), NUMBERS),
     "level2 U": (lambda c: np.random.default_rng(0).random((4, 3)), lambda c, x: decomposition.level2(
         x, np.zeros((4, 2), int)), ("bool",) + NUMBERS),

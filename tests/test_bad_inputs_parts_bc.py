@@ -16,16 +16,12 @@ from refusal import assert_refused
 import torch
 
 from compbook import checkpoints
-import importlib
-
-from compbook.binding import controlled, data as bdata, decomposition, probes, sweep
+from compbook.binding import controlled, data as bdata, decomposition, probes, recognition, sweep
 from compbook.binding.encoders import EncoderConfig
 from compbook.binding.train import DualStack
 from compbook.sae import interpret, metrics, regions, s2ae, topk
 
 SECONDS = 1.0
-# the module (compbook.binding re-exports its function of the same name)
-recognition = importlib.import_module("compbook.binding.recognition")
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +50,7 @@ def c(tmp_path_factory):
 
 CASES = {
     # -- Part B: recognition and decomposition
-    "recognition positives not bool": lambda c: recognition.recognition(
+    "recognition positives not bool": lambda c: recognition.recognise(
         np.ones((3, 4)), np.ones((5, 4)), np.ones((3, 5))),
     "recognition embeddings of different widths": lambda c: recognition.cosine_logits(
         np.ones((3, 4)), np.ones((5, 6))),

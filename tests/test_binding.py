@@ -42,9 +42,9 @@ def test_recognition_bag_of_concepts_vs_multiplicative(multiplicative):
     for i in np.flatnonzero(keep):
         cand[i, sq[i]] = True
     pos = D.object_positives(sp, pairs)
-    swap = B.recognition(scene[keep], objq, pos[keep], cand[keep])
+    swap = B.recognise(scene[keep], objq, pos[keep], cand[keep])
     if multiplicative:
-        assert swap.all() and B.recognition(scene, objq, pos).all()
+        assert swap.all() and B.recognise(scene, objq, pos).all()
     else:
         # a bag scores a present pair and its swapped pair with the same sum: binding must fail on every scene
         assert not swap.any(), "a bag-of-concepts embedding cannot separate present from swapped objects"
@@ -55,7 +55,7 @@ def test_recognition_against_a_naive_loop():
     z, q = rng.normal(size=(30, 8)), rng.normal(size=(7, 8))
     pos = rng.random((30, 7)) < 0.3
     pos[:, 0], pos[:, 1] = True, False
-    got = B.recognition(z, q, pos)
+    got = B.recognise(z, q, pos)
     for s in range(30):
         cos = [z[s] @ q[j] / np.linalg.norm(z[s]) / np.linalg.norm(q[j]) for j in range(7)]
         want = min(cos[j] for j in range(7) if pos[s, j]) > max(cos[j] for j in range(7) if not pos[s, j])
@@ -70,7 +70,7 @@ def test_recognition_against_a_naive_loop():
 ])
 def test_recognition_bad_input(args, word):
     with pytest.raises(ValueError, match=word):
-        B.recognition(*args)
+        B.recognise(*args)
 
 
 def _planted(seed=0, d=32, interaction=0.0, noise=0.01):

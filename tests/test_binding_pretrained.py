@@ -35,7 +35,7 @@ def test_tiny_random_clip_through_recognition_and_decomposition():
     ids = D.object_queries(sp, 12)
     zq = P.clip_text_embeddings(model, ids, (ids != 0).long())
     assert zq.shape == (24, 12)
-    ok = B.recognition(zi, zq, D.object_positives(sp, pairs))
+    ok = B.recognise(zi, zq, D.object_positives(sp, pairs))
     assert ok.shape == (len(pairs),) and ok.dtype == bool
     u = dec.object_vectors(zi, pairs, 24, per_slot=True)
     rec = dec.level1(zi, np.asarray(pairs), np.nan_to_num(u))
@@ -52,4 +52,4 @@ def test_tiny_random_dinov2_embeddings():
     assert z.shape == (len(pairs), 16) and np.isfinite(z).all()
     pos = np.zeros((len(pairs), 3), bool)
     pos[:, 0] = True
-    assert B.recognition(z, z[:3], pos).shape == (len(pairs),)
+    assert B.recognise(z, z[:3], pos).shape == (len(pairs),)

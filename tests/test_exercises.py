@@ -1,11 +1,17 @@
 """The exercise checks' shared machinery: a right answer passes, a planted mistake is named, a non-answer is
 refused politely (never a traceback)."""
 
+import os
+import signal
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
 
-from compbook.exercises import Checked, check_function, check_value, close
+from compbook import exercises
+from compbook.exercises import Checked, as_array, check_function, check_value, close
 
 
 def ref_sum(x):
@@ -81,3 +87,108 @@ def test_close_needs_the_same_shape():
 def test_the_repr_is_one_line():
     assert repr(check_value(0.5, 0.5, "w")).startswith("correct:")
     assert "\n" not in repr(check_value(1.5, 0.5, "w"))
+
+
+# -- a reader's function that hangs, exits or returns the wrong type -----------------------------------------------
+def endless(x):
+    while True:
+        pass
+
+
+def sleeps(x):
+    time.sleep(60)
+
+
+def swallows(x):
+    """An endless loop that catches everything once: the time limit must ring again."""
+    try:
+        endless(x)
+    except BaseException:
+        endless(x)
+
+
+@pytest.mark.parametrize("answer", [endless, sleeps, swallows], ids=["loop", "sleep", "loop catching once"])
+def test_a_function_that_never_returns_is_stopped_at_the_time_limit(answer):
+    t0 = time.perf_counter()
+    r = check_function(answer, ref_sum, CASES, "row sums", seconds=0.3)
+    took = time.perf_counter() - t0
+    assert took < 2, f"took {took:.1f} s: the time limit did not stop the reader's function"
+    assert not r.passed and "still running after 0.3 s" in r.message and "case 1 of 3" in r.message, r.message
+
+
+def test_the_time_limit_is_a_module_setting(monkeypatch):
+    monkeypatch.setattr(exercises, "TIME_LIMIT", 0.2)
+    t0 = time.perf_counter()
+    assert "after 0.2 s" in check_function(endless, ref_sum, CASES, "row sums").message
+    assert time.perf_counter() - t0 < 2
+
+
+def test_a_function_that_never_returns_is_stopped_in_another_thread():
+    out = []
+    worker = threading.Thread(target=lambda: out.append(check_function(endless, ref_sum, CASES, "row sums",
+                                                                       seconds=0.3)))
+    worker.start()
+    worker.join(5)
+    assert not worker.is_alive(), "the check in a thread never returned: the thread's watch sent nothing"
+    assert not out[0].passed and "still running" in out[0].message
+
+
+def test_a_slow_but_finite_function_within_the_limit_passes():
+    def slow(x):
+        time.sleep(0.05)
+        return ref_sum(x)
+    assert check_function(slow, ref_sum, CASES, "row sums", seconds=2).passed
+
+
+@pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()],
+                         ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit"])
+def test_anything_the_readers_code_raises_is_reported(error):
+    def raises(x):
+        raise error
+    r = check_function(raises, ref_sum, CASES, "row sums")
+    assert not r.passed and type(error).__name__ in r.message
+
+
+def test_a_real_interrupt_still_stops_the_check():
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        check_function(endless, ref_sum, CASES, "row sums", seconds=5)
+    timer.join()
+
+
+def test_a_timer_set_before_the_check_still_rings():
+    rang = []
+    old = signal.signal(signal.SIGALRM, lambda *a: rang.append(True))
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        check_function(endless, ref_sum, CASES, "row sums", seconds=0.2)
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0, "the caller's timer was cancelled by the check"
+        time.sleep(0.6)
+        assert rang, "the caller's alarm handler was not restored"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda x: "0.5", "returned a str, expected an array of shape (3,)"),
+    (lambda x: ref_sum(x).astype(complex), "returned complex values"),
+    (lambda x: float(ref_sum(x)[0]), "returned a float, expected an array of shape (3,)"),
+    (lambda x: {"sum": ref_sum(x)}, "returned a dict"),
+    (lambda x: [str(v) for v in ref_sum(x)], "returned a list")])
+def test_a_wrong_type_is_refused_by_name_before_values_are_compared(answer, says):
+    r = check_function(answer, ref_sum, CASES, "row sums", MISTAKES)
+    assert not r.passed and says in r.message, r.message
+
+
+def test_a_string_number_is_refused_for_a_number():
+    r = check_function(lambda x: str(float(x.sum())), lambda x: float(x.sum()), CASES, "the total")
+    assert not r.passed and "returned a str, expected a float" in r.message, r.message
+    assert as_array("0.5") is None, "a string was read as a number: '0.5' would pass for 0.5"
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), "5"])
+def test_a_time_limit_that_is_not_a_positive_number_is_refused(seconds):
+    with pytest.raises(ValueError, match="seconds"):
+        check_function(ref_sum, ref_sum, CASES, "row sums", seconds=seconds)

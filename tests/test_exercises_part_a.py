@@ -2,6 +2,8 @@
 mistakes (the wrong answers are written here independently of the checks' own)."""
 
 import math
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -179,3 +181,34 @@ def test_deepest_target():
     assert not r.passed and "shallowest" in r.message
     assert "not one of" in ex.check_deepest_target("a zebra").message
     assert not ex.check_deepest_target(...).passed
+
+
+def never_returns(*args):
+    while True:
+        pass
+
+
+@pytest.mark.parametrize("check", [ex.check_welch_bound, ex.check_emc2_score], ids=["welch", "emc2"])
+def test_a_function_that_never_returns_is_stopped(check):
+    t0 = time.perf_counter()
+    r = check(never_returns, seconds=0.3)
+    assert time.perf_counter() - t0 < 5, "the check waited on a reader's endless loop"
+    assert not r.passed and "still running after 0.3 s" in r.message
+
+
+def test_a_string_bound_is_refused_by_its_type_not_blamed_on_an_off_by_one():
+    r = ex.check_welch_bound(lambda r, d: str(welch(r, d)))
+    assert not r.passed and "returned a str, expected a float" in r.message and "off-by-one" not in r.message
+
+
+def test_a_function_calling_sys_exit_is_reported():
+    r = ex.check_welch_bound(lambda r, d: sys.exit(1))
+    assert not r.passed and "SystemExit" in r.message
+    r = ex.check_emc2_score(lambda *a: exec("raise KeyboardInterrupt"))
+    assert not r.passed and "KeyboardInterrupt" in r.message
+
+
+def test_a_complex_frame_is_refused_not_read_by_its_real_parts():
+    F = frames.simplex_etf(3).astype(complex) * 1j      # real parts all 0: coherence 1.0 if the imaginary is dropped
+    r = ex.check_frame_meets_bound(F, r=4, d=3)
+    assert not r.passed and "complex" in r.message and "coherence" not in r.message, r.message

@@ -1,6 +1,7 @@
 """Parts B and C's exercise checks: each accepts a right answer written from scratch and names at least two
 planted mistakes (the wrong answers here are written independently of the checks' own)."""
 
+import time
 from collections import Counter
 
 import numpy as np
@@ -179,3 +180,25 @@ def test_probe_parameters():
     assert bx.check_probe_parameters(lambda K, C, V, D: (K * C * V + 1) * D).passed
     assert "bias" in bx.check_probe_parameters(lambda K, C, V, D: K * C * V * D).message
     assert "every combination" in bx.check_probe_parameters(lambda K, C, V, D: (K * V ** C + 1) * D).message
+
+
+def test_a_topk_code_that_never_returns_is_stopped():
+    def endless(pre, k):
+        while True:
+            pass
+    t0 = time.perf_counter()
+    r = cx.check_topk_code(endless, seconds=0.3)
+    assert time.perf_counter() - t0 < 3, "the check waited on a reader's endless loop"
+    assert not r.passed and "still running after 0.3 s" in r.message
+
+
+def test_a_topk_code_of_complex_values_or_raising_system_exit_is_refused():
+    r = cx.check_topk_code(lambda pre, k: topk_code(pre, k).to(torch.complex128))
+    assert not r.passed and "complex" in r.message, r.message
+    r = cx.check_topk_code(lambda pre, k: exit())
+    assert not r.passed and "SystemExit" in r.message
+
+
+def test_an_identification_that_is_not_a_label_is_refused_by_its_type():
+    r = cx.check_identification(lambda acts, labels, top_n: 3)
+    assert not r.passed and "returned an int, expected a str" in r.message, r.message

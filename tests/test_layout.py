@@ -173,6 +173,33 @@ def test_lazy_names_of_the_packages():
             package.no_such_name
 
 
+PACKAGES = sorted(name for name, path in MODULES.items() if path.name == "__init__.py")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_package_name_shadows_one_of_its_modules(package):
+    """One name, one thing: ``compbook.binding.recognition`` is the module, never a function of the same name that
+    the package's ``__init__`` imports (the likely bug: ``from .recognition import recognition``, which hides the
+    module, so ``compbook.binding.recognition.cosine_logits`` is an AttributeError), nor a lazy name that
+    ``from package import module`` would return instead of the module."""
+    import importlib
+    pkg = importlib.import_module(package)
+    children = [m for m in MODULES if m.rpartition(".")[0] == package]
+    assert children or package == "compbook.results", f"{package}: a package without modules?"
+    for child in children:
+        short = child.rpartition(".")[2]
+        module = importlib.import_module(child)
+        assert getattr(pkg, short) is module, (f"{package}.{short} is {getattr(pkg, short)!r}, not the module "
+                                               f"{child}: a name re-exported over its own module")
+        lazy = getattr(pkg, "__getattr__", None)
+        if lazy is not None:
+            try:
+                got = lazy(short)
+            except AttributeError:
+                continue
+            assert got is module, f"{package}'s lazy names give {short!r} as {got!r}, hiding the module {child}"
+
+
 def test_old_paths_are_gone():
     """The old Part A module paths and ``python -m`` spellings of 0.1, and ``compbook.cppn.theory`` (split into
     ``frames`` and ``volume_ratio``), are removed (CHANGELOG.md)."""

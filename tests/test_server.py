@@ -19,6 +19,7 @@ from PIL import Image
 from compbook.cppn.__main__ import main as cli
 from compbook.cppn.judges import CachedJudge, ServerJudge, read_cache, server_identity, vlm_identity
 from compbook.cppn.judges.cache import cache_file_name
+from compbook.cppn.judges.server import UnreadableAnswers
 from compbook.cppn.judges.vlm import VLMJudge, read_answer, to_pil
 from compbook.journal import journal_path
 from compbook.serving import ServerError
@@ -93,7 +94,8 @@ def test_answers_are_read_as_vlm_judge_reads_them():
                completion("<think>hmm</think> No")]
     with FaultServer(replies) as server:
         judge = ServerJudge(server.url, "m", concurrency=1, image_size=8, progress=True)
-        verdicts = judge(levels(0.1, 0.2, 0.3, 0.4, 0.5), "skull", questions=questions(5))
+        with pytest.warns(UnreadableAnswers, match="2 of 5 answers unreadable"):
+            verdicts = judge(levels(0.1, 0.2, 0.3, 0.4, 0.5), "skull", questions=questions(5))
     assert judge._bar.unit == " images" and "m answers" in judge._bar.desc     # the rate reads "images/s"
     judge.close()
     assert judge._bar is None
@@ -102,6 +104,41 @@ def test_answers_are_read_as_vlm_judge_reads_them():
     assert judge.last_details == [read_answer(t)[1] for t in texts]
     assert judge.last_details[2] == {"answer": "<unfinished reasoning>", "unparsed": True}
     assert [(u["index"], u["question"]["weight"][2]) for u in judge.unparsed] == [(2, 2), (3, 3)]
+
+
+def test_a_server_whose_answers_are_all_unreadable_is_refused_not_read_as_no(tmp_path):
+    """A server that answers "Maybe, hard to say." to every image: the likely bug reads it as all "no" (a score
+    of 0) with no word; the batch is refused, naming how many answers were unreadable, and nothing is cached."""
+    with FaultServer(default=completion("Maybe, hard to say.")) as server:
+        judge = ServerJudge(server.url, "m", concurrency=1, image_size=8)
+        with pytest.raises(ValueError, match=r"3 of 5 answers unreadable, more than max_unreadable=0.5") as e:
+            judge(levels(0.1, 0.2, 0.3, 0.4, 0.5), "skull", questions=questions(5))
+        assert "Maybe, hard to say." in str(e.value) and len(judge.unparsed) == 3
+        assert server.requests <= 5
+        cached = CachedJudge(tmp_path, judge, mode="fill")
+        with pytest.raises(ValueError, match="answers unreadable"):
+            cached(levels(0.1, 0.2, 0.3, 0.4), "skull", questions=questions(4))
+        assert len(CachedJudge(cached.path)) == 0, "unreadable answers of a refused batch were stored as 'no'"
+
+
+def test_a_few_unreadable_answers_are_reported_and_the_share_is_a_parameter():
+    replies = [completion("yes"), completion("Maybe."), completion("no"), completion("yes")]
+    with FaultServer(replies) as server:
+        judge = ServerJudge(server.url, "m", concurrency=1, image_size=8)
+        with pytest.warns(UnreadableAnswers, match="1 of 4 answers unreadable"):
+            verdicts = judge(levels(0.1, 0.2, 0.3, 0.4), "skull")
+    assert verdicts.tolist() == [True, False, False, True] and judge.last_unreadable == 1
+    with FaultServer([completion("yes"), completion("Maybe.")]) as server:
+        strict = ServerJudge(server.url, "m", concurrency=1, image_size=8, max_unreadable=0)
+        with pytest.raises(ValueError, match="1 of 2 answers unreadable, more than max_unreadable=0 "):
+            strict(levels(0.1, 0.2), "skull")
+    with FaultServer(default=completion("Maybe.")) as server:
+        lenient = ServerJudge(server.url, "m", concurrency=1, image_size=8, max_unreadable=1)
+        with pytest.warns(UnreadableAnswers, match="2 of 2"):
+            assert lenient(levels(0.1, 0.2), "skull").tolist() == [False, False]
+    for bad in (-0.1, 1.5, "half", float("nan")):
+        with pytest.raises(ValueError, match="max_unreadable"):
+            ServerJudge("http://localhost:8000/v1", "m", max_unreadable=bad)
 
 
 # -- the cache, filled as the answers arrive -------------------------------------------------------------------------
@@ -169,7 +206,8 @@ def test_server_answers_equal_in_process_generation(tiny_server):
     model = AutoModelForImageTextToText.from_pretrained(tiny_server.folder).eval()
     processor = AutoProcessor.from_pretrained(tiny_server.folder, trust_remote_code=True)
     local = VLMJudge.from_model(model, processor, model_id="tiny", batch_size=1, max_new_tokens=8, image_size=64)
-    served = ServerJudge(tiny_server.url, tiny_server.model, max_tokens=8, image_size=64, concurrency=2)
+    served = ServerJudge(tiny_server.url, tiny_server.model, max_tokens=8, image_size=64, concurrency=2,
+                         max_unreadable=1.0)     # a random model: its answers are read alike, not readable
     images = torch.stack([torch.zeros(64, 64, 3), torch.ones(64, 64, 3),
                           torch.rand(64, 64, 3, generator=torch.Generator().manual_seed(3))])
     texts = [local.generate([to_pil(im, 64)], "skull")[0] for im in images]
@@ -184,7 +222,8 @@ def test_fill_through_transformers_serve_killed_mid_run_and_resumed(tiny_server,
     proxy = CountingProxy(tiny_server, kill_after=5)
     argv = ["judges", "fill", "--genome", "skull", "--server", proxy.url, "--model", tiny_server.model,
             "--res", "32", "--sample", "12", "--engine-batch-size", "4", "--concurrency", "2", "--retries", "1",
-            "--timeout", "30", "--max-new-tokens", "3", "--image-size", "32", "--cache", str(tmp_path)]
+            "--timeout", "30", "--max-new-tokens", "3", "--image-size", "32", "--cache", str(tmp_path),
+            "--max-unreadable", "1"]        # a random model: its answers are unreadable, stored all the same
     with proxy:
         assert cli(argv) == 1
         err = capsys.readouterr().err

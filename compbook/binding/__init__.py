@@ -10,8 +10,8 @@ function's probes), ``recipe_config``, ``recipe_data``, ``recipe_model``, ``reci
 (transformers CLIP / DINOv2 embeddings through the same functions). Importing does no work.
 """
 
-from .recognition import recognition, concept_recognition, cosine_logits
+from .recognition import recognise, concept_recognition, cosine_logits
 
-__all__ = ["recognition", "concept_recognition", "cosine_logits"]
+__all__ = ["recognise", "concept_recognition", "cosine_logits"]
 from .probes import PROBE_KINDS, fit_probe  # noqa: E402 (chapter 13: multiplicative probes)
 __all__ += ["fit_probe", "PROBE_KINDS"]

@@ -18,7 +18,7 @@ from .. import checks, config, paths
 from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig
-from .recognition import concept_recognition, recognition
+from .recognition import concept_recognition, recognise
 from .splits import coverage_split
 from .train import DualStack, DualTrainConfig, train_stack
 
@@ -89,8 +89,8 @@ def evaluate(stack: DualStack, pairs, res: int) -> dict:
     out = {"concept": [], "object": [], "swap": [], "caption": []}
     for m in range(stack.n_models):
         out["concept"].append(concept_recognition(zi[m], {c: zc[c][m] for c in zc}, vpos).mean())
-        out["object"].append(recognition(zi[m], zo[m], opos).mean())
-        out["swap"].append(recognition(zi[m][keep], zo[m], opos[keep], cand[keep]).mean())
+        out["object"].append(recognise(zi[m], zo[m], opos).mean())
+        out["swap"].append(recognise(zi[m][keep], zo[m], opos[keep], cand[keep]).mean())
         own, other = (zi[m][keep] * zt[m][keep]).sum(-1), (zi[m][keep] * zs[m]).sum(-1)
         out["caption"].append((own > other).float().mean().item())
     return {k: np.array(v) for k, v in out.items()}

@@ -26,6 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from .. import checks, config
 from ..config import ModeConfig
 from . import paper
+from .probes import check_values
 
 
 @dataclass(frozen=True)
@@ -89,11 +90,17 @@ def mlp_predict(params: dict, values: torch.Tensor) -> torch.Tensor:
 
 
 def fit_binding_mlp(values, embeddings, n_values, width: int, cfg: ComplexityConfig) -> dict:
-    """Fit M stacked MLPs of hidden ``width`` by MSE: values (M, S, K, C) int, embeddings (M, S, D). They train
-    on :func:`compbook.config.device` (a GPU in full mode); the parameters come back on the CPU."""
+    """Fit M stacked MLPs of hidden ``width`` by MSE: values (M, S, K, C) int, embeddings (M, S, D). The value
+    indices are checked as :func:`~compbook.binding.probes.fit_probe` checks them (a negative index, -1, is refused,
+    never read as the last row of a table), against ``n_values`` (V_1..V_C) when given. They train on
+    :func:`compbook.config.device` (a GPU in full mode); the parameters come back on the CPU."""
     (width,) = check_widths([width])
-    v = torch.as_tensor(np.asarray(values), dtype=torch.long)
-    y = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
+    v = checks.integers(values, "values")
+    if v.ndim != 4:
+        raise ValueError(f"values must be (M, S, K, C) value indices, got shape {v.shape}")
+    n_values = check_values(v.reshape(-1, *v.shape[2:]), n_values, "values")[1]
+    v = torch.as_tensor(v, dtype=torch.long)
+    y = torch.as_tensor(checks.reals(embeddings, "embeddings", ndim=3), dtype=torch.float32)
     if v.shape[:2] != y.shape[:2]:
         raise ValueError(f"values, embeddings: mismatched scene counts {tuple(v.shape[:2])} vs {tuple(y.shape[:2])}")
     M, S, K, C = v.shape

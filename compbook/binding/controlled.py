@@ -36,7 +36,7 @@ from ..config import ModeConfig
 from . import paper
 from .splits import CoverageSplit
 from .symbolic import SymbolicTokens
-from .recognition import TIE, recognition
+from .recognition import TIE, recognise
 from .train import optimizer_step
 
 
@@ -320,7 +320,7 @@ def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pic
 @torch.no_grad()
 def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scenes=None) -> np.ndarray:
     """Object recognition accuracy (M,) of each model on its scenes (M, S, 2) against its candidate objects
-    (M, K) ids (must hold every present object): :func:`compbook.binding.recognition` per model, over the first
+    (M, K) ids (must hold every present object): :func:`compbook.binding.recognise` per model, over the first
     ``n_scenes[m]`` scenes (default all; padded rows are ignored)."""
     scenes, candidates = np.asarray(scenes), np.asarray(candidates)
     n_scenes = [scenes.shape[1]] * len(scenes) if n_scenes is None else n_scenes
@@ -330,7 +330,7 @@ def object_recognition(params, cfg: ControlledConfig, scenes, candidates, n_scen
     for m, n in enumerate(n_scenes):
         s, c = scenes[m, :n], candidates[m]
         pos = (c[None, :] == s[:, :1]) | (c[None, :] == s[:, 1:])
-        out.append(recognition(z[m, :n], q[m], pos).mean())
+        out.append(recognise(z[m, :n], q[m], pos).mean())
     return np.array(out)
 
 

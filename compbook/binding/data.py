@@ -67,8 +67,11 @@ def build_pairs(space, pairs, singles=(), res: int = 64, max_len: int = 16, part
     """Render ``pairs`` (N, 2) object ids in the "pair" layout, plus each object of ``singles`` alone in the
     left and in the right slot. Swap negatives exchange one concept, chosen at random (seeded) among those in
     which the two objects differ."""
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    singles = np.asarray(singles, dtype=np.int64)
+    pairs = checks.integers(pairs, "pairs", 0, space.n_objects - 1)
+    if pairs.ndim > 2 or pairs.size % 2 or pairs.ndim == 2 and pairs.shape[1] != 2:
+        raise ValueError(f"pairs must be (N, 2) object ids (two per scene), got shape {pairs.shape}")
+    pairs = pairs.reshape(-1, 2)
+    singles = checks.integers(singles, "singles", 0, space.n_objects - 1, ndim=1)
     res = checks.integer(res, "res")
     checks.check_budget(4.0 * res * res * 3 * (len(pairs) + 2 * len(singles)), f"build_pairs' images at res={res}")
     rows = [tuple(p) for p in pairs] + [(o, EMPTY) for o in singles] + [(EMPTY, o) for o in singles]

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import checks
+
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -34,7 +36,9 @@ def load_dinov2(name: str = "facebook/dinov2-base", device: str = "cpu"):
 
 
 def pixel_values(images, size: int, mean, std, device="cpu") -> torch.Tensor:
-    """(N, H, W, 3) in [0, 1] -> (N, 3, size, size) resized (bicubic) and normalised."""
+    """(N, H, W, 3) floats in [0, 1] -> (N, 3, size, size) resized (bicubic) and normalised. 8-bit images (0-255)
+    are refused with a hint (:func:`compbook.checks.unit_image`), never normalised to values in the hundreds."""
+    checks.unit_image(images, "images")
     x = torch.as_tensor(np.asarray(images), dtype=torch.float32)
     if x.ndim != 4 or x.shape[-1] != 3:
         raise ValueError(f"images: need (N, H, W, 3), got shape {tuple(x.shape)}")

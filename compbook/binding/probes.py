@@ -32,7 +32,7 @@ PROBE_KINDS = ("additive", "object_product", "global_product")
 MAX_VALUES = 100_000
 
 
-def _check_values(values, n_values=None, name="slot_concept_values") -> tuple[np.ndarray, tuple[int, ...]]:
+def check_values(values, n_values=None, name="slot_concept_values") -> tuple[np.ndarray, tuple[int, ...]]:
     """``values (S, K, C)`` as int64 and the number of values per concept ``(V_1..V_C)`` (given or max + 1)."""
     arr = np.asarray(values)
     if arr.ndim != 3:
@@ -56,12 +56,12 @@ def _check_values(values, n_values=None, name="slot_concept_values") -> tuple[np
     return arr, n_values
 
 
-def _check_embeddings(embeddings, n_scenes: int, name="embeddings") -> np.ndarray:
+def _check_embeddings(embeddings, n_scenes: int, name="embeddings", values="slot_concept_values") -> np.ndarray:
     emb = checks.reals(embeddings, name, finite=False)
     if emb.ndim != 2:
         raise ValueError(f"{name}: expected (S, D), got shape {emb.shape}")
     if emb.shape[0] != n_scenes:
-        raise ValueError(f"{name}: {emb.shape[0]} scenes, but slot_concept_values has {n_scenes} "
+        raise ValueError(f"{name}: {emb.shape[0]} scenes, but {values} has {n_scenes} "
                          "(mismatched scene counts)")
     if not np.isfinite(emb).all():
         raise ValueError(f"{name}: contains NaN or infinite values")
@@ -98,15 +98,15 @@ class Probe:
 
     def predict(self, values) -> np.ndarray:
         """Predicted embeddings ``(S', D)`` for scene values ``(S', slots, C)``."""
-        values, _ = _check_values(values, self.n_values, "values")
+        values, _ = check_values(values, self.n_values, "values")
         if values.shape[1] != self.n_slots:
             raise ValueError(f"values: {values.shape[1]} slots, the probe was fitted on {self.n_slots}")
         return _predict(self.kind, self.bias, self.tables, values)
 
     def r2(self, values, embeddings) -> float:
         """Pooled ``R^2 = 1 - SSE / SST`` of the prediction (SST around each dimension's mean)."""
-        values = np.asarray(values)
-        y = _check_embeddings(embeddings, values.shape[0] if values.ndim == 3 else -1)
+        values, _ = check_values(values, self.n_values, "values")
+        y = _check_embeddings(embeddings, values.shape[0], values="values")
         if len(y) == 0:
             raise ValueError("values: no scenes to score (R^2 of nothing)")
         pred = self.predict(values)
@@ -198,7 +198,7 @@ def fit_probe(kind: str, slot_concept_values, embeddings, n_values=None, sweeps:
     sweeps = checks.integer(sweeps, "sweeps")
     restarts = checks.integer(restarts, "restarts")
     seed = checks.seed(seed)
-    values, n_values = _check_values(slot_concept_values, n_values)
+    values, n_values = check_values(slot_concept_values, n_values)
     y = _check_embeddings(embeddings, values.shape[0])
     if values.shape[0] == 0:
         raise ValueError("slot_concept_values: no scenes to fit")

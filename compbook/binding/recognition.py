@@ -1,8 +1,8 @@
 """Concept and object recognition by the paper's definition: set separation of cosine logits (chapter 10).
 
 A scene passes when *every* present query scores above *every* absent one (min positive logit > max negative
-logit). Concept recognition is :func:`recognition` on value queries ("a red", one concept at a time); object
-recognition (binding) is :func:`recognition` on object queries ("a red square"), whose negatives include the
+logit). Concept recognition is :func:`recognise` on value queries ("a red", one concept at a time); object
+recognition (binding) is :func:`recognise` on object queries ("a red square"), whose negatives include the
 *swapped* objects that recombine the scene's own concepts.
 """
 
@@ -38,7 +38,7 @@ def cosine_logits(scene_emb, query_emb) -> np.ndarray:
     return (z @ q.T).numpy()
 
 
-def recognition(scene_emb, query_emb, positives, candidates=None) -> np.ndarray:
+def recognise(scene_emb, query_emb, positives, candidates=None) -> np.ndarray:
     """For each scene, whether every positive query scores above every negative one.
 
     scene_emb (S, D), query_emb (Q, D), positives (S, Q) bool: which queries are present in each scene.
@@ -68,4 +68,4 @@ def concept_recognition(scene_emb, queries: dict, positives: dict) -> np.ndarray
     {concept: (S, V_k) bool}. Returns (S,) bool."""
     if set(queries) != set(positives):
         raise ValueError(f"queries, positives: concepts differ ({sorted(queries)} vs {sorted(positives)})")
-    return np.all([recognition(scene_emb, queries[c], positives[c]) for c in queries], axis=0)
+    return np.all([recognise(scene_emb, queries[c], positives[c]) for c in queries], axis=0)

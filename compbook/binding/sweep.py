@@ -63,11 +63,9 @@ def default_sweep() -> SweepConfig:
 
 
 def check_coverages(coverages) -> tuple:
-    """Coverages as a tuple of floats, each strictly inside (0, 1)."""
-    cov = tuple(float(c) for c in coverages)
-    if not cov or any(not 0 < c < 1 for c in cov):   # (NaN fails both comparisons)
-        raise ValueError(f"coverages={coverages!r}: every coverage must lie strictly between 0 and 1")
-    return cov
+    """Coverages (a list or tuple, not a string) as a tuple of floats, each strictly inside (0, 1)."""
+    return tuple(checks.real(c, f"coverages[{i}]", 0, 1, low_open=True, high_open=True)
+                 for i, c in enumerate(checks.sequence(coverages, "coverages")))
 
 
 def sweep_splits(sweep: SweepConfig, n_values: int, n_concepts: int = 3):
@@ -179,7 +177,7 @@ def load_sweep(n_values: int, directory=None) -> dict:
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}"
     params, record = checkpoints.load(path, format=FORMAT)
-    record["config"] = ControlledConfig(**record["config"])
+    record["config"] = checks.from_fields(ControlledConfig, record.get("config"), f"{path}.json: config")
     record["params"] = params
     return record
 

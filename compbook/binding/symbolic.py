@@ -14,10 +14,13 @@ import numpy as np
 
 from .. import checks
 from ..scenes import ObjectSpace, pad_sequences
+from .probes import MAX_VALUES
 
 
 #: the most concepts a token scene may have (the book uses 2 and 3)
 MAX_CONCEPTS = 64
+#: the most objects of a token space, V^C: their ids are int64
+MAX_OBJECT_IDS = 2 ** 62
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,10 @@ class SymbolicTokens:
 
     def __post_init__(self):
         checks.integer(self.n_concepts, "n_concepts", 1, MAX_CONCEPTS)
-        checks.integer(self.n_values, "n_values")
-        if self.n_concepts < 1 or self.n_values < 1:
-            raise ValueError(f"n_concepts={self.n_concepts}, n_values={self.n_values}: both must be >= 1")
+        checks.integer(self.n_values, "n_values", 1, MAX_VALUES)
+        if self.n_values ** self.n_concepts > MAX_OBJECT_IDS:
+            raise ValueError(f"n_values={self.n_values}, n_concepts={self.n_concepts}: {self.n_values}^"
+                             f"{self.n_concepts} objects, more than the {MAX_OBJECT_IDS:.2g} whose ids fit in int64")
 
     soo = property(lambda self: self.n_concepts * self.n_values)
     eoo = property(lambda self: self.n_concepts * self.n_values + 1)
@@ -58,7 +62,7 @@ class SymbolicTokens:
         n = np.size(objects) if isinstance(objects, np.ndarray) else len(checks.sequence(objects, "objects"))
         checks.check_budget(8.0 * 4 * n * (self.n_concepts + 2), f"encoding a scene of {n:,} objects")
         ids = checks.integers(objects, "objects", 0, self.n_values ** self.n_concepts - 1, min_size=1)
-        vals = self.space.object_values(ids.reshape(-1))
+        vals = np.stack(np.unravel_index(ids.reshape(-1), (self.n_values,) * self.n_concepts), axis=-1)  # as space's
         body = np.concatenate([np.full((len(vals), 1), self.soo), vals + np.arange(self.n_concepts) * self.n_values,
                                np.full((len(vals), 1), self.eoo)], axis=1).reshape(-1)
         return np.concatenate([body, [self.eos]]).astype(np.int64)

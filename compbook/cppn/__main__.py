@@ -116,6 +116,8 @@ def _judges_parser() -> argparse.ArgumentParser:
     v.add_argument("--retries", type=int, default=3, help="after a 429, a 5xx or a dropped connection")
     v.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     v.add_argument("--request-seed", type=int, default=0, help="the requests' sampling seed")
+    v.add_argument("--max-unreadable", type=float, default=None,
+                   help="the largest share of a batch's answers that may be unreadable (default 0.5; more: refused)")
     s = f.add_argument_group("SSIM and semantic judges")
     s.add_argument("--threshold", type=float, default=None,
                    help="ssim, reference, classifier (default: SSIM_THRESHOLD; choice.json's)")
@@ -139,7 +141,8 @@ def _server_judge(args):
     if not args.server:
         raise SystemExit("fill: --judge server needs --server URL")
     options = {k: v for k, v in (("model", args.model or args.model_id), ("prompt", args.prompt),
-                                  ("max_tokens", args.max_new_tokens), ("image_size", args.image_size))
+                                  ("max_tokens", args.max_new_tokens), ("image_size", args.image_size),
+                                  ("max_unreadable", args.max_unreadable))
                if v is not None}
     return make_judge("server", base_url=args.server, revision=args.revision, concurrency=args.concurrency, timeout=args.timeout,
                        retries=args.retries, api_key=os.environ.get(args.api_key_env) or None,

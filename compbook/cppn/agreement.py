@@ -149,9 +149,13 @@ def judge_scores(kind: str, images: torch.Tensor, items: Sequence[dict]) -> np.n
 
 
 def best_threshold(scores: np.ndarray, labels: np.ndarray, grid: Sequence[float]) -> float:
-    """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``labels`` (first on ties)."""
+    """The grid threshold with the best balanced accuracy of ``scores >= t`` against ``labels`` (first on ties).
+    ``labels`` must hold both classes (balanced accuracy of one class is undefined)."""
     scores = checks.reals(scores, "scores", ndim=1)
     labels = checks.bools(labels, "labels", len(scores))
+    if labels.all() or not labels.any():
+        raise ValueError(f"labels must hold both classes (balanced accuracy needs a yes and a no), got "
+                         f"{int(labels.sum())} yes of {len(labels)}")
     grid = [checks.real(t, f"grid[{i}]") for i, t in enumerate(checks.sequence(grid, "grid"))]
     ba = [metrics(labels, scores >= t)["balanced_accuracy"] for t in grid]
     return float(grid[int(np.nanargmax(ba))])

@@ -40,6 +40,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import checks, config
+from ..serving import ServerError
 from .store import content_hash
 from .network import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
@@ -444,6 +445,31 @@ def _describe_source(judge, before) -> str:
     return text
 
 
+def _ask(judge, images, concept, reference, questions, which: str) -> torch.Tensor:
+    """The judge's verdicts (B,) bool on one batch of renders (``which`` names them). What the judge returns other
+    than a bool tensor (B,) (strings such as "yes", numbers), or an error it raises, becomes a ``ValueError``
+    naming the judge and the renders (the judge's own error chained); the judges' own refusals keep their type
+    (a ``ValueError``, a cache's :class:`~compbook.cppn.judges.cache.CacheMiss`, a
+    :class:`~compbook.serving.ServerError`: callers fall back or resume on them), with a note naming both."""
+    name = f"judge {type(judge).__name__} ({getattr(judge, 'identity', 'no identity')})"
+    try:
+        out = judge(images, concept, reference=reference.clone(), questions=copy.deepcopy(questions))
+    except (ValueError, LookupError, ServerError) as e:
+        e.add_note(f"(raised by {name} on {which})")
+        raise
+    except Exception as e:
+        raise ValueError(f"{name} raised {type(e).__name__} on {which}: {e}") from e
+    try:
+        v = torch.as_tensor(out)
+    except (TypeError, ValueError, RuntimeError):
+        v = None
+    if v is None or v.dtype != torch.bool or tuple(v.shape) != (len(images),):
+        got = f"{v.dtype} {tuple(v.shape)}" if v is not None else f"{type(out).__name__} {out!r:.60}"
+        raise ValueError(f"{name} returned {got} on {which}, expected a bool tensor ({len(images)},): True where "
+                         f"the render is still {concept!r}")
+    return v.cpu()
+
+
 @torch.no_grad()
 def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, res: int = 64,
                         policy: str = "plus", seed: int = 0, batch_size: int = 64, progress: bool = True,
@@ -474,11 +500,8 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
     on_device = on_scoring_device(model)
     for s, images in _iter_renders(on_device, weights, deltas, res, batch_size, engine, progress):
         images = images.cpu()   # rendered on the device, judged on the CPU (a judge reads numpy or PIL images)
-        v = torch.as_tensor(judge(images, concept, reference=reference.clone(),
-                                  questions=copy.deepcopy(questions[s:s + len(images)])))
-        if v.dtype != torch.bool or tuple(v.shape) != (len(images),):
-            raise ValueError(f"judge: returned {v.dtype} {tuple(v.shape)}, expected a bool tensor ({len(images)},)")
-        verdicts.append(v.cpu())
+        verdicts.append(_ask(judge, images, concept, reference, questions[s:s + len(images)],
+                             f"renders {s}..{s + len(images) - 1} (weight {weights[s]} first)"))
     verdicts = torch.cat(verdicts)
     return ScoreResult(float(verdicts.float().mean()), verdicts, weights, deltas, _describe_source(judge, counts),
                        concept, policy, float(delta), int(res), engine, model_hash, model.n_weights(),

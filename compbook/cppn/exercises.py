@@ -11,7 +11,8 @@ import math
 import numpy as np
 import torch
 
-from ..exercises import Checked, check_function, check_value, correct, not_an_answer, rng, wrong
+from ..exercises import (Checked, as_array, check_function, check_value, correct, kind, not_an_answer, rng,
+                         run_answer, wrong, wrong_kind)
 from . import depth, emc2, frames, optim, volume_ratio
 from .network import CPPN, coordinate_grid
 
@@ -79,21 +80,24 @@ def check_volume_ratio(answer, target: str = "one unit", W: int = 2, L: int = 1,
 
 
 # -- chapter 4: the Welch bound ------------------------------------------------------------------------------------
-def check_welch_bound(answer) -> Checked:
-    """Chapter 4: ``answer(r, d)`` is the Welch bound on the coherence of r unit vectors in R^d (0 when r <= d)."""
+def check_welch_bound(answer, seconds: float | None = None) -> Checked:
+    """Chapter 4: ``answer(r, d)`` is the Welch bound on the coherence of r unit vectors in R^d (0 when r <= d); a
+    float, each call within ``seconds`` (default :data:`compbook.exercises.TIME_LIMIT`)."""
     cases = [(r, d) for r, d in ((3, 2), (4, 2), (7, 3), (10, 4), (16, 6), (5, 5), (3, 4))]
     mistakes = {"an off-by-one: d r instead of d (r - 1) below": lambda r, d: math.sqrt(max(r - d, 0) / (d * r)),
                 "no square root": lambda r, d: max(r - d, 0) / (d * (r - 1)),
                 "r and d swapped": lambda r, d: frames.welch_bound(d, r) if d > r else 0.0}
-    return check_function(answer, frames.welch_bound, cases, "the Welch bound", mistakes)
+    return check_function(answer, frames.welch_bound, cases, "the Welch bound", mistakes, seconds=seconds)
 
 
 def check_frame_meets_bound(F, r: int = 4, d: int = 3, tol: float = 1e-3) -> Checked:
-    """Chapter 4: ``F`` is an ``(r, d)`` frame whose coherence meets the Welch bound (within ``tol``)."""
+    """Chapter 4: ``F`` is a real ``(r, d)`` frame whose coherence meets the Welch bound (within ``tol``)."""
     refused = not_an_answer(F, "array")
     if refused is not None:
         return refused
-    F = np.asarray(F, dtype=np.float64) if not isinstance(F, torch.Tensor) else F.double().numpy()
+    if as_array(F) is None:
+        return wrong(f"expected a real (r, d) = ({r}, {d}) array for the frame, got {kind(F)}")
+    F = as_array(F)
     if F.shape != (r, d):
         return wrong(f"the frame has shape {F.shape}; r = {r} vectors in R^{d} make shape {(r, d)}")
     if not np.all(np.isfinite(F)) or np.any(np.linalg.norm(F, axis=1) == 0):
@@ -111,9 +115,10 @@ def _small_cppn(seed: int) -> CPPN:
     return CPPN([["sin", "gaussian", "tanh"], ["tanh", "sin", "gaussian"]], color="hsv", seed=seed)
 
 
-def check_emc2_score(answer, delta: float = 0.5, res: int = 16) -> Checked:
+def check_emc2_score(answer, delta: float = 0.5, res: int = 16, seconds: float | None = None) -> Checked:
     """Chapter 5: ``answer(model, judge, concept, delta, res)`` perturbs each non-zero weight by ``+delta`` in turn,
-    asks ``judge`` whether each render is still ``concept``, and returns the fraction of yes."""
+    asks ``judge`` whether each render is still ``concept``, and returns the fraction of yes (a float), within
+    ``seconds`` per model (default :data:`compbook.exercises.TIME_LIMIT`)."""
     from .judges.registry import make_judge
     refused = not_an_answer(answer, "function")
     if refused is not None:
@@ -122,10 +127,12 @@ def check_emc2_score(answer, delta: float = 0.5, res: int = 16) -> Checked:
     for seed in (0, 1):
         model = _small_cppn(seed)
         want = emc2.compositional_score(model, judge, "shape", delta, res, policy="plus", progress=False).score
-        try:
-            got = answer(model, judge, "shape", delta, res)
-        except Exception as e:
-            return wrong(f"the EMC2 score: your function raised {type(e).__name__}: {e}")
+        got, failed = run_answer(answer, (model, judge, "shape", delta, res), "the EMC2 score",
+                                 f"a random 2 x 3 CPPN, seed {seed}", seconds)
+        if failed is not None:
+            return failed
+        if wrong_kind(got, want) is not None:
+            return wrong(f"the EMC2 score: your function {wrong_kind(got, want)}")
         n_all = sum(w.numel() for w in model.weights)
         mistakes = {"the fraction of 'no' (perturbations that lose the object)": 1 - want,
                     "dividing by every weight, zeros included": want * model.n_weights() / n_all}

@@ -202,8 +202,9 @@ class UnknownConfig(ModeConfig):
 
 def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) -> tuple[list, list]:
     """Chapter 9 for one target: ``len(seeds)`` dense networks trained together, then each similarity-pruned.
-    Returns ``(dense models, pruned models)``."""
+    Returns ``(dense models, pruned models)``; ``seeds`` a non-empty list of seeds."""
     from .depth import mixed_layout
+    seeds = [checks.seed(s, f"seeds[{i}]") for i, s in enumerate(checks.sequence(seeds, "seeds"))]
     cfg = cfg or UnknownConfig()
     models = [uniform_cppn(depth, cfg.width, mixed_layout(cfg.width), seed=s) for s in seeds]
     dense = train.fit_many(models, target, cfg.steps, lr=cfg.lr, progress=False).models

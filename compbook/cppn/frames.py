@@ -100,6 +100,7 @@ def simplex_etf(d: int) -> np.ndarray:
     """The simplex frame: r = d + 1 unit vectors in R^d with all |<f_i, f_j>| = 1/d (an ETF), shape ``(d+1, d)``."""
     d = _positive_int(d, "d")
     r = d + 1
+    checks.allocation((r, r), f"simplex_etf(d={d})'s Gram matrix (d + 1, d + 1)", 8 * 4)   # G and eigh's copies
     G = (r * np.eye(r) - np.ones((r, r))) / d  # unit diagonal, -1/d off it, rank d
     return normalise_rows(frame_from_gram(G, d))
 

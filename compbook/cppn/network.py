@@ -97,11 +97,22 @@ def coordinate_grid(res: int, dtype=torch.float32, device=None) -> torch.Tensor:
 
 
 def hsv_to_rgb(hsv: torch.Tensor) -> torch.Tensor:
-    """HSV in [0, 1] to RGB in [0, 1]; ``hsv`` is ``(..., 3)``.
+    """HSV in [0, 1] to RGB in [0, 1]; ``hsv`` is a real floating tensor ``(..., 3)`` of finite values (another
+    last size, NaN or inf: ``ValueError`` naming ``hsv``, never NaN out).
 
     The closed form of the hexcone model: channel n in (r, g, b) is v - v s clamp(min(k, 4 - k), 0, 1) with
     k = (n' + 6 h) mod 6 and n' = 5, 3, 1.
     """
+    if not isinstance(hsv, torch.Tensor) or hsv.is_complex() or not hsv.is_floating_point():
+        raise ValueError(f"hsv must be a real floating-point tensor (..., 3), got "
+                         f"{hsv.dtype if isinstance(hsv, torch.Tensor) else type(hsv).__name__}")
+    if hsv.ndim == 0 or hsv.shape[-1] != 3:
+        raise ValueError(f"hsv must have shape (..., 3) (hue, saturation, value), got {tuple(hsv.shape)}")
+    return _hsv_to_rgb(checks.finite(hsv, "hsv"))
+
+
+def _hsv_to_rgb(hsv: torch.Tensor) -> torch.Tensor:
+    """:func:`hsv_to_rgb` unchecked: the renderer's path (its outputs are checked where they are made)."""
     h, s, v = hsv[..., :1], hsv[..., 1:2], hsv[..., 2:3]
     k = torch.remainder(torch.tensor([5.0, 3.0, 1.0], dtype=hsv.dtype, device=hsv.device) + 6.0 * h, 6.0)
     return v - v * s * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
@@ -123,7 +134,7 @@ def outputs_to_rgb(out: torch.Tensor, color: str, straight_through: bool = False
     if color == "hsv":
         h, s, v = out.unbind(-1)
         hsv = [torch.remainder(h + 1.0, 1.0), _clip(s, straight_through), _clip(v.abs(), straight_through)]
-        return hsv_to_rgb(torch.stack(hsv, -1))
+        return _hsv_to_rgb(torch.stack(hsv, -1))
     if color == "gray":
         return _clip(out[..., :1].abs(), straight_through).expand(*out.shape[:-1], 3)
     raise ValueError(f"color must be one of {sorted(COLOR_MODES)}, got {color!r}")

@@ -39,15 +39,18 @@ def newton_schulz(G: torch.Tensor, steps: int = 5, coefficients=NS_COEFFICIENTS,
     phi is steep at 0 and oscillates around 1, so after 5 steps the singular values lie roughly in [0.7, 1.2]
     (not exactly 1: the reference's trade of accuracy for speed). When ``m > n`` the iteration runs on the
     transpose (its Gram matrix is the smaller one). Computed in ``dtype`` (default: ``G``'s own); the input is
-    never modified. A zero matrix maps to zero.
+    never modified. A zero matrix maps to zero, an empty one (``(0, n)``) to itself; ``G`` must be real
+    floating-point and finite (``ValueError`` naming ``G``).
     """
     checks.instance(G, "G", torch.Tensor, " (..., m, n)")
     if G.ndim < 2:
         raise ValueError(f"G: shape {tuple(G.shape)} is not a matrix or a stack of matrices (..., m, n)")
-    checks.finite(G, "G")
+    checks.tensor(G, "G")                               # real floating-point, finite (an int64 G is refused)
     steps = checks.integer(steps, "steps", 0)
     a, b, c = _coefficients(coefficients)
     eps = checks.real(eps, "eps", 0, low_open=True)
+    if G.numel() == 0:                                  # no entries (a (0, n) matrix): nothing to orthogonalise
+        return G.clone()
     X = G.to(dtype or G.dtype)
     tall = X.shape[-2] > X.shape[-1]
     if tall:

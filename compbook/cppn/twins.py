@@ -88,8 +88,11 @@ def plateaued(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL) ->
 
 def plateau_steps(losses, window: int = PLATEAU_WINDOW, tol: float = PLATEAU_TOL,
                   every: int = CHECK_EVERY) -> list[int | None]:
-    """Per seed, the first step (a multiple of ``every``) at which :func:`plateaued` held, None if never."""
-    losses = np.asarray(losses, dtype=float).reshape(len(losses), -1)
+    """Per seed, the first step (a multiple of ``every``, an integer >= 1) at which :func:`plateaued` held, None if
+    never. ``losses (steps, B)`` or ``(steps,)``."""
+    every = checks.integer(every, "every")
+    losses = checks.tensor(losses, "losses").double().numpy()
+    losses = losses.reshape(len(losses), -1) if losses.ndim else losses.reshape(1, 1)
     out: list[int | None] = [None] * losses.shape[1]
     for s in range(every, len(losses) + 1, every):
         for j, done in enumerate(plateaued(losses[:s], window, tol)):

@@ -30,6 +30,11 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
 checkout (Colab), :func:`compbook.paths.data_file` downloads files and the registry the same way, and a
 downloaded file is verified against the downloaded registry.
+
+The registry is input (downloaded from the network in Colab), so :func:`read_registry` checks every entry's shape
+(:func:`check_entry`: ``ValueError`` naming the entry and the field) and every path in it is confined to the data
+folder (:func:`compbook.paths.safe_path`: relative, no ``..``, no absolute path, no link out of the folder), again
+just before :func:`load` reads a file.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import textwrap
@@ -123,9 +129,46 @@ def read_registry(folder: Path) -> dict:
             raise ValueError(f"{path}: the registry is not valid JSON ({e}); restore it (git)") from None
         if not isinstance(reg, dict) or reg.get("format") != FORMAT or not isinstance(reg.get("artifacts"), dict):
             raise ValueError(f"{path}: not a registry of format {FORMAT!r}")
+        for name, artifact in reg["artifacts"].items():
+            check_entry(folder, name, artifact, path)
         _CACHE.clear()
         _CACHE[key] = reg
     return json.loads(json.dumps(_CACHE[key]))          # a copy: callers may change it
+
+
+_FIELDS = {"path": str, "command": str, "note": str, "files": dict}
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_entry(folder: Path, name: str, artifact, registry="the registry") -> None:
+    """Refuse (``ValueError`` naming ``registry``, the entry ``name`` and the field) a registry entry of the wrong
+    shape: not an object; a field missing (``path``, ``command``, ``files``), unknown or of another type; a path
+    (``path``, each of ``files``) that would leave ``folder`` (:func:`compbook.paths.safe_path`); a file that is
+    not its artifact's (the file itself, under the folder, or the checkpoint's ``.json`` / ``.safetensors``); a
+    digest that is not 64 hex digits; a name that is not its path's (:func:`name_of`)."""
+    where = f"{registry}: entry {name!r}"
+    if not isinstance(artifact, dict):
+        raise ValueError(f"{where} must be an object with path, command and files, got {type(artifact).__name__}")
+    for field in sorted(set(artifact) | {"path", "command", "files"}):
+        want = _FIELDS.get(field)
+        if want is None:
+            raise ValueError(f"{where}: field {field!r} is not one of {sorted(_FIELDS)}")
+        if not isinstance(artifact.get(field), want):
+            raise ValueError(f"{where}: field {field!r} must be a {'JSON object' if want is dict else 'string'}, "
+                             f"got {type(artifact.get(field)).__name__}" + ("" if field in artifact else " (missing)"))
+    path = artifact["path"]
+    paths.safe_path(folder, path.removesuffix("/"), f"{where}: field 'path'")
+    if name != name_of(path):
+        raise ValueError(f"{where}: field 'path' {path!r} is not the entry's own (expected {name!r} from it)")
+    stem = path.removesuffix(".json")
+    for rel, digest in artifact["files"].items():
+        paths.safe_path(folder, rel, f"{where}: field 'files'")
+        mine = rel.startswith(path) if path.endswith("/") else rel == path or rel in (
+            f"{stem}{suffix}" for suffix in CHECKPOINT_SUFFIXES)
+        if not mine:
+            raise ValueError(f"{where}: field 'files' lists {rel!r}, which is not under its path {path!r}")
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            raise ValueError(f"{where}: field 'files' gives {rel!r} the digest {digest!r}, not a SHA-256 (64 hex)")
 
 
 def init(folder) -> Path:
@@ -248,10 +291,11 @@ def load(name: str) -> Stored:
         close = [n for n in reg["artifacts"] if isinstance(name, str) and name.split("/")[-1] in n][:5]
         raise ValueError(f"name={name!r}: not a registered artifact of {folder / REGISTRY}"
                          + (f" (did you mean {close}?)" if close else ""))
-    a = reg["artifacts"][name]
-    for rel in a["files"]:
+    a, where = reg["artifacts"][name], f"{folder / REGISTRY}: entry {name!r}: field"
+    for rel in a["files"]:             # confined again: a link made since the registry was read
+        paths.safe_path(folder, rel, f"{where} 'files'")
         verify(paths.data_file(rel))
-    path, k = folder / a["path"].rstrip("/"), kind(a)
+    path, k = paths.safe_path(folder, a["path"].rstrip("/"), f"{where} 'path'"), kind(a)
     if k == "file":
         text = path.read_text(encoding="utf-8")
         data = _parse(path, text) if path.suffix == ".json" else text
@@ -263,16 +307,16 @@ def load(name: str) -> Stored:
 def _load_unregistered(folder: Path, name: str) -> Stored:
     """:func:`load` in a data folder without a registry (e.g. a test's scratch ``$COMPBOOK_DATA``): as before,
     unverified."""
-    if not isinstance(name, str) or not name or name.startswith("/") or ".." in Path(name).parts:
-        raise ValueError(f"name={name!r}: expected an artifact name under the data folder (e.g. 'emc2/counting')")
-    for cand in (folder / f"{name}.json", folder / name):
+    what = "name (an artifact name under the data folder, e.g. 'emc2/counting')"
+    here = paths.safe_path(folder, name, what)            # each candidate confined: a link out is refused
+    for cand in (paths.safe_path(folder, f"{name}.json", what), here):
         if cand.is_file():
             text = cand.read_text(encoding="utf-8")
             data = _parse(cand, text) if cand.suffix == ".json" else text
             by = data.get("made_by", "?") if isinstance(data, dict) else "?"
             return Stored(data, f"{name}: made by {by} (not registered: {folder} holds no {REGISTRY})")
-    if (folder / name).is_dir() or (folder / f"{name}.safetensors").is_file():
-        return Stored(folder / name, f"{name}: not registered ({folder} holds no {REGISTRY})")
+    if here.is_dir() or paths.safe_path(folder, f"{name}.safetensors", what).is_file():
+        return Stored(here, f"{name}: not registered ({folder} holds no {REGISTRY})")
     raise FileNotFoundError(f"{folder / name}: no such stored result (and {folder} holds no {REGISTRY})")
 
 

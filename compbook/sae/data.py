@@ -83,7 +83,8 @@ def make_scenes(n: int, seed: int = 0, res: int = 32, patch: int = 4, n_objects=
     vocab = sc.vocabulary(space)
     n_slots = len(sc.LAYOUTS[layout][0])
     rng = np.random.default_rng(seed)
-    objs = sc.sample_scenes(np.arange(space.n_objects), n, n_objects, seed=seed)
+    objs = sc.sample_scenes(np.arange(space.n_objects), n, n_objects, seed=seed,   # the slots, the masks' objects
+                            most=min(n_slots, MAX_OBJECTS))
     rows = []
     for o in objs:
         slots = tuple(sorted(rng.choice(n_slots, size=len(o), replace=False).tolist()))

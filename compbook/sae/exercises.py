@@ -24,9 +24,10 @@ def _pre_cases():
     return [(torch.randn(n, d, generator=g, dtype=torch.float64), k) for n, d, k in ((4, 12, 3), (6, 20, 5))]
 
 
-def check_topk_code(answer) -> Checked:
+def check_topk_code(answer, seconds: float | None = None) -> Checked:
     """Chapter 14: ``answer(pre (N, d_sae), k)`` is the TopK SAE's code: ReLU, keep each row's k largest, zero the
-    rest; a dense ``(N, d_sae)`` tensor."""
+    rest; a dense ``(N, d_sae)`` tensor, each call within ``seconds`` (default
+    :data:`compbook.exercises.TIME_LIMIT`)."""
     def by_magnitude(pre, k):
         idx = pre.abs().topk(k, dim=-1).indices
         return torch.zeros_like(pre).scatter(-1, idx, torch.relu(pre.gather(-1, idx)))
@@ -44,7 +45,8 @@ def check_topk_code(answer) -> Checked:
     few[:, 0] = 1.0
     mistakes = {"the k largest by magnitude |pre| (negatives picked, then zeroed)": by_magnitude,
                 "no ReLU (negative pre-activations kept)": no_relu, "the k smallest instead of the largest": lowest}
-    return check_function(answer, _topk_code, _pre_cases() + [(few, 3)], "the TopK code", mistakes)
+    return check_function(answer, _topk_code, _pre_cases() + [(few, 3)], "the TopK code", mistakes,
+                          seconds=seconds)
 
 
 def _fvu_cases():
@@ -159,16 +161,17 @@ def check_identification(answer) -> Checked:
 
 def _check_label(answer, reference, cases, mistakes) -> Checked:
     """:func:`check_function` for answers that are labels (strings), compared exactly."""
-    from ..exercises import correct, not_an_answer, wrong
+    from ..exercises import correct, kind, not_an_answer, run_answer, wrong
     refused = not_an_answer(answer, "function")
     if refused is not None:
         return refused
     for n, args in enumerate(cases):
-        try:
-            got = answer(*args)
-        except Exception as e:
-            return wrong(f"the identification: your function raised {type(e).__name__}: {e}")
+        got, failed = run_answer(answer, args, "the identification", f"case {n + 1} of {len(cases)}")
+        if failed is not None:
+            return failed
         want = reference(*args)
+        if not isinstance(got, str):
+            return wrong(f"the identification: your function returned {kind(got)}, expected a str (a label)")
         if got != want:
             named = [m for m, f in mistakes.items() if f(*args) == got and got != want]
             return wrong(f"the identification: case {n + 1} gives {got!r}, expected {want!r}"

@@ -6,8 +6,11 @@ itself: vLLM or SGLang on GPUs (data parallel across them, a Ray cluster for sev
 serve``, or a hosted endpoint. Each image goes as a PNG ``image_url`` part (resized to ``image_size`` first, as
 ``VLMJudge`` resizes it), at temperature 0 with a fixed ``seed``; the answer is read by the parser ``VLMJudge``
 uses (:func:`~compbook.cppn.judges.vlm.parse_yes_no`: a thinking model's reasoning skipped, an unreadable answer
-counted as not preserved and kept in ``judge.unparsed`` and the details). Requests run ``concurrency`` at a
-time, with the retries and deadlines of :class:`compbook.serving.ChatClient`.
+counted as not preserved and kept in ``judge.unparsed`` and the details). Unreadable answers are reported: a
+batch with some gives an :class:`UnreadableAnswers` warning saying how many, and a batch where more than
+``max_unreadable`` of the answers are unreadable (a server that answers "Maybe, hard to say." to everything) is
+refused with a ``ValueError``, none of its unreadable answers counted. Requests run ``concurrency`` at a time,
+with the retries and deadlines of :class:`compbook.serving.ChatClient`.
 
 :meth:`ServerJudge.stream` gives each verdict as it arrives; :class:`~compbook.cppn.judges.cache.CachedJudge`
 journals each one at once, so ``python -m compbook.cppn judges fill --server URL --model ID`` killed halfway
@@ -21,12 +24,14 @@ batches, resizes and decodes with its own code, so its answers may differ from i
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Callable, Iterator
 
 import torch
 
 from ... import checks
-from ...serving import DEFAULT_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ChatClient, user_message
+from ...serving import (DEFAULT_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ChatClient, ServerError,
+                         user_message)
 from .base import check_concept, check_images, check_questions
 from .vlm import (DEFAULT_IMAGE_SIZE, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODEL, DEFAULT_PROMPT, format_prompt,
                   parse_yes_no, read_answer, to_pil)
@@ -45,6 +50,15 @@ def server_identity(model: str = DEFAULT_MODEL, revision: str | None = None, pro
             f"|image_size={image_size}|parser={parser}|sampling={sampling}")
 
 
+#: The largest share of one batch's answers that may be unreadable before the batch is refused (our choice: a
+#: judge that cannot read most of its answers is not judging).
+MAX_UNREADABLE = 0.5
+
+
+class UnreadableAnswers(UserWarning):
+    """Some answers of a batch could not be read as yes or no (each counted as not preserved)."""
+
+
 class ServerJudge:
     """A judge that asks a served vision-language model about each image (see the module docstring).
 
@@ -59,16 +73,20 @@ class ServerJudge:
         seed: the request's sampling seed (decoding is greedy, temperature 0).
         parse: ``text -> True | False | None`` (default :func:`~compbook.cppn.judges.vlm.parse_yes_no`).
         progress: show a progress bar of the answers received, in images per second.
+        max_unreadable: the largest share (in [0, 1]) of a batch's answers that may be unreadable; more: the
+            batch is refused (``ValueError``) as soon as that many arrive.
 
     Calling it: ``judge(images (N, H, W, 3) in [0, 1], concept) -> BoolTensor (N,)``; ``last_details[i] =
-    {"answer": ...}`` as for ``VLMJudge``. ``judge.client.requests`` counts the HTTP attempts sent.
+    {"answer": ...}`` as for ``VLMJudge``; ``last_unreadable`` how many of its answers were unreadable.
+    ``judge.client.requests`` counts the HTTP attempts sent.
     """
 
     def __init__(self, base_url: str, model: str = DEFAULT_MODEL, *, revision: str | None = None,
                  prompt: str = DEFAULT_PROMPT, concurrency: int = DEFAULT_CONCURRENCY,
                  timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES, api_key: str | None = None,
                  max_tokens: int = DEFAULT_MAX_NEW_TOKENS, image_size: int | None = DEFAULT_IMAGE_SIZE,
-                 seed: int = 0, parse: Callable[[str], bool | None] = parse_yes_no, progress: bool = False):
+                 seed: int = 0, parse: Callable[[str], bool | None] = parse_yes_no, progress: bool = False,
+                 max_unreadable: float = MAX_UNREADABLE):
         format_prompt(prompt, "concept")                   # validates the template
         if revision is not None:
             revision = checks.non_empty_str(revision, "revision")
@@ -81,10 +99,12 @@ class ServerJudge:
         self.image_size = checks.optional_integer(image_size, "image_size")
         self.seed = checks.seed(seed)
         self.progress = checks.boolean(progress, "progress")
+        self.max_unreadable = checks.real(max_unreadable, "max_unreadable", 0, 1)
         self.identity = server_identity(self.model, revision, prompt, self.max_tokens, self.image_size, self.seed,
                                         getattr(parse, "__name__", repr(parse)))
         self.unparsed: list[dict] = []
         self.last_details: list[dict] = []
+        self.last_unreadable = 0
         self._bar = None
 
     def payload(self, image: torch.Tensor, concept: str) -> dict:
@@ -93,22 +113,45 @@ class ServerJudge:
         return {"messages": [message], "temperature": 0, "seed": self.seed, "max_tokens": self.max_tokens}
 
     def stream(self, images, concept, *, reference=None, questions=None) -> Iterator[tuple[int, bool, dict]]:
-        """``(index, verdict, detail)`` for each image, in the order the answers arrive. The inputs are checked
-        here, before any request; a request that fails for good raises :class:`compbook.serving.ServerError`
-        after the answers already in flight are given."""
+        """``(index, verdict, detail)`` for each image, in the order the answers arrive (the unreadable ones last,
+        once the batch is known to be within ``max_unreadable``). The inputs are checked here, before any
+        request; a request that fails for good raises :class:`compbook.serving.ServerError` after the answers
+        already in flight are given; too many unreadable answers raise ``ValueError``."""
         images, concept = check_images(images), check_concept(concept)
         questions = check_questions(questions, len(images)) if questions is not None else None
         payloads = [self.payload(img, concept) for img in images]
         return self._answers(payloads, concept, questions)
 
     def _answers(self, payloads, concept, questions):
-        for i, reply in self.client.map(payloads):
-            verdict, detail = read_answer(reply.text, self.parse)
-            if verdict is None:
+        n, held = len(payloads), []
+        try:
+            for i, reply in self.client.map(payloads):
+                verdict, detail = read_answer(reply.text, self.parse)
+                self._tick()
+                if verdict is not None:
+                    yield i, bool(verdict), detail
+                    continue
                 self.unparsed.append({"concept": concept, "index": i, "text": reply.text[-2000:],
                                       "question": questions[i] if questions else None})
-            self._tick()
-            yield i, bool(verdict), detail
+                held.append((i, False, detail))
+                self._refuse_unreadable(len(held), n, reply.text)
+        except ServerError:                    # the server failed for good: what it answered is not lost
+            yield from held
+            raise
+        self.last_unreadable = len(held)
+        if held:
+            warnings.warn(f"{self.model}: {len(held)} of {n} answers unreadable, each counted as not preserved "
+                          f"('no'); judge.unparsed holds them", UnreadableAnswers, stacklevel=3)
+        yield from held
+
+    def _refuse_unreadable(self, k: int, n: int, text: str) -> None:
+        """Refuse a batch of ``n`` answers of which ``k``, more than ``max_unreadable`` of them, are unreadable."""
+        if k > self.max_unreadable * n:
+            raise ValueError(f"{self.model} at {self.client.base_url}: {k} of {n} answers unreadable, more than "
+                             f"max_unreadable={self.max_unreadable:g} of the batch (e.g. {text[-120:]!r}): the "
+                             f"parser cannot read this server's answers (a model that does not answer yes or no, "
+                             f"or max_tokens={self.max_tokens} too few for its reasoning?); none of them is "
+                             f"counted, judge.unparsed holds them")
 
     def _tick(self) -> None:
         if not self.progress:
