@@ -69,3 +69,68 @@ def test_display_math_faults_are_found():
 def test_display_math_stands_in_its_own_block(path):
     faults = [f"cell {k}, {f}" for k, text in markdown_cells(path) for f in display_math_faults(text)]
     assert not faults, f"{path.name}: display math inside a paragraph:\n  " + "\n  ".join(faults)
+
+
+# a setting read off a config object (`CFG.width`, `SIZES.top_k`, `len(CFG.seeds)`), not a call (`SIZES.setting()`)
+CONFIG_NAME = re.compile(r"`[^`\n]*\b(?:CFG|SIZES|cfg|sizes)\.[a-z_]\w*\b(?!\s*\()[^`\n]*`")
+# a module's constant (`depth.RATIO_RES`, `compbook.sae.interpret.WEIGHT`)
+CONSTANT_NAME = re.compile(r"`((?:compbook\.)?(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Z0-9_]*)`")
+GLUE = re.compile(r"\{glue:text\}`")
+SENTENCE_END = re.compile(r"[.;!?](?=\s)|\n\n")
+NEAR = 100          # characters: a glued value this close, in the same sentence, is the value the name points at
+
+
+def _constant(name: str):
+    """The value of a module constant named in a chapter (``depth.RATIO_RES``), or None where no compbook module
+    has it."""
+    import pkgutil
+    module, _, attr = name.removeprefix("compbook.").rpartition(".")
+    for part in ("", "cppn.", "binding.", "sae."):
+        try:
+            return pkgutil.resolve_name(f"compbook.{part}{module}:{attr}")
+        except (ImportError, AttributeError, ValueError):
+            continue
+    return None
+
+
+def identifier_faults(text: str) -> list[str]:
+    """Code names standing where the reader needs a value: a config setting, or a module's numeric constant,
+    named in a sentence with no glued value near it (within NEAR characters, same sentence) and no ``= value``
+    right after it. A name beside its glued value (``[8, 8] (our choice, `CFG.depth_range`)``) is a pointer to
+    the code and passes."""
+    found = [(m, m.group(0)) for m in CONFIG_NAME.finditer(text)]
+    for m in CONSTANT_NAME.finditer(text):
+        value = _constant(m.group(1))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append((m, m.group(0)))
+    faults = []
+    for m, name in found:
+        start = max([e.end() for e in SENTENCE_END.finditer(text, 0, m.start())] + [0])
+        after = SENTENCE_END.search(text, m.end())
+        end = after.start() if after else len(text)
+        sentence = text[max(start, m.start() - NEAR):min(end, m.end() + NEAR)]
+        if GLUE.search(sentence) or re.match(r"\s*=\s*[-\d{$]", text[m.end():]):
+            continue
+        faults.append(f"{name} in: {' '.join(text[start:end].split())[:100]!r}")
+    return faults
+
+
+def test_identifier_faults_are_found():
+    assert identifier_faults("a `CFG.depth` x `CFG.width` CPPN, pruned.") != []
+    assert len(identifier_faults("builds `len(CFG.seeds)` CPPNs of `CFG.width` neurons.")) == 2
+    assert identifier_faults("a parameter (`compbook.sae.interpret.WEIGHT`, our choice).") != []
+    assert identifier_faults("trained at [{glue:text}`d_lo`, {glue:text}`d_hi`] (our choice, "
+                             "`CFG.depth_range`).") == []
+    assert identifier_faults("measured at `depth.RATIO_RES` = 256 px.") == []
+    assert identifier_faults("the table `SIZES.setting()` gives.") == []
+    assert identifier_faults("Muon's coefficients (`optim.NS_COEFFICIENTS`).") == []    # a tuple, not one value
+    # the glued value of another sentence does not excuse the name
+    assert identifier_faults("It has {glue:text}`n` seeds. Each has `CFG.width` neurons.") != []
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_prose_shows_values_not_config_names(path):
+    """Where the prose states a setting's value, the value is glued from the run (``{glue:text}`width```), not
+    the name of the setting in the code (`CFG.width`), which a reader of the page cannot look up."""
+    faults = [f"cell {k}: {f}" for k, text in markdown_cells(path) for f in identifier_faults(text)]
+    assert not faults, f"{path.name}: a code name where the value belongs:\n  " + "\n  ".join(faults)
