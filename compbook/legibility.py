@@ -8,8 +8,8 @@ The book's column is about :data:`COLUMN_IN` inches wide; a wider figure is shru
 * **text leaving the figure**: a text element or a legend whose box reaches outside the figure (cut off on the
   page);
 * **a legend covering data**: a legend box over a plotted point, a bar or an error bar of its own axes;
-* **small thumbnails**: an image grid (axes showing an image) whose images are under :data:`MIN_THUMB_IN` inches
-  wide once the figure is shrunk to the column;
+* **small thumbnails**: an image grid whose images are under :data:`MIN_THUMB_IN` inches wide once the figure
+  is shrunk to the column (colour-mapped maps, such as feature maps: :data:`MIN_MAP_IN`);
 * **small plots**: a plot (a curve, bars, a 3-D cloud) under :data:`MIN_PLOT_IN` inches wide at the column;
 * **small text**: text under :data:`MIN_FONT_PT` points once the figure is shrunk to the column.
 
@@ -28,6 +28,7 @@ import numpy as np
 
 COLUMN_IN = 7.0          # the page's column, inches (CONTRIBUTING.md: figures about 7 inches wide)
 MIN_THUMB_IN = 0.9       # an image narrower than this at the column width is a thumbnail nobody can read
+MIN_MAP_IN = 0.3         # a colour-mapped map (feature map, attention) narrower than this shows no pattern
 MIN_PLOT_IN = 1.6        # a plot narrower than this (or half as high) at the column width is too small to read
 MIN_FONT_PT = 5.0        # text smaller than this at the column width is unreadable on the page
 TOLERANCE_PX = 1.0       # boxes touching within this many pixels do not count as overlapping
@@ -35,8 +36,9 @@ VARIABLE = "COMPBOOK_FIGCHECK"
 
 
 def _scale(fig) -> float:
-    """How much the page shrinks ``fig``: 1, or the column over the figure's width."""
-    return min(1.0, COLUMN_IN / float(fig.get_figwidth()))
+    """How much the page shrinks ``fig``: 1, or the column over the width it is shown at (the figure's width,
+    or its tight box's where it is saved with ``bbox_inches="tight"``, as the inline backend does)."""
+    return min(1.0, COLUMN_IN / float(getattr(fig, "_compbook_shown_width", None) or fig.get_figwidth()))
 
 
 def _texts(fig) -> list:
@@ -57,7 +59,12 @@ def _texts(fig) -> list:
                 for tick in axis._update_ticks():
                     cands += [lab for lab, on in ((tick.label1, tick.label1.get_visible()),
                                                   (tick.label2, tick.label2.get_visible())) if on]
-    return [t for t in cands if t is not None and t.get_visible() and str(t.get_text()).strip()]
+    seen, out = set(), []
+    for t in cands:
+        if t is not None and id(t) not in seen and t.get_visible() and str(t.get_text()).strip():
+            seen.add(id(t))
+            out.append(t)
+    return out
 
 
 def _label(t) -> str:
@@ -164,15 +171,18 @@ def legend_over_data(fig, renderer) -> list[str]:
 
 
 def small_thumbnails(fig, renderer=None) -> list[str]:
+    """Images (RGB renders) under MIN_THUMB_IN wide at the column width, and colour-mapped maps (a feature map,
+    an attention or Gram matrix: a pattern to see, not a picture to recognise) under MIN_MAP_IN."""
     scale = _scale(fig)
-    widths = []
-    for ax in fig.axes:
-        if ax.get_visible() and ax.images:
-            widths.append(ax.get_position().width * fig.get_figwidth() * scale)
-    if not widths or min(widths) >= MIN_THUMB_IN:
-        return []
-    return [f"{sum(w < MIN_THUMB_IN for w in widths)} image(s) {min(widths):.2f} in wide at the {COLUMN_IN:g} in "
-            f"column (at least {MIN_THUMB_IN} in)"]
+    out = []
+    for kind, least, rgb in (("image", MIN_THUMB_IN, True), ("map", MIN_MAP_IN, False)):
+        widths = [ax.get_position().width * fig.get_figwidth() * scale for ax in fig.axes
+                  if ax.get_visible() and ax.images and (np.ndim(ax.images[0].get_array()) == 3) == rgb]
+        small = [w for w in widths if w < least]
+        if small:
+            out.append(f"{len(small)} {kind}(s) {min(small):.2f} in wide at the {COLUMN_IN:g} in column "
+                       f"(at least {least} in)")
+    return out
 
 
 def small_axes(fig, renderer=None) -> list[str]:
@@ -182,6 +192,8 @@ def small_axes(fig, renderer=None) -> list[str]:
     out = []
     for ax in fig.axes:
         if not ax.get_visible() or ax.images or not ax.axison and ax.name != "3d" or _is_colorbar(ax):
+            continue
+        if not (ax.lines or ax.patches or ax.collections):      # an empty panel (a blank map): nothing to read
             continue
         box = ax.get_position()
         w, h = box.width * fig.get_figwidth() * scale, box.height * fig.get_figheight() * scale
@@ -208,11 +220,18 @@ def small_text(fig, renderer=None) -> list[str]:
 CHECKS = (overlapping_text, leaving_the_figure, legend_over_data, small_thumbnails, small_axes, small_text)
 
 
-def problems(fig) -> list[str]:
-    """What keeps a reader from reading ``fig`` (a drawn matplotlib Figure), one line each; [] when none."""
+def problems(fig, tight: bool = False) -> list[str]:
+    """What keeps a reader from reading ``fig`` (a drawn matplotlib Figure), one line each; [] when none.
+    ``tight``: the figure is saved with ``bbox_inches="tight"`` (the inline backend's default), which grows the
+    image to take in text outside the figure, so nothing is cut off and the page shrinks the grown width."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    return [p for check in CHECKS for p in check(fig, renderer)]
+    checks = [c for c in CHECKS if not (tight and c is leaving_the_figure)]
+    fig._compbook_shown_width = fig.get_tightbbox(renderer).width if tight else None
+    try:
+        return [p for check in checks for p in check(fig, renderer)]
+    finally:
+        fig._compbook_shown_width = None
 
 
 def assert_legible(fig) -> None:
@@ -242,7 +261,7 @@ def watch(log=None) -> None:
         if getattr(fig, "_compbook_checked", None) != key:
             fig._compbook_checked = key
             try:
-                found = problems(fig)
+                found = problems(fig, tight=kwargs.get("bbox_inches") == "tight")
             except Exception as err:          # a check that fails must not break the chapter
                 found = [f"check failed: {type(err).__name__}: {err}"]
             if found:

@@ -37,8 +37,10 @@ def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: in
         arrays.append(a)
     checks.check_render_size(1, 3 * sum(a.size for a in arrays), 8, f"show_images of {n} images")
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + (0.4 if suptitle else 0)),
-                             squeeze=False)
+    # room for each row's titles (9 pt lines), so a title never eats into the image above or below it
+    lines = max((str(t).count("\n") + 1 for t in titles), default=0) if titles is not None else 0
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, nrows * (size + 0.16 * lines) +
+                                                    (0.4 if suptitle else 0)), squeeze=False)
     for k, ax in enumerate(axes.flat):
         ax.axis("off")
         if k < n:

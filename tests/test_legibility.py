@@ -74,12 +74,21 @@ def test_a_legend_over_bars_is_found():
 def test_small_thumbnails_are_found_at_the_column_width():
     fig, axes = plt.subplots(1, 10, figsize=(14, 1.6))    # shrunk to 7 in: 0.7 in a thumbnail at most
     for ax in axes:
-        ax.imshow(np.zeros((4, 4))), ax.axis("off")
+        ax.imshow(np.zeros((4, 4, 3))), ax.axis("off")
     assert legibility.small_thumbnails(fig)
     fig2, axes2 = plt.subplots(1, 4, figsize=(7, 2))
     for ax in axes2:
-        ax.imshow(np.zeros((4, 4))), ax.axis("off")
+        ax.imshow(np.zeros((4, 4, 3))), ax.axis("off")
     assert legibility.small_thumbnails(fig2) == []
+    # colour-mapped maps (feature maps) may be smaller, not tiny
+    fig3, axes3 = plt.subplots(2, 12, figsize=(7, 1.4))
+    for ax in axes3.flat:
+        ax.imshow(np.zeros((4, 4))), ax.axis("off")
+    assert legibility.small_thumbnails(fig3) == []
+    fig4, axes4 = plt.subplots(2, 32, figsize=(7, 0.5))
+    for ax in axes4.flat:
+        ax.imshow(np.zeros((4, 4))), ax.axis("off")
+    assert "map(s)" in " ".join(legibility.small_thumbnails(fig4))
 
 
 def test_small_plots_and_small_text_are_found():
@@ -106,3 +115,24 @@ ax.text(1.6, 0.5, "outside", transform=ax.transAxes); fig.savefig(io.BytesIO())
     subprocess.run([sys.executable, "-c", code], check=True)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["figure"] for x in lines] == ["faulty"] and "leaves the figure" in " ".join(lines[0]["problems"])
+
+
+def test_the_shared_plotting_functions_draw_legible_figures():
+    """compbook.plots as the chapters call it: a row of six renders with two-line titles at the column width, a
+    slider's static twin of Gram matrices with two-line labels, a loss curve."""
+    from compbook import plots
+    rgb = [np.random.default_rng(k).random((16, 16, 3)) for k in range(6)]
+    fig = plots.show_images(rgb, [f"skull\nPicbreeder {k}" for k in range(6)], ncols=6, size=1.15)
+    assert legibility.problems(fig, tight=True) == []
+    fig = plots.show_images(rgb[:4], [f"Picbreeder\nw(8, 0, {k})" for k in range(4)], ncols=4, size=1.75)
+    assert legibility.problems(fig, tight=True) == []
+
+    def gram(v, ax):
+        ax.imshow(np.eye(v), vmin=0, vmax=1)
+        ax.set_xlabel(f"coherence 0.{v}000\nbound 0.6124", fontsize=8)
+        ax.axis("on"), ax.set_xticks([]), ax.set_yticks([])
+    fig = plots.slider_twin(gram, [3, 4, 5, 6, 7, 8], "(r, d)", ncols=3, size=2.3)
+    assert legibility.problems(fig, tight=True) == []
+    _, ax = plt.subplots(figsize=(6, 3))
+    plots.loss_curves({"SGD": np.linspace(1, 0.01, 100)}, ax=ax)
+    assert legibility.problems(ax.figure, tight=True) == []
