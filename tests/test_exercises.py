@@ -81,3 +81,20 @@ def test_close_needs_the_same_shape():
 def test_the_repr_is_one_line():
     assert repr(check_value(0.5, 0.5, "w")).startswith("correct:")
     assert "\n" not in repr(check_value(1.5, 0.5, "w"))
+
+
+def test_no_exercise_check_ends_two_chapters():
+    """One exercise per idea: each ``check_*`` is imported by the exercises of one chapter at most."""
+    import json
+    import re
+    from collections import defaultdict
+    from pathlib import Path
+    used = defaultdict(list)
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "code")
+        for block in re.findall(r"from compbook\.\w+\.exercises import \(?([^)]*)\)?", code):
+            for name in re.findall(r"check_\w+", block):
+                used[name].append(path.stem)
+    shared = {name: chapters for name, chapters in used.items() if len(set(chapters)) > 1}
+    assert used and not shared, f"exercise checks used by more than one chapter: {shared}"

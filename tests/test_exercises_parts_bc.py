@@ -169,7 +169,8 @@ def test_identification():
 
 
 @pytest.mark.parametrize("check", [bx.check_recognition, bx.check_r2, bx.check_global_product, cx.check_topk_code,
-                                   cx.check_fvu, cx.check_identification, bx.check_swap_queries])
+                                   cx.check_fvu, cx.check_identification, bx.check_swap_queries,
+                                   bx.check_split_sizes])
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message
@@ -179,3 +180,12 @@ def test_probe_parameters():
     assert bx.check_probe_parameters(lambda K, C, V, D: (K * C * V + 1) * D).passed
     assert "bias" in bx.check_probe_parameters(lambda K, C, V, D: K * C * V * D).message
     assert "every combination" in bx.check_probe_parameters(lambda K, C, V, D: (K * V ** C + 1) * D).message
+
+
+def test_split_sizes():
+    import math
+    assert bx.check_split_sizes(lambda n, c: (math.floor(n * c), (n - math.floor(n * c)) ** 2)).passed
+    r = bx.check_split_sizes(lambda n, c: (round(n * c), (n - round(n * c)) ** 2))
+    assert not r.passed and "rounded" in r.message
+    r = bx.check_split_sizes(lambda n, c: (math.floor(n * c), math.floor(n * c) ** 2))
+    assert not r.passed and "training objects' scenes" in r.message
