@@ -111,11 +111,12 @@ def slider_twin(draw: Callable, values: Sequence, label: str, ncols: int | None 
     ncols = len(values) if ncols is None else checks.integer(ncols, "ncols")
     size = checks.real(size, "size", 0, 100, low_open=True)
     nrows = -(-len(values) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.3), squeeze=False)
+    # room per row for a title above and a two-line label below each panel, so rows never crowd each other
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, (size + 0.5) * nrows + 0.3), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, v in zip(axes.flat, values):
         draw(v, ax)
         ax.set_title(f"{label} = {v:g}" if isinstance(v, (int, float)) else f"{label} = {v}", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(h_pad=1.2)
     return fig
