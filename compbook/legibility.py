@@ -28,8 +28,8 @@ import numpy as np
 
 COLUMN_IN = 7.0          # the page's column, inches (CONTRIBUTING.md: figures about 7 inches wide)
 MIN_THUMB_IN = 0.9       # an image narrower than this at the column width is a thumbnail nobody can read
-MIN_MAP_IN = 0.3         # a colour-mapped map (feature map, attention) narrower than this shows no pattern
-MIN_PLOT_IN = 1.6        # a plot narrower than this (or half as high) at the column width is too small to read
+MIN_MAP_IN = 0.25        # a colour-mapped map (a smooth feature map, attention) narrower than this shows no pattern
+MIN_PLOT_IN = 1.2        # a plot narrower than this (or lower than 2/3 of it) at the column width is too small
 MIN_FONT_PT = 5.0        # text smaller than this at the column width is unreadable on the page
 TOLERANCE_PX = 1.0       # boxes touching within this many pixels do not count as overlapping
 VARIABLE = "COMPBOOK_FIGCHECK"
@@ -186,7 +186,7 @@ def small_thumbnails(fig, renderer=None) -> list[str]:
 
 
 def small_axes(fig, renderer=None) -> list[str]:
-    """Plots (axes without an image, colour bars aside) under MIN_PLOT_IN wide or MIN_PLOT_IN / 2 high at the
+    """Plots (axes without an image, colour bars aside) under MIN_PLOT_IN wide or MIN_PLOT_IN / 1.5 high at the
     column width: a curve or a 3-D cloud squeezed into a corner."""
     scale = _scale(fig)
     out = []
@@ -197,9 +197,9 @@ def small_axes(fig, renderer=None) -> list[str]:
             continue
         box = ax.get_position()
         w, h = box.width * fig.get_figwidth() * scale, box.height * fig.get_figheight() * scale
-        if w < MIN_PLOT_IN or h < MIN_PLOT_IN / 2:
+        if w < MIN_PLOT_IN or h < MIN_PLOT_IN / 1.5:
             out.append(f"the plot {(ax.get_title() or ax.get_xlabel() or ax.name)[:40]!r} is {w:.2f} x {h:.2f} in "
-                       f"at the column width (at least {MIN_PLOT_IN} x {MIN_PLOT_IN / 2} in)")
+                       f"at the column width (at least {MIN_PLOT_IN} x {MIN_PLOT_IN / 1.5:.1f} in)")
     return out
 
 
@@ -245,7 +245,8 @@ _WATCHING = {"on": False}
 
 def watch(log=None) -> None:
     """Check every figure when it is rendered (inline display, ``savefig``, slider frames) and append
-    ``{"where", "figure", "problems"}`` lines to ``log`` (default: ``$COMPBOOK_FIGCHECK``). A figure is checked
+    ``{"where", "figure", "problems"}`` lines to ``log`` (default: ``$COMPBOOK_FIGCHECK``), after one
+    ``{"where", "watching": true}`` line when it starts. A figure is checked
     once per drawing; the check never changes what is drawn nor stops the run."""
     from matplotlib.backend_bases import FigureCanvasBase
     path = Path(log or os.environ[VARIABLE])
@@ -254,6 +255,8 @@ def watch(log=None) -> None:
     _WATCHING["on"] = True
     original = FigureCanvasBase.print_figure
     where = os.environ.get("COMPBOOK_FIGCHECK_WHERE") or os.getcwd()
+    with open(path, "a") as f:          # a run that checked nothing still says it was watched
+        f.write(json.dumps({"where": where, "watching": True}) + "\n")
 
     def checked(self, *args, **kwargs):
         fig = self.figure

@@ -114,6 +114,8 @@ ax.text(1.6, 0.5, "outside", transform=ax.transAxes); fig.savefig(io.BytesIO())
 """
     subprocess.run([sys.executable, "-c", code], check=True)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert lines[0]["watching"] and "problems" not in lines[0]
+    lines = lines[1:]
     assert [x["figure"] for x in lines] == ["faulty"] and "leaves the figure" in " ".join(lines[0]["problems"])
 
 
