@@ -64,7 +64,26 @@ def mds_figure(points: dict, title: str = "", width: float = 7.0):
     fig.legend(handles, names, loc="lower center", ncols=len(names), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
+    for a in ax:
+        _declutter(fig, a.texts)
     return fig
+
+
+def _declutter(fig, texts, steps: int = 40):
+    """Move point labels (annotations in offset points) apart until no two overlap: each step, a label that
+    overlaps an earlier one moves down by 3 points (at most ``steps`` steps each)."""
+    renderer = fig.canvas.get_renderer()
+    for _ in range(steps):
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        moved = False
+        for k in range(1, len(texts)):
+            if any(boxes[k].overlaps(boxes[m]) for m in range(k)):
+                x, y = texts[k].xyann
+                texts[k].xyann = (x, y - 3)
+                boxes[k] = texts[k].get_window_extent(renderer)
+                moved = True
+        if not moved:
+            return
 
 
 def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
