@@ -84,7 +84,11 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
         axes[l][0].set_ylabel(f"{l}", rotation=0, fontsize=7, labelpad=8)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.subplots_adjust(wspace=0.05, hspace=0.05)
+    height = size * len(maps) + 0.3
+    # the maps fill the figure (matplotlib's default margins would take a fifth of it): room for the layer
+    # numbers on the left and the title on top only
+    fig.subplots_adjust(left=0.3 / (size * width), right=0.99, bottom=0.02, top=1 - 0.3 / height,
+                        wspace=0.05, hspace=0.05)
     return fig
 
 
