@@ -37,12 +37,17 @@ test: setup browser-setup
 	rm -rf $(EXECUTED) && mkdir -p $(EXECUTED)
 	cp -r _config.yml _toc.yml intro.md _static _ext appendix chapters $(EXECUTED)/
 	ln -s ../compbook ../data $(EXECUTED)/
-	$(HEADLESS) $(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) --durations=0 \
-	  --overwrite $(EXECUTED)/chapters
+	cp tests/figcheck_conftest.py $(EXECUTED)/conftest.py
+	$(HEADLESS) COMPBOOK_FIGCHECK=$(abspath $(EXECUTED))/figures.jsonl \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) --durations=0 \
+	  --junitxml=$(EXECUTED)/nbmake.xml --overwrite $(EXECUTED)/chapters
 	sed -i 's/^\(  execute_notebooks:\).*/\1 "off"   # make test: built from the notebooks nbmake executed/' \
 	  $(EXECUTED)/_config.yml
 	jupyter-book build $(EXECUTED)
-	COMPBOOK_BOOK_HTML=$(EXECUTED)/_build/html $(PYTHON) -m pytest -q -p no:cacheprovider tests/browser
+	COMPBOOK_BOOK_HTML=$(EXECUTED)/_build/html COMPBOOK_FIGCHECK_LOG=$(EXECUTED)/figures.jsonl \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/browser
+	# a green run records its chapters' times: data/runtimes.json and the landing page's table (commit them)
+	$(PYTHON) -m compbook.results runtimes $(EXECUTED)/nbmake.xml
 	$(MAKE) smoke
 
 # every chapter top to bottom in full mode, shrunk (CONTRIBUTING.md, "Full-mode smoke")

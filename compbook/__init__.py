@@ -17,3 +17,9 @@ submodule. Names removed in a release are listed in ``CHANGELOG.md``.
 
 #: the package's version, its one source (``pyproject.toml`` reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.2.0"
+
+import os as _os
+
+if _os.environ.get("COMPBOOK_FIGCHECK"):      # a run that checks every figure it draws (compbook.legibility.watch)
+    from .legibility import watch as _watch
+    _watch()

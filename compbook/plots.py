@@ -37,8 +37,10 @@ def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: in
         arrays.append(a)
     checks.check_render_size(1, 3 * sum(a.size for a in arrays), 8, f"show_images of {n} images")
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + (0.4 if suptitle else 0)),
-                             squeeze=False)
+    # room for each row's titles (9 pt lines), so a title never eats into the image above or below it
+    lines = max((str(t).count("\n") + 1 for t in titles), default=0) if titles is not None else 0
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, nrows * (size + 0.16 * lines) +
+                                                    (0.4 if suptitle else 0)), squeeze=False)
     for k, ax in enumerate(axes.flat):
         ax.axis("off")
         if k < n:
@@ -82,7 +84,11 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
         axes[l][0].set_ylabel(f"{l}", rotation=0, fontsize=7, labelpad=8)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.subplots_adjust(wspace=0.05, hspace=0.05)
+    height = size * len(maps) + 0.3
+    # the maps fill the figure (matplotlib's default margins would take a fifth of it): room for the layer
+    # numbers on the left and the title on top only
+    fig.subplots_adjust(left=0.3 / (size * width), right=0.99, bottom=0.02, top=1 - 0.3 / height,
+                        wspace=0.05, hspace=0.05)
     return fig
 
 
@@ -109,11 +115,12 @@ def slider_twin(draw: Callable, values: Sequence, label: str, ncols: int | None 
     ncols = len(values) if ncols is None else checks.integer(ncols, "ncols")
     size = checks.real(size, "size", 0, 100, low_open=True)
     nrows = -(-len(values) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.3), squeeze=False)
+    # room per row for a title above and a two-line label below each panel, so rows never crowd each other
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, (size + 0.5) * nrows + 0.3), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, v in zip(axes.flat, values):
         draw(v, ax)
         ax.set_title(f"{label} = {v:g}" if isinstance(v, (int, float)) else f"{label} = {v}", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(h_pad=1.2)
     return fig

@@ -217,3 +217,28 @@ def test_table_takes_the_second_labeller_rows_from_the_stored_run():
     more = claims.table(reread, stored, labelled=claims.load_labelled())
     extra = [r for r in more if r["judge"] == claims.SECOND_LABELLER_ROWS]
     assert len(more) == len(base) + len(extra) and len(extra) == 6
+
+
+def test_live_table_sets_the_stored_row_the_page_quotes_beside_the_live_one():
+    """Chapter 5 quotes the stored re-read's scores (its figure and prose); the live table shows this run's
+    sample and, under it, the stored row: the stored cell is the number the figure plots, with its count."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from compbook import results
+    from compbook.cppn import tables
+    reread = results.load("emc2/reread").data
+    verdicts = {("skull", "Picbreeder", 0, 0.5): [1] * 28 + [0] * 20,
+                ("skull", "SGD", 0, 0.5): [1] * 40 + [0] * 8}
+    live = {key: SimpleNamespace(verdicts=torch.tensor(v)) for key, v in verdicts.items()}
+    cfg = SimpleNamespace(live=["skull"], live_seeds=[0], delta=0.5)
+    table = claims.live_table(live, cfg, reread)
+    assert list(table.index) == [("skull", "this run"), ("skull", "stored")]
+    assert table.loc[("skull", "this run"), "Picbreeder"].startswith("0.58") and "n=48" in \
+        table.loc[("skull", "this run"), "Picbreeder"]
+    plotted = tables.per_network_scores(reread)
+    pb = plotted[(plotted.target == "skull") & (plotted.network == "Picbreeder") & (plotted.delta == 0.5)].iloc[0]
+    cell = table.loc[("skull", "stored"), "Picbreeder"]
+    assert cell.startswith(f"{pb.score:.2f}") and cell.endswith(f"n={pb.n}"), (cell, pb.score, pb.n)
+    assert list(claims.live_table(live, cfg).index) == ["skull"]          # without the stored run: as before

@@ -192,3 +192,20 @@ def test_a_string_number_is_refused_for_a_number():
 def test_a_time_limit_that_is_not_a_positive_number_is_refused(seconds):
     with pytest.raises(ValueError, match="seconds"):
         check_function(ref_sum, ref_sum, CASES, "row sums", seconds=seconds)
+
+
+def test_no_exercise_check_ends_two_chapters():
+    """One exercise per idea: each ``check_*`` is imported by the exercises of one chapter at most."""
+    import json
+    import re
+    from collections import defaultdict
+    from pathlib import Path
+    used = defaultdict(list)
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "code")
+        for block in re.findall(r"from compbook\.\w+\.exercises import \(?([^)]*)\)?", code):
+            for name in re.findall(r"check_\w+", block):
+                used[name].append(path.stem)
+    shared = {name: chapters for name, chapters in used.items() if len(set(chapters)) > 1}
+    assert used and not shared, f"exercise checks used by more than one chapter: {shared}"

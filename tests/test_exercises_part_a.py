@@ -131,8 +131,33 @@ def test_trained_depth():
     assert not r.passed and "unclipped" in r.message
 
 
+def test_half_selectivity():
+    def right(fmap):
+        f = torch.as_tensor(fmap)
+        vl, vr = f[:, : f.shape[1] // 2].var(), f[:, f.shape[1] // 2:].var()
+        return float((vl - vr).abs() / (vl + vr))
+    assert ex.check_half_selectivity(right).passed
+
+    def top_bottom(fmap):
+        f = torch.as_tensor(fmap)
+        vl, vr = f[: f.shape[0] // 2].var(), f[f.shape[0] // 2:].var()
+        return float((vl - vr).abs() / (vl + vr))
+    r = ex.check_half_selectivity(top_bottom)
+    assert not r.passed and "top and bottom" in r.message
+    r = ex.check_half_selectivity(lambda f: float((f[:, :f.shape[1] // 2].var() - f[:, f.shape[1] // 2:].var())
+                                                 / (f[:, :f.shape[1] // 2].var() + f[:, f.shape[1] // 2:].var())))
+    assert not r.passed and "signed" in r.message
+    # the chapter's measure uses the same function
+    from compbook.cppn.experiments import half_selectivity
+    maps = torch.zeros(2, 8, 8)
+    maps[0, :, :4] = torch.randn(8, 4)
+    maps[1] = torch.randn(8, 8)
+    sel = half_selectivity(maps)
+    assert sel[0] == pytest.approx(1.0) and sel[1] < 0.9
+
+
 @pytest.mark.parametrize("check", [ex.check_coordinate_grid, ex.check_welch_bound, ex.check_png_ratio,
-                                   ex.check_newton_schulz, ex.check_emc2_score])
+                                   ex.check_newton_schulz, ex.check_emc2_score, ex.check_half_selectivity])
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message

@@ -170,7 +170,8 @@ def test_identification():
 
 
 @pytest.mark.parametrize("check", [bx.check_recognition, bx.check_r2, bx.check_global_product, cx.check_topk_code,
-                                   cx.check_fvu, cx.check_identification, bx.check_swap_queries])
+                                   cx.check_fvu, cx.check_identification, bx.check_swap_queries,
+                                   bx.check_split_sizes])
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message
@@ -202,3 +203,12 @@ def test_a_topk_code_of_complex_values_or_raising_system_exit_is_refused():
 def test_an_identification_that_is_not_a_label_is_refused_by_its_type():
     r = cx.check_identification(lambda acts, labels, top_n: 3)
     assert not r.passed and "returned an int, expected a str" in r.message, r.message
+
+
+def test_split_sizes():
+    import math
+    assert bx.check_split_sizes(lambda n, c: (math.floor(n * c), (n - math.floor(n * c)) ** 2)).passed
+    r = bx.check_split_sizes(lambda n, c: (round(n * c), (n - round(n * c)) ** 2))
+    assert not r.passed and "rounded" in r.message
+    r = bx.check_split_sizes(lambda n, c: (math.floor(n * c), math.floor(n * c) ** 2))
+    assert not r.passed and "training objects' scenes" in r.message

@@ -175,7 +175,7 @@ def check_global_product(answer) -> Checked:
 
 # -- how big a probe is ------------------------------------------------------------------------------------------
 def check_probe_parameters(answer) -> Checked:
-    """Chapters 12-13: ``answer(K, C, V, D)`` is the number of parameters of a probe over K slots and C concepts of
+    """Chapter 12: ``answer(K, C, V, D)`` is the number of parameters of a probe over K slots and C concepts of
     V values each, into D dimensions: one ``(V, D)`` table per (slot, concept) and a bias (the same for the
     additive and both product probes: they differ in form, not in size)."""
     cases = [(2, 3, 5, 16), (3, 2, 4, 8), (1, 1, 2, 3)]
@@ -183,3 +183,27 @@ def check_probe_parameters(answer) -> Checked:
                 "tables shared across slots": lambda K, C, V, D: (C * V + 1) * D,
                 "a table of every combination (V^C per slot)": lambda K, C, V, D: (K * V ** C + 1) * D}
     return check_function(answer, lambda K, C, V, D: (K * C * V + 1) * D, cases, "the probe's size", mistakes)
+
+
+# -- what coverage leaves for the test ---------------------------------------------------------------------------
+def check_split_sizes(answer) -> Checked:
+    """Chapter 13: ``answer(n_objects, coverage)`` is ``(training objects, test scenes)`` of the coverage split
+    (:func:`compbook.binding.splits.coverage_split`): the first ``floor(n_objects * coverage)`` objects of a seeded
+    shuffle train; test scenes are the ordered two-object scenes of the held-out objects, an object may repeat."""
+    from .splits import coverage_split
+
+    def reference(n, c):
+        s = coverage_split(n, c, seed=0)
+        return np.array([len(s.train_objects), len(s.test)])
+
+    def held(n, c):
+        return n - int(np.floor(n * c))
+    cases = [(24, 0.75), (10, 0.55), (125, 0.3), (125, 0.5)]
+    mistakes = {"the train count rounded, not floored": lambda n, c: np.array([round(n * c), (n - round(n * c)) ** 2]),
+                "unordered scenes without repeats": lambda n, c: np.array([n - held(n, c),
+                                                                           held(n, c) * (held(n, c) - 1) // 2]),
+                "ordered scenes without repeats": lambda n, c: np.array([n - held(n, c),
+                                                                         held(n, c) * (held(n, c) - 1)]),
+                "the training objects' scenes counted": lambda n, c: np.array([n - held(n, c),
+                                                                               (n - held(n, c)) ** 2])}
+    return check_function(answer, reference, cases, "the split's sizes", mistakes)

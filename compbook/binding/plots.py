@@ -45,22 +45,45 @@ def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
 
 
 def mds_figure(points: dict, title: str = "", width: float = 7.0):
-    """3-D MDS coordinates {group: (coords (n, 3), labels)} shown as two 2-D views (dims 1-2 and 1-3)."""
-    fig, ax = plt.subplots(1, 2, figsize=(width, width / 2))
+    """3-D MDS coordinates {group: (coords (n, 3), labels)} shown as two 2-D views (dims 1-2 and 1-3), each named,
+    the labelled groups' points named on the plot, the legend under both views (off the points)."""
+    fig, ax = plt.subplots(1, 2, figsize=(width, width * 0.56))
     markers = {0: "o", 1: "s", 2: "^", 3: "x"}
     for g, (name, (xyz, labels)) in enumerate(points.items()):
         for a, (i, j) in zip(ax, ((0, 1), (0, 2))):
-            a.scatter(xyz[:, i], xyz[:, j], s=18 if g < 2 else 8, marker=markers.get(g, "o"), label=name,
-                      alpha=0.8)
+            a.scatter(xyz[:, i], xyz[:, j], s=30 if g < 2 else 12, marker=markers.get(g, "o"),
+                      label=f"{name} ({len(xyz)})", alpha=0.8)
             if labels is not None and g < 2:
                 for p, lab in zip(xyz, labels):
-                    a.annotate(lab, (p[i], p[j]), fontsize=6)
-            a.set_xlabel(f"MDS {i + 1}", fontsize=8)
-            a.set_ylabel(f"MDS {j + 1}", fontsize=8)
-    ax[0].legend(fontsize=7)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+                    a.annotate(lab, (p[i], p[j]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+            a.set_xlabel(f"MDS {i + 1}", fontsize=9)
+            a.set_ylabel(f"MDS {j + 1}", fontsize=9)
+    ax[0].set_title("seen from above: MDS 1 and 2", fontsize=9)
+    ax[1].set_title("seen from the side: MDS 1 and 3", fontsize=9)
+    handles, names = ax[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncols=len(names), fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    for a in ax:
+        _declutter(fig, a.texts)
     return fig
+
+
+def _declutter(fig, texts, steps: int = 40):
+    """Move point labels (annotations in offset points) apart until no two overlap: each step, a label that
+    overlaps an earlier one moves down by 3 points (at most ``steps`` steps each)."""
+    renderer = fig.canvas.get_renderer()
+    for _ in range(steps):
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        moved = False
+        for k in range(1, len(texts)):
+            if any(boxes[k].overlaps(boxes[m]) for m in range(k)):
+                x, y = texts[k].xyann
+                texts[k].xyann = (x, y - 3)
+                boxes[k] = texts[k].get_window_extent(renderer)
+                moved = True
+        if not moved:
+            return
 
 
 def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):

@@ -453,18 +453,31 @@ def readings(reread: dict, judge: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).pivot(index="target", columns="delta", values="reading")
 
 
-def live_table(results: dict, cfg):
+def live_table(results: dict, cfg, reread: dict | None = None):
     """Chapter 5's live scores (:func:`compbook.cppn.tables.live_scores`) as a table: Picbreeder and the SGD
-    seeds pooled (Wilson), and the reading, per target."""
+    seeds pooled (Wilson), and the reading, per target. With ``reread`` (``data/emc2/reread.json``) each target's
+    stored row at the same delta and judge follows its live one (index ``(target, run)``, run ``"this run"`` or
+    ``"stored"``): the live run scores a seeded sample of the weights, the stored one more of them, and the page
+    quotes the stored value, so a reader sees both numbers with their counts side by side."""
     import pandas as pd
     from .tables import ci_cell, pooled_row
     rows = []
+    if reread is not None:
+        checks.mapping(reread, "reread")
+        judge = next((r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"]), None)
+        by = {(r["concept"], r["network"], r["delta"]): r for r in reread["rows"] if r["judge"] == judge}
     for name in cfg.live:
         pb = pooled_row(results, name, "Picbreeder", [0], cfg.delta)
         sg = pooled_row(results, name, "SGD", cfg.live_seeds, cfg.delta)
-        rows.append({"target": name, "Picbreeder": ci_cell(pb), f"SGD seeds {list(cfg.live_seeds)}": ci_cell(sg),
+        seeds = "SGD twins" if reread is not None else f"SGD seeds {list(cfg.live_seeds)}"
+        rows.append({"target": name, "run": "this run", "Picbreeder": ci_cell(pb), seeds: ci_cell(sg),
                      "reading": reading(pb, sg)})
-    return pd.DataFrame(rows).set_index("target")
+        if reread is not None and (name, "picbreeder", cfg.delta) in by:
+            pb, sg = by[(name, "picbreeder", cfg.delta)], by[(name, "sgd", cfg.delta)]
+            rows.append({"target": name, "run": "stored", "Picbreeder": ci_cell(pb), seeds: ci_cell(sg),
+                         "reading": reading(pb, sg)})
+    table = pd.DataFrame(rows).set_index(["target", "run"])
+    return table if reread is not None else table.droplevel("run")
 
 
 def reread_table(reread: dict, steps_now: dict):

@@ -198,8 +198,8 @@ def check_newton_schulz(answer, steps: int = 5) -> Checked:
 
 # -- chapter 9: the depth a target gets ----------------------------------------------------------------------------
 def check_trained_depth(answer, depth_range: tuple[int, int] = (2, 8)) -> Checked:
-    """Chapter 9: ``answer(image)`` is the depth chapter 9 trains for a target: the depth line's prediction,
-    rounded to a whole layer and clipped to ``depth_range``."""
+    """Chapter 7: ``answer(image)`` is the depth to train for a target: the depth line's prediction, rounded to
+    a whole layer and clipped to ``depth_range``."""
     lo, hi = depth_range
 
     def reference(image):
@@ -295,3 +295,36 @@ def check_deepest_target(answer) -> Checked:
     shallow = min(predicted, key=predicted.get)
     hint = " (that is the shallowest: a high ratio means a simple image)" if answer == shallow else ""
     return wrong(f"{answer!r} gets depth {predicted[answer]:.1f}, not the deepest{hint}")
+
+
+def check_half_selectivity(answer) -> Checked:
+    """Chapter 9: ``answer(fmap)`` is a feature map's half-selectivity (a float): ``|var_left - var_right| /
+    (var_left + var_right)``, the left half the first ``W // 2`` columns of an ``(H, W)`` map."""
+    from .experiments import half_selectivity
+
+    def reference(fmap):
+        return float(half_selectivity(torch.as_tensor(fmap)))
+
+    def halves(fmap, rows: bool, stat):
+        f = torch.as_tensor(fmap)
+        if rows:
+            return stat(f[: f.shape[0] // 2]), stat(f[f.shape[0] // 2:])
+        return stat(f[:, : f.shape[1] // 2]), stat(f[:, f.shape[1] // 2:])
+
+    def mistake(rows=False, stat=torch.var, signed=False, whole=False):
+        def f(fmap):
+            a, b = halves(fmap, rows, stat)
+            top = (a - b) if signed else (a - b).abs()
+            return float(top / (torch.as_tensor(fmap).var() if whole else a + b))
+        return f
+    g = rng(19)
+    left = np.zeros((8, 8))
+    left[:, :4] = g.normal(size=(8, 4))
+    cases = [(torch.as_tensor(left),), (torch.as_tensor(g.normal(size=(8, 8))),),
+             (torch.as_tensor(g.normal(size=(6, 10)) * np.linspace(0, 2, 10)),),
+             (torch.as_tensor(-g.normal(size=(8, 8)) * (np.arange(8) >= 3)),)]
+    mistakes = {"the halves taken as top and bottom rows": mistake(rows=True),
+                "the signed difference (no absolute value)": mistake(signed=True),
+                "standard deviations instead of variances": mistake(stat=torch.std),
+                "the whole map's variance as the denominator": mistake(whole=True)}
+    return check_function(answer, reference, cases, "the half-selectivity", mistakes)

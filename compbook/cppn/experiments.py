@@ -224,10 +224,20 @@ def half_mse(model: CPPN, target, res: int) -> tuple[float, float]:
     return float(err[:, : res // 2].mean()), float(err[:, res // 2:].mean())
 
 
+def half_selectivity(maps: torch.Tensor) -> torch.Tensor:
+    """Chapter 9: how much of each map's variance sits on one half of the image: ``|var_left - var_right| /
+    (var_left + var_right)`` for maps ``(..., H, W)`` (left: the first ``W // 2`` columns), in [0, 1], NaN for a
+    constant map. 1: the map varies on one half only; 0: equally on both."""
+    w = maps.shape[-1]
+    vl = maps[..., : w // 2].flatten(-2).var(-1)
+    vr = maps[..., w // 2:].flatten(-2).var(-1)
+    return (vl - vr).abs() / (vl + vr)
+
+
 def selective_fraction(model: CPPN, res: int, threshold: float = 0.8) -> tuple[float, int]:
     """Chapter 9: the share of alive hidden neurons whose feature map varies mostly on one half of the image
-    (``|var_left - var_right| / (var_left + var_right) > threshold``, our choice), and how many neurons are alive
-    (total variance > 1e-8). Returns ``(share, n_alive)``."""
+    (:func:`half_selectivity` above ``threshold``, our choice), and how many neurons are alive (total variance
+    > 1e-8). Returns ``(share, n_alive)``."""
     res = checks.check_render_size(res, 64, 4, "selective_fraction's feature maps")
     checks.real(threshold, "threshold", 0, 1)
     sel = []
@@ -235,7 +245,7 @@ def selective_fraction(model: CPPN, res: int, threshold: float = 0.8) -> tuple[f
         vl = layer[:, :, : res // 2].flatten(1).var(1)
         vr = layer[:, :, res // 2:].flatten(1).var(1)
         alive = (vl + vr) > 1e-8
-        sel += ((vl - vr).abs()[alive] / (vl + vr)[alive]).tolist()
+        sel += half_selectivity(layer)[alive].tolist()
     return float(np.mean(np.array(sel) > threshold)), len(sel)
 
 

@@ -9,7 +9,10 @@
 * ``stamp PATH ... [--command CMD]``: give JSON files written without provenance (by older code, e.g. in a
   merged branch) their ``made_by`` (default: their old ``command`` key, else the registered command) and
   record them;
-* ``show [NAME ...]``: each artifact's provenance line.
+* ``show [NAME ...]``: each artifact's provenance line;
+* ``runtimes REPORT [--measured DATE] [--where TEXT] [--intro PATH]``: the run-time record
+  (``data/runtimes.json``, :mod:`compbook.results.runtimes`) from the JUnit report of ``make test``'s nbmake run,
+  and the landing page's table rewritten from it.
 """
 
 from __future__ import annotations
@@ -54,8 +57,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--command", default=None, help="the project command that made them (default: their 'command')")
     s = sub.add_parser("show", help="provenance lines")
     s.add_argument("names", nargs="*")
+    u = sub.add_parser("runtimes", help="record the chapters' CPU run times from make test's JUnit report")
+    u.add_argument("report", help="pytest's --junitxml report of the nbmake run (make test: _executed/nbmake.xml)")
+    u.add_argument("--measured", default=None, help="the date, in words (default: today)")
+    u.add_argument("--where", default="this project's 2-core CPU machine", help="the machine, in words")
+    u.add_argument("--intro", default="intro.md", help="the landing page whose table is rewritten")
     args = p.parse_args(argv)
     folder = Path(os.path.abspath(paths.data_dir()))
+    if args.action == "runtimes":
+        import datetime
+
+        from . import runtimes
+        when = args.measured or f"{datetime.date.today():%-d %B %Y}"
+        rec = runtimes.record(runtimes.from_junit(args.report), when, args.where)
+        print(f"wrote {runtimes.write(rec, folder)}")
+        book = Path(args.intro).resolve().parent
+        changed = runtimes.write_intro(args.intro, runtimes.toc_titles(book), rec)
+        print(f"{args.intro}: {'table rewritten' if changed else 'table already current'}")
+        return 0
     if args.action == "check":
         problems = check(folder)
         print("\n".join(problems) or f"{folder / 'registry.json'}: every file registered, every digest matches")

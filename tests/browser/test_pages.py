@@ -5,8 +5,9 @@
 ``pytest tests`` has no built book: it skips these tests and says why (pytest's ``-ra`` summary lists the skip).
 
 Per page, at a 1280 px wide window: no error output or traceback; every image loads; no code block, output or
-table wider than its column; math typeset (no raw ``\\(``); every ``.compbook-slider`` changes its frame when a
-knob moves; the sidebar shows every part caption of ``_toc.yml`` and links every chapter.
+table wider than its column; math typeset (no TeX delimiter, command or ``_{`` left as text outside a math
+element); every ``.compbook-slider`` changes its frame when a knob moves; the sidebar shows every part caption
+of ``_toc.yml`` and links every chapter.
 """
 
 from __future__ import annotations
@@ -127,14 +128,28 @@ def overflowing(browser) -> list[str]:
 
 
 def raw_math(browser) -> list[str]:
-    """TeX left as text outside code (MathJax did not typeset it)."""
-    found = browser.execute_script("""
-        const body = document.body.cloneNode(true);
-        body.querySelectorAll('pre, code, script, style, textarea').forEach(e => e.remove());
-        const text = body.textContent;
-        return ['\\\\(', '\\\\[', '$$'].filter(t => text.includes(t)).map(
-            t => t + ' in: ' + text.slice(Math.max(0, text.indexOf(t) - 40), text.indexOf(t) + 40));""")
-    return [f"raw TeX: {x}" for x in found]
+    r"""TeX left as text outside a math element and outside code: a dollar sign, a ``\(``, ``\[`` or ``$$``
+    delimiter, a TeX command (``\rho``, ``\frac``, ...) or a sub/superscript group (``_{``, ``^{``). MathJax
+    typesets only what MyST put in a math element; a display equation written inside a paragraph reaches the page
+    as pieces of TeX with prose between them (each ``$$`` needs a blank line on either side)."""
+    found = browser.execute_script(RAW_TEX_SCRIPT)
+    return [f"raw TeX outside math: {x}" for x in found]
+
+
+# the page's text with code, math elements (before and after MathJax) and the print-only header (the theme's
+# plain-text copy of the title, never on screen) removed, searched for TeX
+RAW_TEX_SCRIPT = r"""
+    const body = document.body.cloneNode(true);
+    body.querySelectorAll('pre, code, script, style, textarea, mjx-container, .math, .MathJax, math, .onlyprint')
+        .forEach(e => e.remove());
+    const text = body.textContent;
+    const out = [];
+    for (const pattern of [/\$/, /\\[()\[\]]/, /\\[A-Za-z]{2,}/, /[_^]\{/]) {
+        const m = pattern.exec(text);
+        if (m) out.push(JSON.stringify(m[0]) + ' in: ' +
+                        text.slice(Math.max(0, m.index - 50), m.index + 50).replace(/\s+/g, ' '));
+    }
+    return out;"""
 
 
 def dead_sliders(browser) -> list[str]:

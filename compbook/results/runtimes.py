@@ -1,0 +1,148 @@
+"""The book's run times: one stored record of the last CPU run, ``data/runtimes.json``.
+
+``make test`` executes every chapter once with nbmake and writes pytest's JUnit report; ``python -m
+compbook.results runtimes REPORT`` reads each notebook's time from it and writes the record (registered like
+every stored result). Every run time the book states comes from this record: the landing page's table
+(:func:`table_markdown`, which :func:`write_intro` puts into ``intro.md`` between two markers, and a test keeps
+equal to the record) and each chapter's run time (``glue("run_time", runtimes.seconds("07_depth"))``). A
+chapter also prints its own time in the run at hand, which on a shared machine may be up to about twice the
+record's.
+
+Record (``compbook-runtimes/1``)::
+
+    {"format": "compbook-runtimes/1", "measured": "5 December 2026", "where": "...",
+     "seconds": {"01_fractured_vs_unified": 34, ...}, "made_by": "python -m compbook.results runtimes ..."}
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .. import checks, paths
+
+NAME = "runtimes"
+FILE = "runtimes.json"
+FORMAT = "compbook-runtimes/1"
+#: the lines of ``intro.md`` the table sits between (written by :func:`write_intro`, read by the tests)
+BEGIN, END = "<!-- run times: begin -->", "<!-- run times: end -->"
+_NOTEBOOK = re.compile(r"(?:^|[/\\])((?:\d\d|notes)_[A-Za-z0-9_]+)\.ipynb")
+
+
+def from_junit(path) -> dict[str, float]:
+    """Seconds per notebook (``{"07_depth": 30.2, ...}``) from a pytest JUnit XML report of an nbmake run (one
+    ``testcase`` per notebook, its ``file`` or ``classname`` naming the notebook). A report with a failed or
+    skipped notebook is refused: a run that did not pass measures nothing the book can state."""
+    path = checks.file_path(path, "report")
+    root = ET.parse(path).getroot()
+    out = {}
+    for case in root.iter("testcase"):
+        where = " ".join(case.get(k, "") for k in ("file", "classname", "name"))
+        m = _NOTEBOOK.search(where.replace(".", "/").replace("/ipynb", ".ipynb"))
+        if not m:
+            continue
+        if any(case.find(t) is not None for t in ("failure", "error", "skipped")):
+            raise ValueError(f"{path}: {m.group(1)} did not pass; no run time is recorded from a failed run")
+        out[m.group(1)] = out.get(m.group(1), 0.0) + float(case.get("time", "nan"))
+    if not out:
+        raise ValueError(f"{path}: no notebook test cases (is it the JUnit report of `make test`'s nbmake run?)")
+    return out
+
+
+def record(seconds: dict, measured: str, where: str) -> dict:
+    """The record: whole seconds per notebook (each finite and > 0), the date and the machine in words."""
+    seconds = checks.mapping(seconds, "seconds", 1)
+    out = {}
+    for name, s in seconds.items():
+        s = checks.real(s, f"seconds[{name!r}]", 0, low_open=True)
+        if not math.isfinite(s):
+            raise ValueError(f"seconds[{name!r}]: {s} is not a time")
+        out[name] = max(1, round(s))
+    return {"format": FORMAT, "measured": str(measured), "where": str(where), "seconds": out}
+
+
+def write(rec: dict, folder=None) -> Path:
+    """Write ``rec`` to ``data/runtimes.json`` (registered, with its ``made_by``)."""
+    from . import write_json
+    folder = Path(folder) if folder is not None else paths.data_dir()
+    return write_json(folder / FILE, rec)
+
+
+def load() -> dict:
+    """The stored record (verified against the registry)."""
+    from . import load as load_stored
+    rec = load_stored(NAME).data
+    if rec.get("format") != FORMAT:
+        raise ValueError(f"{FILE}: format {rec.get('format')!r}, expected {FORMAT!r}")
+    return rec
+
+
+def seconds(chapter: str, rec: dict | None = None) -> int:
+    """The recorded CPU time of one notebook (its file stem: ``"07_depth"``), whole seconds."""
+    rec = load() if rec is None else rec
+    if chapter not in rec["seconds"]:
+        raise ValueError(f"chapter {chapter!r}: not in the run-time record (recorded: {sorted(rec['seconds'])})")
+    return rec["seconds"][chapter]
+
+
+def table_rows(titles: dict, rec: dict | None = None) -> list[tuple[str, str]]:
+    """``(title, "34 s")`` per notebook in ``titles`` order (``{stem: title}``, the table of contents), then the
+    total in minutes."""
+    rec = load() if rec is None else rec
+    rows = [(title, f"{seconds(stem, rec)} s") for stem, title in titles.items()]
+    total = sum(seconds(stem, rec) for stem in titles)
+    return rows + ([(f"**all {len(titles)} notebooks**", f"**{total / 60:.1f} min**")])
+
+
+def table_markdown(titles: dict, rec: dict | None = None) -> str:
+    """The landing page's table, as markdown, with the sentence that says when and where it was measured."""
+    rec = load() if rec is None else rec
+    import textwrap
+    said = (f"Measured on {rec['measured']} by `make test` ({rec['where']}). Each time is one chapter executed by "
+            "nbmake in CPU mode, kernel start included (`data/runtimes.json`; each chapter states its own from it).")
+    lines = textwrap.wrap(said, 115) + ["", "| chapter | time |", "|---|---|"]
+    lines += [f"| {t} | {s} |" for t, s in table_rows(titles, rec)]
+    return "\n".join(lines)
+
+
+def intro_table(text: str) -> str:
+    """The part of ``intro.md``'s ``text`` between the markers (stripped)."""
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"intro.md: no run-time table between {BEGIN!r} and {END!r}")
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+def write_intro(intro, titles: dict, rec: dict | None = None) -> bool:
+    """Put :func:`table_markdown` between the markers of ``intro`` (a path); True when the file changed."""
+    intro = Path(intro)
+    text = intro.read_text()
+    old = intro_table(text)
+    new = table_markdown(titles, rec)
+    if old == new:
+        return False
+    head, rest = text.split(BEGIN, 1)
+    intro.write_text(f"{head}{BEGIN}\n{new}\n{END}{rest.split(END, 1)[1]}")
+    return True
+
+
+def toc_titles(book) -> dict:
+    """``{stem: title}`` of every notebook of the book's ``_toc.yml``, in its order: a main chapter's heading up
+    to its colon, without math (``3. The volume ratio``); a notes chapter's whole heading."""
+    import json
+
+    import yaml
+    book = Path(book)
+    toc = yaml.safe_load((book / "_toc.yml").read_text())
+    out = {}
+    for part in toc["parts"]:
+        for c in part["chapters"]:
+            nb = json.loads((book / f"{c['file']}.ipynb").read_text())
+            head = next(("".join(x["source"]) for x in nb["cells"] if x["cell_type"] == "markdown"), "")
+            title = head.split("\n", 1)[0].lstrip("# ").strip()
+            stem = Path(c["file"]).name
+            if not stem.startswith("notes_"):
+                title = " ".join(re.sub(r"\$[^$]*\$", "", title.split(": ", 1)[0]).split())
+            out[stem] = title
+    return out

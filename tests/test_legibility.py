@@ -1,0 +1,140 @@
+"""compbook.legibility: each check finds the fault it names on a planted figure, and passes a clean one."""
+
+import json
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from compbook import legibility  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def clean():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot(np.arange(10), np.arange(10) ** 0.5, label="sqrt")
+    ax.set_title("a clean figure"), ax.set_xlabel("x"), ax.set_ylabel("y")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def test_a_clean_figure_passes():
+    assert legibility.problems(clean()) == []
+
+
+def test_overlapping_titles_are_found():
+    fig, axes = plt.subplots(1, 3, figsize=(6, 2))
+    for ax in axes:
+        ax.imshow(np.zeros((4, 4)))
+        ax.set_title("a title much too long for a narrow panel", fontsize=9)
+    found = legibility.overlapping_text(fig, fig.canvas.get_renderer())
+    assert found and "overlaps" in found[0]
+
+
+def test_text_leaving_the_figure_is_found():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.text(1.5, 0.5, "far to the right", transform=ax.transAxes)
+    assert any("far to the right" in p and "leaves" in p for p in legibility.problems(fig))
+
+
+def test_a_legend_over_the_curve_is_found_and_one_beside_it_is_not():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    x = np.linspace(0, 1, 50)
+    ax.plot(x, np.full_like(x, 0.9), label="high line")
+    ax.plot(x, np.full_like(x, 0.1), label="low line")
+    ax.set_ylim(0, 1)
+    ax.legend(loc="upper center")
+    fig.canvas.draw()
+    assert legibility.legend_over_data(fig, fig.canvas.get_renderer())
+    ax.legend(loc="center")
+    fig.canvas.draw()
+    assert legibility.legend_over_data(fig, fig.canvas.get_renderer()) == []
+
+
+def test_a_legend_over_bars_is_found():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(np.arange(5), [1, 1, 1, 1, 1], label="bars")
+    ax.legend(loc="upper left")
+    fig.canvas.draw()
+    assert legibility.legend_over_data(fig, fig.canvas.get_renderer())
+
+
+def test_small_thumbnails_are_found_at_the_column_width():
+    fig, axes = plt.subplots(1, 10, figsize=(14, 1.6))    # shrunk to 7 in: 0.7 in a thumbnail at most
+    for ax in axes:
+        ax.imshow(np.zeros((4, 4, 3))), ax.axis("off")
+    assert legibility.small_thumbnails(fig)
+    fig2, axes2 = plt.subplots(1, 4, figsize=(7, 2))
+    for ax in axes2:
+        ax.imshow(np.zeros((4, 4, 3))), ax.axis("off")
+    assert legibility.small_thumbnails(fig2) == []
+    # colour-mapped maps (feature maps) may be smaller, not tiny
+    fig3, axes3 = plt.subplots(2, 12, figsize=(7, 1.4))
+    for ax in axes3.flat:
+        ax.imshow(np.zeros((4, 4))), ax.axis("off")
+    assert legibility.small_thumbnails(fig3) == []
+    fig4, axes4 = plt.subplots(2, 32, figsize=(7, 0.5))
+    for ax in axes4.flat:
+        ax.imshow(np.zeros((4, 4))), ax.axis("off")
+    assert "map(s)" in " ".join(legibility.small_thumbnails(fig4))
+
+
+def test_small_plots_and_small_text_are_found():
+    fig = plt.figure(figsize=(7, 3))
+    ax = fig.add_axes([0.05, 0.1, 0.15, 0.3])
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("tiny", fontsize=4)
+    assert legibility.small_axes(fig) and legibility.small_text(fig)
+
+
+def test_watch_logs_the_faults_of_every_rendered_figure(tmp_path):
+    """In a fresh interpreter (watch patches matplotlib for the process): a faulty figure saved is logged, a
+    clean one is not."""
+    log = tmp_path / "figs.jsonl"
+    code = f"""
+import matplotlib; matplotlib.use("Agg")
+import matplotlib.pyplot as plt, numpy as np, io
+from compbook import legibility
+legibility.watch({str(log)!r})
+fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([0, 1], [0, 1]); ax.set_title("fine"); fig.savefig(io.BytesIO())
+fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([0, 1], [0, 1]); ax.set_title("faulty")
+ax.text(1.6, 0.5, "outside", transform=ax.transAxes); fig.savefig(io.BytesIO())
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert lines[0]["watching"] and "problems" not in lines[0]
+    lines = lines[1:]
+    assert [x["figure"] for x in lines] == ["faulty"] and "leaves the figure" in " ".join(lines[0]["problems"])
+
+
+def test_the_shared_plotting_functions_draw_legible_figures():
+    """compbook.plots as the chapters call it: a row of six renders with two-line titles at the column width, a
+    slider's static twin of Gram matrices with two-line labels, a loss curve."""
+    from compbook import plots
+    rgb = [np.random.default_rng(k).random((16, 16, 3)) for k in range(6)]
+    fig = plots.show_images(rgb, [f"skull\nPicbreeder {k}" for k in range(6)], ncols=6, size=1.15)
+    assert legibility.problems(fig, tight=True) == []
+    fig = plots.show_images(rgb[:4], [f"Picbreeder\nw(8, 0, {k})" for k in range(4)], ncols=4, size=1.75)
+    assert legibility.problems(fig, tight=True) == []
+
+    def gram(v, ax):
+        ax.imshow(np.eye(v), vmin=0, vmax=1)
+        ax.set_xlabel(f"coherence 0.{v}000\nbound 0.6124", fontsize=8)
+        ax.axis("on"), ax.set_xticks([]), ax.set_yticks([])
+    fig = plots.slider_twin(gram, [3, 4, 5, 6, 7, 8], "(r, d)", ncols=3, size=2.3)
+    assert legibility.problems(fig, tight=True) == []
+    _, ax = plt.subplots(figsize=(6, 3))
+    plots.loss_curves({"SGD": np.linspace(1, 0.01, 100)}, ax=ax)
+    assert legibility.problems(ax.figure, tight=True) == []
