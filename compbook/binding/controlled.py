@@ -49,6 +49,7 @@ class ControlledConfig(ModeConfig):
                 n_layers=paper.figure("released_recipe")["n_layers"], n_heads=8, d_out=paper.figure("d_out"), steps=20000, batch=256, lr=5e-4,
                 warmup=1000, eval_every=1000, eval_scenes=1024)
     SMOKE = dict(steps=8, batch=16, warmup=2, eval_every=4, eval_scenes=32)
+    SUBSET = dict(steps=5000)   # a GPU session (COMPBOOK_FULL_SUBSET=1): a quarter of the steps
 
     n_concepts: int = 3
     n_values: int = 5
