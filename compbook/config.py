@@ -15,6 +15,9 @@ MODES = ("cpu", "full")
 #: ``COMPBOOK_SMOKE=1`` with ``COMPBOOK_MODE=full``: full mode's code paths, stores and object spaces at a CPU
 #: test's step, seed and sample counts (``make test`` runs every chapter so; CONTRIBUTING.md, "Full-mode smoke")
 SMOKE_VARIABLE = "COMPBOOK_SMOKE"
+#: ``COMPBOOK_FULL_SUBSET=1`` with ``COMPBOOK_MODE=full``: each long chapter's named subset (its config's ``SUBSET``:
+#: e.g. one target, fewer seeds), to fit a GPU session; each chapter prints its time (:mod:`compbook.estimate`)
+SUBSET_VARIABLE = "COMPBOOK_FULL_SUBSET"
 
 
 def mode() -> str:
@@ -36,6 +39,15 @@ def smoke() -> bool:
     value = os.environ.get(SMOKE_VARIABLE, "").strip()
     if value not in ("", "0", "1"):
         raise ValueError(f"${SMOKE_VARIABLE}={value!r}: expected 1 (full-mode smoke) or 0 / unset")
+    return value == "1"
+
+
+def full_subset() -> bool:
+    """True when ``$COMPBOOK_FULL_SUBSET`` is ``1`` (``0`` or unset: False; anything else is refused). It shrinks
+    full mode only, to each config's ``SUBSET``: in CPU mode it changes nothing."""
+    value = os.environ.get(SUBSET_VARIABLE, "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"${SUBSET_VARIABLE}={value!r}: expected 1 (full mode's named subsets) or 0 / unset")
     return value == "1"
 
 
@@ -88,17 +100,21 @@ class ModeConfig:
     ``Config.for_mode()`` is ``Config()`` in CPU mode and ``Config.full()`` in full mode; a chapter writes
     ``cfg = Config.for_mode()`` and ``print(cfg)``. A subclass says what full mode changes in ``FULL`` (field ->
     value), or overrides :meth:`full`; ``SMOKE`` says what the full-mode smoke (``COMPBOOK_SMOKE=1``) shrinks
-    further: step, seed and sample counts, never the code path.
+    further: step, seed and sample counts, never the code path; ``SUBSET`` a named part of full mode that fits a
+    GPU session (``COMPBOOK_FULL_SUBSET=1``: e.g. one target, fewer seeds).
     """
 
     FULL: dict = {}
     SMOKE: dict = {}
+    SUBSET: dict = {}
 
     @classmethod
     def full(cls):
-        """The papers' scale: the defaults with ``FULL``'s fields replaced (and ``SMOKE``'s in the smoke)."""
+        """The papers' scale: the defaults with ``FULL``'s fields replaced (then ``SUBSET``'s under
+        ``COMPBOOK_FULL_SUBSET=1``, and ``SMOKE``'s in the smoke)."""
         import dataclasses
-        return dataclasses.replace(cls(), **(cls.FULL | (cls.SMOKE if smoke() else {})))
+        return dataclasses.replace(cls(), **(cls.FULL | (cls.SUBSET if full_subset() else {})
+                                             | (cls.SMOKE if smoke() else {})))
 
     @classmethod
     def for_mode(cls):

@@ -22,14 +22,14 @@ SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "com
           "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.exercises",
           "compbook.sliders", "compbook.scenes", "compbook.papers", "compbook.serving", "compbook.journal",
           "compbook.results", "compbook.results.upkeep", "compbook.results.runtimes", "compbook.results.__main__",
-          "compbook.legibility"}
+          "compbook.legibility", "compbook.estimate"}
 PART_A_LAYERS = [
     {"paper", "network", "picbreeder", "fer", "store", "frames", "volume_ratio"},   # the papers' figures, the networks
     {"optim", "backprop", "train", "prune", "twins"},                       # training
     {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "reader_labels", "agreement", "labellers"},               # blind verdicts
-    {"panel", "depth", "reread", "experiments", "counting", "tables"},      # experiments
+    {"panel", "depth", "reread", "experiments", "counting", "tables", "fulltime"},  # experiments
     {"claims", "exercises"},                                                # claims
     {"__main__"},                                                           # command lines
 ]

@@ -51,6 +51,7 @@ class ControlledConfig(ModeConfig):
     # the smoke also narrows the model (CONTRIBUTING.md's smoke table): encoding the 100,000 train objects of
     # |O| = 125,000 with the released 6 x 256 model takes minutes on a CPU at every evaluation
     SMOKE = dict(steps=8, batch=16, warmup=2, eval_every=4, eval_scenes=32, d_model=32, n_layers=1)
+    SUBSET = dict(steps=5000)   # a GPU session (COMPBOOK_FULL_SUBSET=1): a quarter of the steps
 
     n_concepts: int = 3
     n_values: int = 5

@@ -31,6 +31,7 @@ class RecipeConfig(ModeConfig):
 
     FULL = dict(paper.figure("released_recipe"), eval_every=2000)
     SMOKE = dict(steps=8, batch=16, eval_every=4, eval_scenes=64, eval_batches=2)
+    SUBSET = dict(steps=8000)   # a GPU session (COMPBOOK_FULL_SUBSET=1): CPU mode's steps at the released sizes
 
     n_concepts: int = 2            # released README: 2
     n_values: int = 50             # released README: 20; the claim is for |O| >= 2,500 (our choice: 50)

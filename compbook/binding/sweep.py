@@ -38,6 +38,7 @@ class SweepConfig(ModeConfig):
     # full mode: the paper's scale (|O| up to 125,000, 5 seeds: 135 models)
     FULL = dict(seeds=(0, 1, 2, 3, 4), n_values=(14, 50), max_scenes=200000, test_scenes=1024, probe_scenes=4000)
     SMOKE = dict(coverages=(0.2, 0.8), seeds=(0,), max_scenes=2000, test_scenes=64, probe_scenes=100)
+    SUBSET = dict(coverages=(0.2, 0.5, 0.8), seeds=(0,))   # a GPU session: 3 coverages x 1 seed per size
 
     coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     seeds: tuple = (0, 1, 2)

@@ -28,6 +28,7 @@ class BenchConfig(ModeConfig):
     what is scored live in the chapter (the stored re-read scores all of it)."""
     FULL = dict(res=256, live=("skull", "butterfly", "apple"), pb_sample=None, live_seeds=(0, 1, 2), sample=1000)
     SMOKE = dict(pb_sample=8, live_seeds=(0,), sample=8)
+    SUBSET = dict(live=("skull",), live_seeds=(0,), sample=300)   # one target, one twin: the VLM's hours cut
     res: int = 64                       # resolution of judged renders
     delta: float = 0.5                  # the main delta
     deltas: tuple = (0.5, 1.0, 2.0)     # the re-read's deltas

@@ -1,0 +1,136 @@
+"""How long full mode takes on one GPU: a chapter's work counted in FLOPs and sequential steps, turned into time.
+
+Each part's ``fulltime`` module (:mod:`compbook.cppn.fulltime`, :mod:`compbook.binding.fulltime`,
+:mod:`compbook.sae.fulltime`) turns its chapters' ``FULL`` configs into :class:`Work` items; this module turns them
+into seconds on a :class:`GPU` (:func:`seconds`), into the line every chapter's first cell prints (:func:`say`) and
+into the README's table (:func:`table`).
+
+The method (the same for every chapter): time = FLOPs / (peak fp32 throughput x :data:`ACHIEVED`) + sequential
+steps x kernels per step x the GPU's launch overhead. Training counts 6 FLOPs per parameter touched per sample
+(forward 2, backward 4); a render or an inference 2. The two constants below are our choices, not measurements:
+tiny networks reach a small share of a GPU's peak, and a step of a small model is bound by kernel launches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from . import checks, config
+
+#: the share of peak fp32 throughput a full-mode run reaches (our choice: small matrices, mixed kernels)
+ACHIEVED = 0.3
+#: seconds one kernel costs beyond its FLOPs: launch and PyTorch's dispatch (our choice)
+LAUNCH_S = 10e-6
+#: above this many hours on a T4 the printed line names Colab's session limit
+COLAB_WARN_H = 3.0
+#: Colab's free session, as the printed line says it (it varies: at most about 12 h, often less)
+COLAB_LIMIT = "a few hours to 12 h"
+#: the setting that shrinks full mode to a chapter's named subset (:func:`compbook.config.full_subset`)
+SUBSET_HINT = f"{config.SUBSET_VARIABLE}=1"
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU: ``name``, peak fp32 throughput ``peak_flops`` (FLOP/s, the vendor's sheet, no tensor cores) and
+    the per-kernel overhead ``launch_s`` (seconds)."""
+    name: str
+    peak_flops: float
+    launch_s: float = LAUNCH_S
+
+
+A100 = GPU("A100", 19.5e12)     # NVIDIA A100: 19.5 TFLOP/s fp32
+T4 = GPU("T4", 8.1e12)          # NVIDIA T4 (Colab's GPU): 8.1 TFLOP/s fp32
+
+
+@dataclass(frozen=True)
+class Work:
+    """One piece of a chapter's full-mode work: ``flops`` in all, ``steps`` run one after another (training
+    steps, render batches, generated tokens), each launching ``kernels`` kernels; ``what`` names it."""
+    flops: float
+    steps: float = 0
+    kernels: int = 1
+    what: str = ""
+
+    def __post_init__(self):
+        for name in ("flops", "steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"Work.{name} must be a finite number >= 0, got {value!r}")
+        checks.integer(self.kernels, "Work.kernels", 1)
+
+
+def training(params: float, samples: float, steps: float, kernels: int, what: str = "") -> Work:
+    """Training: 6 FLOPs per parameter per sample (``samples`` per step: pixels of a CPPN, tokens of a
+    transformer) for ``steps`` steps of ``kernels`` kernels."""
+    return Work(6.0 * params * samples * steps, steps, kernels, what)
+
+
+def seconds(works, gpu: GPU, achieved: float = ACHIEVED) -> float:
+    """Estimated seconds of ``works`` (a list of :class:`Work`) on ``gpu`` at ``achieved`` of its peak."""
+    checks.instance(gpu, "gpu", GPU)
+    checks.real(achieved, "achieved", 0, 1, low_open=True)
+    total = 0.0
+    for w in checks.sequence(works, "works"):
+        checks.instance(w, "works", Work)
+        total += w.flops / (gpu.peak_flops * achieved) + w.steps * w.kernels * gpu.launch_s
+    return total
+
+
+def duration(s: float) -> str:
+    """``s`` seconds in words: ``under a minute``, ``12 min``, ``2.5 h``, ``30 h``."""
+    checks.real(s, "s", 0)
+    if s < 60:
+        return "under a minute"
+    if s < 90 * 60:
+        return f"{round(s / 60)} min"
+    h = s / 3600
+    return f"{h:.1f} h" if h < 10 else f"{round(h)} h"
+
+
+def say(works, subset=None) -> str:
+    """The lines a chapter prints (each within 80 columns): full mode's time on one A100 and on a T4, Colab's
+    session limit where the T4's exceeds :data:`COLAB_WARN_H`, and ``subset``'s T4 time (the works of
+    ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
+    a, t = seconds(works, A100), seconds(works, T4)
+    lines = [f"full mode: about {duration(a)} on one A100, {duration(t)} on a T4 (compbook.estimate)"
+             if a >= 60 else "full mode: under a minute on one GPU (compbook.estimate)"]
+    shorter = subset is not None and seconds(subset, T4) < t
+    if t > COLAB_WARN_H * 3600:
+        lines.append(f"(beyond a Colab session of {COLAB_LIMIT}: your own GPU{', or the subset' * shorter})")
+    if shorter:
+        lines.append(f"subset: about {duration(seconds(subset, T4))} on a T4: {SUBSET_HINT}")
+    return "\n".join(lines)
+
+
+def sized(cls, subset: bool = False):
+    """``cls`` (a :class:`compbook.config.ModeConfig`) at full mode's sizes, with its ``SUBSET`` where ``subset``,
+    whatever the environment says (an estimate of full mode is the same in CPU mode)."""
+    if not (isinstance(cls, type) and issubclass(cls, config.ModeConfig)):
+        raise ValueError(f"cls must be a ModeConfig class, got {cls!r:.80}")
+    return dataclasses.replace(cls(), **(cls.FULL | (cls.SUBSET if subset else {})))
+
+
+#: README's table sits between these two lines (:func:`table` writes what is between them)
+TABLE_BEGIN, TABLE_END = "<!-- full-mode times: begin -->", "<!-- full-mode times: end -->"
+
+
+def table(rows: dict) -> str:
+    """README's table of full-mode times: ``rows`` maps a chapter's name to ``(works, subset works or None)``;
+    one Markdown row per chapter (A100, T4, and the subset's T4 time where it is shorter)."""
+    checks.instance(rows, "rows", dict)
+    out = ["| chapter | one A100 | one T4 | subset (T4) |", "|---|---|---|---|"]
+    for name, (works, subset) in rows.items():
+        t = seconds(works, T4)
+        sub = duration(seconds(subset, T4)) if subset is not None and seconds(subset, T4) < t else "none"
+        out.append(f"| {name} | {duration(seconds(works, A100))} | {duration(t)} | {sub} |")
+    return "\n".join(out)
+
+
+def table_in(text: str) -> str:
+    """The table between :data:`TABLE_BEGIN` and :data:`TABLE_END` in ``text`` (README's), stripped."""
+    checks.instance(text, "text", str)
+    if TABLE_BEGIN not in text or TABLE_END not in text:
+        raise ValueError(f"text has no {TABLE_BEGIN!r} ... {TABLE_END!r} block")
+    return text.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0].strip()
