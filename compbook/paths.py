@@ -144,8 +144,9 @@ def _digest_is(want: str, rel: str, registry: Path) -> Callable[[bytes], None]:
     def check(data: bytes) -> None:
         got = hashlib.sha256(data).hexdigest()
         if got != want:
-            raise ValueError(f"sha256 {got[:12]}... differs from the registry's {want[:12]}... for {rel} "
-                             f"({registry})")
+            raise ValueError(f"sha256 {got[:12]}... differs from the registry's {want[:12]}... for {rel}: the "
+                             f"repository's file and its registry disagree, or {registry}, fetched earlier, is "
+                             f"out of date (remove it to fetch it again)")
     return check
 
 

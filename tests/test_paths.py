@@ -132,3 +132,22 @@ def test_in_a_checkout_nothing_is_downloaded(tmp_path, monkeypatch):
     assert paths.data_file("emc2/none.json") == tmp_path / "emc2" / "none.json"
     with pytest.raises(FileNotFoundError, match="none.json"):
         paths.data_file("emc2/none.json", required=True)
+
+
+def test_a_result_not_stored_is_trained_then_kept_outside_a_checkout(repo):
+    """Chapters 15-16's path to data_file: a store named by its config hash (as full mode's are) is in no
+    registry, so the SAE is trained, not refused; it is kept in the data folder and registered there, and the
+    second call loads it instead of training again."""
+    from compbook.sae import experiment, s2ae
+    source, cache = repo
+    g = torch.Generator().manual_seed(0)
+    data = s2ae.SAEData(torch.randn(3, 6, 8, generator=g), torch.ones(3, 6, dtype=torch.bool), torch.arange(4),
+                        (2, 2), torch.rand(3, 4, 4, generator=g).softmax(-1))
+    cfg = s2ae.SAETrainConfig(d_sae=16, k=2, steps=1, batch_images=2)
+    first = experiment.stored_runs(data, cfg, seeds=(0,), lams=(0.0,), store="sae/full")
+    made = sorted(p.name for p in (cache / "sae" / "full").iterdir())
+    assert len(made) == 2 and not (source / "sae").exists()
+    second = experiment.stored_runs(data, cfg, seeds=(0,), lams=(0.0,), store="sae/full",
+                                    trainer=lambda *a, **k: pytest.fail("a stored SAE is trained again"))
+    assert second[0]["train s"] == first[0]["train s"]
+    assert torch.equal(second[0]["sae"].W_enc, first[0]["sae"].W_enc)
