@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import images
+from compbook import images, paths
 from compbook.cppn import fer, picbreeder
 from compbook.cppn.network import CPPN
 
@@ -98,6 +98,53 @@ def test_unknown_name_and_missing_file(tmp_path):
 @pytest.mark.parametrize("name", fer.NAMES)
 def test_fer_arch_constants_match_the_files(name):
     assert fer.fer_info(name)["arch"] == fer.FER_ARCH[name]
+
+
+
+# -- downloads (Colab): only from $COMPBOOK_PICBREEDER_URL, kept only when they read as FER's network -----------------
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    """FER's folder served as a file:// URL in $COMPBOOK_PICBREEDER_URL, no local folder: ``(source, cache)``."""
+    source, cache = tmp_path / "served", tmp_path / "cache"
+    (source / fer.FOLDER).mkdir(parents=True)
+    params = np.linspace(-1, 1, 4 * 3 + 3 * 3 + 3 * 3).astype(np.float32)
+    for n in fer.NAMES:
+        np.savez(source / fer.FOLDER / f"{n}.npz", params=params, arch=np.array("2;sin:3"))
+    monkeypatch.setattr(picbreeder, "cache_dir", lambda: cache)
+    monkeypatch.setattr(picbreeder, "_search_dirs", lambda: [cache])
+    monkeypatch.delenv(picbreeder.URL_VARIABLE, raising=False)
+    return source, cache
+
+
+def test_without_a_url_fer_is_absent_and_the_note_says_how_to_get_it(served):
+    assert fer.available() is False
+    assert "not found" in fer.source_note() and "COMPBOOK_PICBREEDER_URL" in fer.source_note()
+    with pytest.raises(FileNotFoundError, match=r"fer_sgd/skull\.npz not found.*COMPBOOK_PICBREEDER_URL"):
+        fer.load_fer("skull")
+
+
+def test_fer_networks_come_from_the_picbreeder_url(served, monkeypatch):
+    source, cache = served
+    monkeypatch.setenv(picbreeder.URL_VARIABLE, source.as_uri())
+    assert fer.available() is True and "skull, butterfly, apple found" in fer.source_note()
+    assert (cache / fer.FOLDER / "apple.npz").read_bytes() == (source / fer.FOLDER / "apple.npz").read_bytes()
+    assert fer.load_fer("skull").depth == 2
+
+
+@pytest.mark.parametrize("bad", ["pickle", "short", "junk"])
+def test_a_download_that_is_not_fers_network_is_refused(served, monkeypatch, bad):
+    source, cache = served
+    target = source / fer.FOLDER / "skull.npz"
+    if bad == "pickle":
+        np.savez(target, params=np.array([{"a": 1}], dtype=object), arch=np.array("2;sin:3"))
+    elif bad == "short":
+        np.savez(target, params=np.zeros(5, np.float32), arch=np.array("2;sin:3"))
+    else:
+        target.write_bytes(b"<html>Not Found</html>")
+    monkeypatch.setenv(picbreeder.URL_VARIABLE, source.as_uri())
+    with pytest.raises(paths.DownloadError, match=r"fer_sgd/skull\.npz: refused"):
+        fer.available()
+    assert not (cache / fer.FOLDER / "skull.npz").exists()
 
 
 # -- twins of FER's architecture ---------------------------------------------------------------------------------

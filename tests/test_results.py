@@ -228,7 +228,7 @@ def test_judge_cache_reads_verify_and_fills_record(data, tmp_path):
 
 
 def test_colab_downloads_are_verified(tmp_path, monkeypatch):
-    """No checkout: the registry and the files are downloaded (here: copied) and every file verified."""
+    """No checkout: the registry and the files are downloaded (here: from a file:// URL) and every file verified."""
     source = tmp_path / "repo"
     results.init(source)
     monkeypatch.setenv("COMPBOOK_DATA", str(source))
@@ -236,8 +236,7 @@ def test_colab_downloads_are_verified(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("COMPBOOK_DATA", str(cache))
     monkeypatch.setattr(paths, "repository_root", lambda: None)
-    monkeypatch.setattr(paths.urllib.request, "urlretrieve",
-                        lambda url, path: shutil.copy(source / url.split("/main/data/")[1], path))
+    monkeypatch.setenv(paths.DATA_URL_VARIABLE, source.as_uri())      # the repository's data/ (tests/test_paths.py)
     assert results.load("emc2/r").data["x"] == 1 and (cache / results.REGISTRY).is_file()
     (cache / "emc2" / "r.json").write_text('{"x": 2}')            # a stale or tampered download
     with pytest.raises(ValueError, match="differs from the registry"):

@@ -14,15 +14,18 @@ converted to numpy, unchanged in value (``../shared/picbreeder/README.md``). Fac
   (columns), its second our ``y`` (rows). :data:`FER_INPUTS_AS_OURS` is that mapping (checked by the render:
   swapped, the skull renders at 8 dB instead of 33.7 dB).
 
-:func:`load_fer` finds a file the way genomes are found (:func:`compbook.cppn.picbreeder.find_shared`). FER's own
-repository holds pickled jax arrays, which this project does not unpickle, so there is no download: without the
-shared folder the loader says where it looked.
+:func:`load_fer` finds a file the way genomes are found (:func:`compbook.cppn.picbreeder.find_shared`), or
+downloads it from ``$COMPBOOK_PICBREEDER_URL/fer_sgd/<name>.npz`` when that is set (kept only when it reads as
+FER's network). FER's own repository holds pickled jax arrays, which this project does not unpickle, so there is
+no other download: without either the loader says where it looked, and :func:`source_note` says so in a chapter.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -143,15 +146,22 @@ def fer_cppn(params, arch: str) -> CPPN:
 
 
 def find_fer(name: str) -> Path:
-    """The path of FER's SGD network ``name`` (``fer_sgd/<name>.npz`` in the folders genomes are found in)."""
+    """The path of FER's SGD network ``name`` (``fer_sgd/<name>.npz`` in the folders genomes are found in, or
+    downloaded from ``$COMPBOOK_PICBREEDER_URL`` when set)."""
     if name not in NAMES:
         raise ValueError(f"name must be one of {NAMES} or a path to a .npz, got {name!r}")
-    path = picbreeder.find_shared(f"{FOLDER}/{name}.npz")
-    if path is None:
-        raise FileNotFoundError(f"FER's SGD network {name!r}: no {FOLDER}/{name}.npz in "
-                                f"{[str(d) for d in picbreeder.search_dirs()]}; set "
-                                f"${picbreeder.ENV_VARIABLE} to the folder holding {FOLDER}/")
-    return path
+    return picbreeder.fetch_shared(f"{FOLDER}/{name}.npz", _check_npz)
+
+
+def _check_npz(raw: bytes) -> None:
+    """A download check: the bytes are FER's network (a .npz without pickles whose params fit its arch)."""
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            if not {"params", "arch"} <= set(z.files):
+                raise ValueError(f"not a FER network file (has {sorted(z.files)}, needs params and arch)")
+            params_to_weights(z["params"], str(z["arch"]))
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"not a .npz file ({e})") from None
 
 
 def _read(source) -> dict:
@@ -183,5 +193,21 @@ def fer_info(source: str | os.PathLike) -> dict:
 
 
 def available() -> bool:
-    """Whether all three FER networks are found (the chapters and tests use this to say why they skip)."""
-    return all(picbreeder.find_shared(f"{FOLDER}/{n}.npz") is not None for n in NAMES)
+    """Whether all three FER networks are here: found in the shared folders, or downloaded from
+    ``$COMPBOOK_PICBREEDER_URL`` when it is set (a download that fails there is an error, not False). The chapters
+    and tests use it to decide what to skip; :func:`source_note` says why."""
+    if all(picbreeder.find_shared(f"{FOLDER}/{n}.npz") is not None for n in NAMES):
+        return True
+    if not os.environ.get(picbreeder.URL_VARIABLE):
+        return False
+    return all(find_fer(n).is_file() for n in NAMES)
+
+
+def source_note() -> str:
+    """One line for a chapter: that FER's networks are here, or that they are not and how to get them."""
+    if all(picbreeder.find_shared(f"{FOLDER}/{n}.npz") is not None for n in NAMES):
+        return f"FER's SGD networks: {', '.join(NAMES)} found ({FOLDER}/ of the Picbreeder folder)"
+    return (f"FER's SGD networks not found (fer.find_fer('skull') says where it looked). FER publishes them "
+            f"as pickles, which this book does not read: set ${picbreeder.URL_VARIABLE} to a folder URL holding "
+            f"{FOLDER}/<name>.npz, or ${picbreeder.ENV_VARIABLE} to a local folder. The sections on them are "
+            f"skipped.")

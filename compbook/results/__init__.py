@@ -28,8 +28,8 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
   file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
 
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
-checkout (Colab), :func:`compbook.paths.data_file` downloads files and the registry the same way, and a
-downloaded file is verified against the downloaded registry.
+checkout (Colab), :func:`compbook.paths.data_file` downloads the registry and the files (from the repository, or
+``$COMPBOOK_DATA_URL``), each file checked against the downloaded registry's digest before it is written.
 
 The registry is input (downloaded from the network in Colab), so :func:`read_registry` checks every entry's shape
 (:func:`check_entry`: ``ValueError`` naming the entry and the field) and every path in it is confined to the data
@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 from .. import paths
 from ..journal import atomic_write_text
 
-REGISTRY = "registry.json"
+REGISTRY = paths.REGISTRY
 FORMAT = "compbook-registry/1"
 #: Files of a data folder that are documentation, not artifacts (never registered).
 UNREGISTERED = ("README.md",)
@@ -294,7 +294,7 @@ def load(name: str) -> Stored:
     a, where = reg["artifacts"][name], f"{folder / REGISTRY}: entry {name!r}: field"
     for rel in a["files"]:             # confined again: a link made since the registry was read
         paths.safe_path(folder, rel, f"{where} 'files'")
-        verify(paths.data_file(rel))
+        verify(paths.data_file(rel, required=True))
     path, k = paths.safe_path(folder, a["path"].rstrip("/"), f"{where} 'path'"), kind(a)
     if k == "file":
         text = path.read_text(encoding="utf-8")
