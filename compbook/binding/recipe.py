@@ -13,8 +13,10 @@ pickle); :func:`run_one` trains, evaluates and stores one (``python -m compbook.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -160,12 +162,19 @@ def lr_probe(cfg: RecipeConfig, lrs, steps: int) -> list[dict]:
     return out
 
 
+def default_checkpoint(cfg: RecipeConfig, name: str) -> Path:
+    """Where :func:`run_one` keeps a resumable training state by default: the temporary folder, named by the model
+    and a digest of its whole config (a CPU run's state and a full run's never share a file)."""
+    digest = hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode()).hexdigest()[:10]
+    return Path(tempfile.gettempdir()) / "compbook-checkpoints" / f"{name}_{digest}_state"
+
+
 def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", prefix: str = "recipe") -> dict:
-    """Train (resuming from ``checkpoint``, default ``/tmp/<stem>_state``), evaluate, store under ``out``
+    """Train (resuming from ``checkpoint``, default :func:`default_checkpoint`), evaluate, store under ``out``
     (default :func:`~compbook.binding.recipe_model.store_dir`); the record."""
     stem = stem_for(cfg, out, prefix)
     sets = eval_sets(cfg)
-    ckpt = checkpoint or f"/tmp/{stem.name}_state"
+    ckpt = checkpoint or default_checkpoint(cfg, stem.name)
     model, record = train_recipe(cfg, ckpt, sets, device=run_device())
     record["final"] = evaluate_recipe(model, cfg, sets)
     record["floors"] = floors(cfg, sets)
