@@ -451,6 +451,9 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
 
     ``judge(images (B, res, res, 3), concept, reference=(res, res, 3), questions=[dict] * B) -> bool (B,)`` is
     called on ``batch_size`` renders at a time, in the order of ``.weights``; both engines call it identically.
+    A judge with ``stream_batches`` (:class:`~compbook.cppn.judges.server.ServerJudge`, a
+    :class:`~compbook.cppn.judges.cache.CachedJudge`) is handed every batch as it is rendered instead, and its
+    verdicts are placed by index as they arrive (the same verdicts, without waiting at each batch's end).
     ``seed`` draws the "noise" deltas and the ``sample`` of weights (see :func:`perturbation_plan`).
     Each call gets its own copy of ``reference`` (a judge that edits it cannot change later batches), and
     renders that overflow to NaN or inf raise ``ValueError`` instead of reaching the judge.
@@ -469,19 +472,38 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
     questions = questions_for(model_hash, weights, deltas, policy, res)
     reference = model.render(res).detach().cpu()
     counts = (judge.hits, judge.misses) if hasattr(judge, "hits") and hasattr(judge, "misses") else None
-    verdicts = []
-    on_device = on_scoring_device(model)
-    for s, images in _iter_renders(on_device, weights, deltas, res, batch_size, engine, progress):
-        images = images.cpu()   # rendered on the device, judged on the CPU (a judge reads numpy or PIL images)
-        v = torch.as_tensor(judge(images, concept, reference=reference.clone(),
-                                  questions=copy.deepcopy(questions[s:s + len(images)])))
-        if v.dtype != torch.bool or tuple(v.shape) != (len(images),):
-            raise ValueError(f"judge: returned {v.dtype} {tuple(v.shape)}, expected a bool tensor ({len(images)},)")
-        verdicts.append(v.cpu())
-    verdicts = torch.cat(verdicts)
+    # rendered on the device, judged on the CPU (a judge reads numpy or PIL images)
+    renders = ((s, images.cpu()) for s, images in _iter_renders(on_scoring_device(model), weights, deltas, res,
+                                                                 batch_size, engine, progress))
+    if hasattr(judge, "stream_batches"):      # a server judge: every batch streamed, no barrier between them
+        verdicts = _streamed_verdicts(judge, renders, concept, reference.clone(), copy.deepcopy(questions))
+    else:
+        verdicts = []
+        for s, images in renders:
+            v = torch.as_tensor(judge(images, concept, reference=reference.clone(),
+                                      questions=copy.deepcopy(questions[s:s + len(images)])))
+            if v.dtype != torch.bool or tuple(v.shape) != (len(images),):
+                raise ValueError(f"judge: returned {v.dtype} {tuple(v.shape)}, expected a bool tensor "
+                                 f"({len(images)},)")
+            verdicts.append(v.cpu())
+        verdicts = torch.cat(verdicts)
     return ScoreResult(float(verdicts.float().mean()), verdicts, weights, deltas, _describe_source(judge, counts),
                        concept, policy, float(delta), int(res), engine, model_hash, model.n_weights(),
                        time.perf_counter() - t0, reference)
+
+
+def _streamed_verdicts(judge, renders, concept: str, reference, questions: list[dict]) -> torch.Tensor:
+    """Verdicts ``(M,)`` from ``judge.stream_batches(renders, ...)``, placed by index as the answers arrive in any
+    order; ``ValueError`` for an index out of range or given twice, a verdict not a bool, or an image unanswered."""
+    verdicts, given = torch.zeros(len(questions), dtype=torch.bool), torch.zeros(len(questions), dtype=torch.bool)
+    for i, v, *_ in judge.stream_batches(renders, concept, reference=reference, questions=questions):
+        if not (isinstance(i, int) and 0 <= i < len(questions)) or given[i] or not isinstance(v, bool):
+            raise ValueError(f"judge: streamed ({i!r}, {v!r}), expected each index in [0, {len(questions)}) once "
+                             f"with a bool verdict")
+        verdicts[i], given[i] = v, True
+    if not given.all():
+        raise ValueError(f"judge: streamed no verdict for image {int((~given).nonzero()[0, 0])}")
+    return verdicts
 
 
 def on_scoring_device(model: CPPN) -> CPPN:
