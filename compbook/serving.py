@@ -225,10 +225,11 @@ class ChatClient:
         worker thread (threads named ``compbook-chat...``), so building a payload (a PNG to encode, chapter 5's
         judge) overlaps with the requests in flight. ``index`` counts the items in the order they were read.
 
-        When a request fails for good (or building a payload, or reading ``payloads``, raises), no new request is
-        started; the ones in flight are awaited and their answers still yielded (nothing received is lost), then
-        the first error is raised (a :class:`ServerError` for a request). A consumer that stops early starts
-        nothing more (the requests already sent are awaited).
+        When a request fails for good (or building a payload raises), no new request is started; the ones in
+        flight are awaited and their answers still yielded (nothing received is lost), then the first error is
+        raised (a :class:`ServerError` for a request). When reading ``payloads`` raises, nothing more is read, the
+        items already read are still asked and answered, then that error is raised. A consumer that stops early
+        starts nothing more (the requests already sent are awaited).
         """
         items = enumerate(payloads)
         stop = threading.Event()
@@ -251,9 +252,8 @@ class ChatClient:
                         i, payload = next(items)
                     except StopIteration:
                         exhausted = True
-                    except BaseException as e:         # reading the payloads failed: as a failed request
-                        error = error or e
-                        stop.set()
+                    except BaseException as e:         # reading the payloads failed: read no more, send
+                        error, exhausted = error or e, True      # what was read, then raise
                     else:
                         pending[pool.submit(run, payload)] = i
                 if not pending:
