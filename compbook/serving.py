@@ -26,9 +26,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import checks
 
@@ -216,43 +216,66 @@ class ChatClient:
                           f"{attempt + 1} attempts in {time.monotonic() - start:.1f} s; timeout={self.timeout:g} s, "
                           f"retries={self.retries}). Is the server running at {self.base_url}?")
 
-    def map(self, payloads: Sequence[dict]) -> Iterator[tuple[int, Reply]]:
+    def map(self, payloads: Iterable[dict | Callable[[], dict]]) -> Iterator[tuple[int, Reply]]:
         """``(index, Reply)`` for every payload, in the order the answers arrive, ``concurrency`` at a time.
 
-        When a request fails for good, no new request is started; the ones in flight are awaited and their
-        answers still yielded (nothing received is lost), then the first :class:`ServerError` is raised.
+        ``payloads`` may be lazy (a generator over tens of thousands of images): it is read only as requests
+        finish, at most ``2 * concurrency`` items submitted and unfinished at once, so memory stays bounded. An
+        item is a payload dict or a zero-argument callable that builds one; a callable is called in the request's
+        worker thread (threads named ``compbook-chat...``), so building a payload (a PNG to encode, chapter 5's
+        judge) overlaps with the requests in flight. ``index`` counts the items in the order they were read.
+
+        When a request fails for good (or building a payload raises), no new request is started; the ones in
+        flight are awaited and their answers still yielded (nothing received is lost), then the first error is
+        raised (a :class:`ServerError` for a request). When reading ``payloads`` raises, nothing more is read, the
+        items already read are still asked and answered, then that error is raised. A consumer that stops early
+        starts nothing more (the requests already sent are awaited).
         """
-        payloads = list(payloads)
-        if not payloads:
-            return
-        failed = threading.Event()
+        items = enumerate(payloads)
+        stop = threading.Event()
 
         def run(payload):
-            if failed.is_set():                # a request failed meanwhile: start no other
+            if stop.is_set():                  # a request failed meanwhile, or the consumer stopped: start no other
                 return None
             try:
-                return self.request(payload)
+                return self.request(payload() if callable(payload) else payload)
             except BaseException:
-                failed.set()
+                stop.set()
                 raise
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(payloads))) as pool:
-            futures = {pool.submit(run, p): i for i, p in enumerate(payloads)}
-            error = None
-            try:
-                for future in as_completed(futures):
-                    if future.cancelled() or (future.exception() is None and future.result() is None):
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="compbook-chat")
+        pending, error, exhausted = {}, None, False
+        try:
+            while True:
+                while not (exhausted or stop.is_set()) and len(pending) < 2 * self.concurrency:
+                    try:
+                        i, payload = next(items)
+                    except StopIteration:
+                        exhausted = True
+                    except BaseException as e:         # reading the payloads failed: read no more, send
+                        error, exhausted = error or e, True      # what was read, then raise
+                    else:
+                        pending[pool.submit(run, payload)] = i
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=pending.get):
+                    i = pending.pop(future)
+                    if future.cancelled():
                         continue
                     if future.exception() is not None:
                         if error is None:
                             error = future.exception()
-                            for f in futures:
-                                f.cancel()
+                        for f in pending:
+                            f.cancel()
                         continue
-                    yield futures[future], future.result()
-            finally:                           # the consumer stopped early: start nothing more
-                for f in futures:
-                    f.cancel()
+                    if future.result() is not None:
+                        yield i, future.result()
+        finally:                               # done, failed, or the consumer stopped early: start nothing more
+            stop.set()
+            for f in pending:
+                f.cancel()
+            pool.shutdown(wait=True)
         if error is not None:
             raise error
 

@@ -187,8 +187,8 @@ class FaultServer(_Running):
     """Answers each request with the next action of ``script`` (then ``default``):
 
     ``"429"`` (with ``Retry-After: 0``), ``"500"``, ``"503"``, ``"404"``, ``"drop"`` (closes the connection
-    without an answer), ``"hang"`` (answers nothing for ``hang`` seconds), ``"badjson"``, or a bytes body
-    answered with 200 (:func:`completion`). ``delay`` seconds pass before every answer. ``bodies`` holds every
+    without an answer), ``"hang"`` (answers nothing for ``hang`` seconds), ``"badjson"``, a bytes body
+    answered with 200 (:func:`completion`), or a callable ``body -> bytes`` (an answer that depends on the request). ``delay`` seconds pass before every answer. ``bodies`` holds every
     request body received, ``in_flight_max`` the most requests handled at once."""
 
     def __init__(self, script=(), default=None, delay=0.0, hang=5.0):
@@ -226,7 +226,7 @@ class _FaultHandler(_Handler):
                 headers = [("Retry-After", "0")] if action == "429" else []
                 self.reply(int(action), json.dumps({"error": f"scripted {action}"}).encode(), headers)
             else:
-                self.reply(200, action)
+                self.reply(200, action(body) if callable(action) else action)
         finally:
             with owner.lock:
                 owner.in_flight -= 1

@@ -13,7 +13,7 @@ import torch
 
 from compbook import config
 from compbook.binding import complexity, controlled, recipe, train as binding_train
-from compbook.cppn import backprop, emc2, train as cppn_train
+from compbook.cppn import backprop, emc2, train as cppn_train, verdicts
 from compbook.cppn.judges import semantic
 from compbook.sae import s2ae, vlm
 
@@ -21,6 +21,7 @@ from compbook.sae import s2ae, vlm
 TRAINERS_AND_SCORERS = {
     "cppn.train._train (fit, fit_many, pruning, twins, every Part A sweep)": (cppn_train._train, "config.device()"),
     "cppn.emc2.compositional_score (EMC2 renders)": (emc2.compositional_score, "on_scoring_device("),
+    "cppn.verdicts.on_scoring_device": (verdicts.on_scoring_device, "config.device()"),
     "cppn.judges.semantic.train_classifier": (semantic.train_classifier, "config.device()"),
     "binding.train.DualStack (chapters 10-11)": (binding_train.DualStack.__init__, "config.device()"),
     "binding.train.train_stack": (binding_train.train_stack, "stack.device"),

@@ -26,7 +26,7 @@ SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "com
 PART_A_LAYERS = [
     {"paper", "network", "picbreeder", "fer", "store", "frames", "volume_ratio"},   # the papers' figures, the networks
     {"optim", "backprop", "train", "prune", "twins"},                       # training
-    {"emc2", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
+    {"emc2", "verdicts", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "reader_labels", "agreement", "labellers"},               # blind verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables", "fulltime"},  # experiments

@@ -2,12 +2,14 @@
 purpose, and end to end against ``transformers serve`` with the tiny random Qwen3-VL (tests/tiny_vlm.py)."""
 
 import base64
+import hashlib
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,11 +18,13 @@ import pytest
 import torch
 from PIL import Image
 
+from compbook.cppn import emc2
 from compbook.cppn.__main__ import main as cli
 from compbook.cppn.judges import CachedJudge, ServerJudge, read_cache, server_identity, vlm_identity
 from compbook.cppn.judges.cache import cache_file_name
 from compbook.cppn.judges.server import UnreadableAnswers
 from compbook.cppn.judges.vlm import VLMJudge, read_answer, to_pil
+from compbook.cppn.network import CPPN
 from compbook.journal import journal_path
 from compbook.serving import ServerError
 from servers import CountingProxy, FaultServer, completion, free_port
@@ -196,6 +200,120 @@ def test_a_bad_journal_is_refused(tmp_path):
     journal_path(path).write_text(json.dumps({"format": "compbook-judge-cache/1", "journal_of": "x"}) + "\n")
     with pytest.raises(ValueError, match="belongs to another"):
         CachedJudge(tmp_path, judge, mode="fill")
+
+
+# -- streaming EMC2's batches: no barrier between them ---------------------------------------------------------------
+def by_content(body):
+    """"yes" or "no" by the image sent (a verdict that depends on the image), after a wait that depends on it too
+    (answers arrive out of order)."""
+    url = json.loads(body)["messages"][0]["content"][0]["image_url"]["url"]
+    h = hashlib.sha256(url.encode()).digest()
+    time.sleep(h[1] / 255 * 0.03)
+    return completion("yes" if h[0] % 2 else "no")
+
+
+def small_cppn():
+    return CPPN([["tanh", "sin", "gaussian", "tanh", "sigmoid"]] * 2, seed=0, init_scale=1.5)   # 60 weights
+
+
+def comparable(result, cache_path=None):
+    """A ScoreResult's fields without its timing (and its cache's path)."""
+    fields = {k: v for k, v in vars(result).items() if k != "seconds"}
+    fields["source"] = fields["source"].replace(str(cache_path), "<cache>")
+    return {k: v.tolist() if isinstance(v, torch.Tensor) else v for k, v in fields.items()}
+
+
+def test_stream_batches_checks_each_batch_when_it_is_read():
+    imgs = levels(*np.linspace(0, 1, 6))
+    with FaultServer(default=by_content) as server:
+        judge = ServerJudge(server.url, "m", concurrency=2, image_size=8)
+        whole = judge(imgs, "skull").tolist()
+        got = {i: v for i, v, _ in judge.stream_batches(iter([(0, imgs[:2]), (2, imgs[2:5]), (5, imgs[5:])]),
+                                                        "skull", questions=questions(6))}
+        assert [got[i] for i in range(6)] == whole
+        for concept, qs, what in (("", None, "concept"), ("skull", {"a": 1}, "questions"),
+                                  ("skull", questions(6)[0], "questions")):
+            with pytest.raises(ValueError, match=what):
+                judge.stream_batches(iter([]), concept, questions=qs)       # before anything is read
+        bad = [([(0, imgs[:2]), (3, imgs[2:])], None, "consecutive"), ([(0, imgs[:2]), (2, imgs[2:] * 2)], None,
+               r"\[0, 1\]"), ([(0, imgs[:2]), (2, imgs[2:])], questions(4), "questions has 2 entries for 4"),
+               ([(0, imgs[:2]), imgs[2:]], None, r"\(start, images\)")]
+        for batches, qs, what in bad:
+            asked, got = server.requests, []
+            with pytest.raises(ValueError, match=what):
+                for i, v, _ in judge.stream_batches(iter(batches), "skull", questions=qs):
+                    got.append(i)
+            assert sorted(got) == [0, 1] and server.requests - asked == 2     # the first batch only, answered
+
+
+def test_cached_stream_batches_answers_each_batch_as_a_call_would(tmp_path):
+    """Stored verdicts answered at once, a question repeated in a later batch (while its first ask is in flight)
+    asked once, everything else streamed: the verdicts, hits, misses and cache equal batch-by-batch calls'."""
+    imgs, qs = levels(*np.linspace(0, 1, 10)), questions(10)
+    qs[7] = dict(qs[2])
+    batches = [(0, imgs[:4]), (4, imgs[4:7]), (7, imgs[7:])]
+    with FaultServer(default=by_content, delay=0.2) as server:
+        judge = ServerJudge(server.url, "m", concurrency=4, image_size=8)
+        streamed, called = (CachedJudge(tmp_path / name, judge, mode="fill") for name in "sc")
+        for cache in (streamed, called):
+            cache(imgs[[1, 5]], "skull", questions=[qs[1], qs[5]])
+        per_batch = torch.cat([called(im, "skull", questions=qs[s:s + len(im)]) for s, im in batches]).tolist()
+        asked = server.requests
+        got = {i: v for i, v, _ in streamed.stream_batches(iter(batches), "skull", questions=qs)}
+        assert server.requests - asked == 7 and server.in_flight_max > 3     # batches overlapped
+    assert [got[i] for i in range(10)] == per_batch and got[7] == got[2]
+    assert (streamed.hits, streamed.misses) == (called.hits, called.misses) == (3, 9)
+    assert read_cache(streamed.path)[1] == read_cache(called.path)[1] and not journal_path(streamed.path).exists()
+
+
+def test_streamed_scoring_equals_the_per_batch_path(tmp_path, monkeypatch):
+    """compositional_score through ServerJudge.stream_batches (and a filling CachedJudge over it, half of its
+    questions stored beforehand) gives the ScoreResult and the cache the per-batch calls give."""
+    model, kwargs = small_cppn(), dict(res=16, sample=30, batch_size=7, progress=False)
+
+    def score_all(folder):
+        plain = emc2.compositional_score(model, judge, "skull", **kwargs)
+        cached = CachedJudge(folder, judge, mode="fill")
+        emc2.compositional_score(model, cached, "skull", **{**kwargs, "sample": 12, "seed": 1})
+        return plain, emc2.compositional_score(model, cached, "skull", **kwargs), cached
+
+    with FaultServer(default=by_content) as server:
+        judge = ServerJudge(server.url, "m", concurrency=4, image_size=16)
+        plain, cached, cache = score_all(tmp_path / "streamed")
+        with monkeypatch.context() as m:           # what compositional_score did before: one call per batch
+            m.delattr(ServerJudge, "stream_batches")
+            m.delattr(CachedJudge, "stream_batches")
+            plain_b, cached_b, cache_b = score_all(tmp_path / "per_batch")
+    assert 0 < plain.score < 1 and comparable(plain) == comparable(plain_b)
+    assert "5 cache hits, 25 misses" in cached.source
+    assert comparable(cached, cache.path) == comparable(cached_b, cache_b.path)
+    assert cached.verdicts.tolist() == plain.verdicts.tolist()
+    assert read_cache(cache.path)[1] == read_cache(cache_b.path)[1] and len(cache) == 12 + 25
+
+
+def test_scoring_overlaps_batches_and_encodes_in_the_request_workers(monkeypatch):
+    """Every answer takes 0.2 s, concurrency 8, batches of 2: the per-batch path waits at each batch's end
+    (16 batches x 0.2 s, at most 2 requests in flight); streamed, 32 images take about 32 / 8 x 0.2 s = 0.8 s. Each
+    PNG is built by a request worker thread, not by the scoring thread."""
+    model, kwargs = small_cppn(), dict(res=16, sample=32, batch_size=2, progress=False)
+    with FaultServer(default=completion("yes"), delay=0.2) as server:
+        judge = ServerJudge(server.url, "m", concurrency=8, image_size=16)
+        with monkeypatch.context() as m:
+            m.delattr(ServerJudge, "stream_batches")
+            t0 = time.perf_counter()
+            emc2.compositional_score(model, judge, "skull", **kwargs)
+            barrier = time.perf_counter() - t0
+        assert server.in_flight_max <= 2
+        builders, payload = [], judge.payload
+        monkeypatch.setattr(judge, "payload", lambda *a: builders.append(threading.current_thread().name)
+                            or payload(*a))
+        server.in_flight_max = 0
+        t0 = time.perf_counter()
+        result = emc2.compositional_score(model, judge, "skull", **kwargs)
+        streamed = time.perf_counter() - t0
+        assert server.in_flight_max > 2 and result.score == 1
+    assert barrier >= 16 * 0.2 and streamed < 0.6 * barrier, (streamed, barrier)     # 0.25 x with no overhead
+    assert len(builders) == 32 and all(name.startswith("compbook-chat") for name in builders)
 
 
 # -- end to end: transformers serve ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ answer cache), against local servers that fail on purpose (tests/servers.py)."""
 import base64
 import io
 import json
+import threading
 import time
 
 import numpy as np
@@ -159,6 +160,64 @@ def test_map_keeps_the_answers_in_flight_when_one_request_fails():
         started = server.requests
     assert len(got) == started - 1          # every answer the server gave reached the caller
     assert started <= 8                     # nothing new started after the failure (4 were in flight)
+
+
+def test_map_reads_lazily_within_a_window_and_builds_payloads_in_its_workers():
+    """A huge lazy input is read only as requests finish (at most 2 x concurrency submitted and unfinished); a
+    callable item is built in a worker thread; stopping early starts nothing more."""
+    pulled, builders = [], []
+
+    def build(i):
+        builders.append((i, threading.current_thread().name))
+        return {"messages": [user_message(str(i))]}
+
+    def payloads():
+        for i in range(10 ** 6):
+            assert len(pulled) < 200, "map read the payloads ahead of the answers"
+            pulled.append(i)
+            yield (lambda i=i: build(i)) if i % 2 else build(i)     # callables and plain payloads mixed
+
+    with FaultServer(delay=0.05) as server:
+        client = ChatClient(server.url, "m", concurrency=3)
+        got = []
+        for i, reply in client.map(payloads()):
+            assert len(pulled) - len(got) <= 2 * 3 and reply.content == "yes"
+            got.append(i)
+            if len(got) == 12:
+                break
+        asked = server.requests
+        time.sleep(0.3)
+        assert server.requests == asked <= len(pulled) <= 12 + 2 * 3 and server.in_flight_max == 3
+    assert len(got) == len(set(got)) == 12 and len(builders) >= asked
+    assert all(name.startswith("compbook-chat") == bool(i % 2) for i, name in builders)   # callables: workers
+
+
+def test_map_stops_when_a_payload_cannot_be_built_or_read():
+    """An error building a payload (in a worker) stops map as a failed request does: nothing new is sent, the
+    answers in flight are yielded, then that error is raised; an error reading the input stops the reading, the
+    payloads read before it are all answered, then it is raised."""
+    def broken(i):
+        if i == 5:
+            raise ValueError("image 5 cannot be encoded")
+        return {"messages": [user_message(str(i))]}
+
+    def cut_short():
+        for i in range(6):
+            yield {"messages": [user_message(str(i))]}
+        raise RuntimeError("the renderer failed")
+
+    with FaultServer(delay=0.1) as server:
+        client = ChatClient(server.url, "m", concurrency=2)
+        got = []
+        with pytest.raises(ValueError, match="image 5"):
+            for i, _ in client.map(lambda i=i: broken(i) for i in range(40)):
+                got.append(i)
+        assert sorted(got) == list(range(server.requests)) and 5 not in got and server.requests <= 5 + 3
+        before, got = server.requests, []
+        with pytest.raises(RuntimeError, match="renderer failed"):
+            for i, _ in client.map(cut_short()):
+                got.append(i)
+        assert sorted(got) == list(range(6)) and server.requests - before == 6
 
 
 # -- journal and answer cache ---------------------------------------------------------------------------------------

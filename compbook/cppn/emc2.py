@@ -39,9 +39,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .. import checks, config
-from ..serving import ServerError
+from .. import checks
 from .store import content_hash
+from .verdicts import ask_judge, on_scoring_device, streamed_verdicts
 from .network import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 
 #: Sign policies (our choice; "plus" is the paper's definition):
@@ -445,31 +445,6 @@ def _describe_source(judge, before) -> str:
     return text
 
 
-def _ask(judge, images, concept, reference, questions, which: str) -> torch.Tensor:
-    """The judge's verdicts (B,) bool on one batch of renders (``which`` names them). What the judge returns other
-    than a bool tensor (B,) (strings such as "yes", numbers), or an error it raises, becomes a ``ValueError``
-    naming the judge and the renders (the judge's own error chained); the judges' own refusals keep their type
-    (a ``ValueError``, a cache's :class:`~compbook.cppn.judges.cache.CacheMiss`, a
-    :class:`~compbook.serving.ServerError`: callers fall back or resume on them), with a note naming both."""
-    name = f"judge {type(judge).__name__} ({getattr(judge, 'identity', 'no identity')})"
-    try:
-        out = judge(images, concept, reference=reference.clone(), questions=copy.deepcopy(questions))
-    except (ValueError, LookupError, ServerError) as e:
-        e.add_note(f"(raised by {name} on {which})")
-        raise
-    except Exception as e:
-        raise ValueError(f"{name} raised {type(e).__name__} on {which}: {e}") from e
-    try:
-        v = torch.as_tensor(out)
-    except (TypeError, ValueError, RuntimeError):
-        v = None
-    if v is None or v.dtype != torch.bool or tuple(v.shape) != (len(images),):
-        got = f"{v.dtype} {tuple(v.shape)}" if v is not None else f"{type(out).__name__} {out!r:.60}"
-        raise ValueError(f"{name} returned {got} on {which}, expected a bool tensor ({len(images)},): True where "
-                         f"the render is still {concept!r}")
-    return v.cpu()
-
-
 @torch.no_grad()
 def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, res: int = 64,
                         policy: str = "plus", seed: int = 0, batch_size: int = 64, progress: bool = True,
@@ -478,6 +453,9 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
 
     ``judge(images (B, res, res, 3), concept, reference=(res, res, 3), questions=[dict] * B) -> bool (B,)`` is
     called on ``batch_size`` renders at a time, in the order of ``.weights``; both engines call it identically.
+    A judge with ``stream_batches`` (:class:`~compbook.cppn.judges.server.ServerJudge`, a
+    :class:`~compbook.cppn.judges.cache.CachedJudge`) is handed every batch as it is rendered instead, and its
+    verdicts are placed by index as they arrive (the same verdicts, without waiting at each batch's end).
     ``seed`` draws the "noise" deltas and the ``sample`` of weights (see :func:`perturbation_plan`).
     Each call gets its own copy of ``reference`` (a judge that edits it cannot change later batches), and
     renders that overflow to NaN or inf raise ``ValueError`` instead of reaching the judge.
@@ -496,25 +474,18 @@ def compositional_score(model: CPPN, judge, concept: str, delta: float = 0.5, re
     questions = questions_for(model_hash, weights, deltas, policy, res)
     reference = model.render(res).detach().cpu()
     counts = (judge.hits, judge.misses) if hasattr(judge, "hits") and hasattr(judge, "misses") else None
-    verdicts = []
-    on_device = on_scoring_device(model)
-    for s, images in _iter_renders(on_device, weights, deltas, res, batch_size, engine, progress):
-        images = images.cpu()   # rendered on the device, judged on the CPU (a judge reads numpy or PIL images)
-        verdicts.append(_ask(judge, images, concept, reference, questions[s:s + len(images)],
-                             f"renders {s}..{s + len(images) - 1} (weight {weights[s]} first)"))
-    verdicts = torch.cat(verdicts)
+    # rendered on the device, judged on the CPU (a judge reads numpy or PIL images)
+    renders = ((s, images.cpu()) for s, images in _iter_renders(on_scoring_device(model), weights, deltas, res,
+                                                                 batch_size, engine, progress))
+    if hasattr(judge, "stream_batches"):      # a server judge: every batch streamed, no barrier between them
+        verdicts = streamed_verdicts(judge, renders, concept, reference.clone(), copy.deepcopy(questions))
+    else:
+        verdicts = torch.cat([ask_judge(judge, images, concept, reference, questions[s:s + len(images)],
+                                        f"renders {s}..{s + len(images) - 1} (weight {weights[s]} first)")
+                              for s, images in renders])
     return ScoreResult(float(verdicts.float().mean()), verdicts, weights, deltas, _describe_source(judge, counts),
                        concept, policy, float(delta), int(res), engine, model_hash, model.n_weights(),
                        time.perf_counter() - t0, reference)
-
-
-def on_scoring_device(model: CPPN) -> CPPN:
-    """``model`` on :func:`compbook.config.device` (a GPU in full mode, where the perturbations are rendered in
-    batches): the model itself when it is there already, else a copy (the caller's model stays where it is)."""
-    device = config.device()
-    if model.mask0.device == device:
-        return model
-    return copy.deepcopy(model).to(device)
 
 
 # -- chapter 5's plumbing: engine timing and example renders ----------------------------------------------------

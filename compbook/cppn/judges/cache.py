@@ -7,12 +7,14 @@ compbook.cppn judges fill ...`` fills a cache (:mod:`compbook.cppn.__main__`).
 
 from __future__ import annotations
 
+import collections
+import copy
 import hashlib
 import json
 import os
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
@@ -174,7 +176,8 @@ class CachedJudge:
         mode: ``"strict"``: a question with no stored verdict raises :class:`CacheMiss` (a ``LookupError``)
             naming it; ``"fill"``: misses go to ``judge`` and are stored (the file is rewritten after each call;
             a judge with ``stream`` has each verdict journaled as it arrives, see ``_fill_streaming``, and a
-            journal a killed fill left is merged when the cache opens in fill mode: ``recovered`` counts them).
+            journal a killed fill left is merged when the cache opens in fill mode: ``recovered`` counts them;
+            over a judge with ``stream_batches``, ``stream_batches`` streams the misses of many batches).
 
     A verdict is keyed by :func:`entry_key` (judge identity, concept, question dict; the engine's question holds
     the checkpoint's content hash, the weight, delta, policy and resolution), so it is never served for another
@@ -309,6 +312,77 @@ class CachedJudge:
         finally:
             write_cache(self.path, self.identity, self._entries)
             journal.remove()
+
+    def stream_batches(self, batches, concept, *, reference=None, questions=None) -> Iterator[tuple[int, bool, dict]]:
+        """``(index, verdict, detail)`` for the images of ``batches`` (``(start, images)`` pairs, consecutive, read
+        lazily; ``questions`` a list indexed like the images): EMC2 scoring without a barrier between batches
+        (chapter 5). Every batch is answered as one call would answer it (the same verdicts, entries and
+        ``hits``/``misses``): hits at once from the stored verdicts; in fill mode over a judge with
+        ``stream_batches`` (a server judge), the misses of all batches go to it as one stream and each verdict is
+        journaled as it arrives (:meth:`_fill_streaming`; the file is sealed when the stream ends, even by an
+        error); otherwise batch by batch through :meth:`__call__`. ``detail`` is None for a verdict answered by a
+        call."""
+        concept = check_concept(concept)
+        if not isinstance(questions, list):
+            raise ValueError("questions is required: CachedJudge keys each verdict by its question dict (a list "
+                             f"indexed like the images), got {type(questions).__name__}")
+        if self.mode == "fill" and hasattr(self.judge, "stream_batches"):
+            return self._stream_misses(batches, concept, reference, questions)
+        return self._batch_by_batch(batches, concept, reference, questions)
+
+    def _batch_by_batch(self, batches, concept, reference, questions):
+        for start, images in batches:         # each call its own copies, as compositional_score's calls get
+            verdicts = self(images, concept, reference=copy.deepcopy(reference),
+                            questions=copy.deepcopy(questions[start:start + len(images)]))
+            yield from ((start + i, v, None) for i, v in enumerate(verdicts.tolist()))
+
+    def _stream_misses(self, batches, concept, reference, questions):
+        """The streaming fill of :meth:`stream_batches`: ``waiting[key]`` lists the indices a verdict asked for
+        (and not yet arrived) answers; ``asked`` the keys and questions sent, in the order sent."""
+        waiting, asked_keys, asked_questions, answered = {}, [], [], collections.deque()
+
+        def misses():                       # read by the judge's stream: classify each batch as it is rendered
+            for start, images in batches:
+                images = check_images(images)
+                qs = check_questions(questions[start:start + len(images)], len(images))
+                keys, missing = [entry_key(self.identity, concept, q) for q in qs], []
+                for i, k in enumerate(keys):
+                    if k in self._entries:
+                        answered.append((start + i, self._entries[k]["verdict"], self._entries[k].get("detail")))
+                    elif k in waiting:     # asked by an earlier image: answered with it (a hit, as in a call)
+                        waiting[k].append(start + i)
+                    else:
+                        waiting[k] = [start + i]
+                        missing.append(i)
+                self.hits += len(keys) - len(missing)
+                self.misses += len(missing)
+                if missing:                 # the judge reads the questions of a batch when it gets the batch
+                    start = len(asked_keys)
+                    asked_keys.extend(keys[i] for i in missing)
+                    asked_questions.extend(qs[i] for i in missing)
+                    yield start, images[missing]
+
+        journal = Journal(self.path, self._journal_header())
+        try:
+            for j, v, d in self.judge.stream_batches(misses(), concept, reference=reference,
+                                                     questions=asked_questions):
+                yield from self._drain(answered)
+                if not isinstance(v, bool):
+                    raise ValueError(f"judge {self.identity!r} streamed verdict {v!r}, not a bool")
+                key, entry = asked_keys[j], self._entry(concept, asked_questions[j], v, d)
+                journal.append({"key": key, "entry": entry})
+                self._entries[key] = entry
+                yield from ((i, v, d) for i in waiting.pop(key))
+            yield from self._drain(answered)
+        finally:                            # sealed when anything was asked (as a call with misses seals it)
+            if asked_keys:
+                write_cache(self.path, self.identity, self._entries)
+            journal.remove()
+
+    @staticmethod
+    def _drain(queue):
+        while queue:
+            yield queue.popleft()
 
     def __repr__(self) -> str:
         return (f"CachedJudge({str(self.path)!r}, identity={self.identity!r}, mode={self.mode!r}, "

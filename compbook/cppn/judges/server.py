@@ -14,7 +14,9 @@ with the retries and deadlines of :class:`compbook.serving.ChatClient`.
 
 :meth:`ServerJudge.stream` gives each verdict as it arrives; :class:`~compbook.cppn.judges.cache.CachedJudge`
 journals each one at once, so ``python -m compbook.cppn judges fill --server URL --model ID`` killed halfway
-loses nothing and, rerun, asks only what is missing.
+loses nothing and, rerun, asks only what is missing. Each image's PNG is encoded by the request's worker thread,
+overlapping the requests in flight, and :meth:`ServerJudge.stream_batches` takes EMC2's batches as they are
+rendered, so the server is never left idle at a batch's end while a thinking model finishes its slowest answers.
 
 ``identity`` names the served model id, its revision, the prompt and the request's settings, and not the URL:
 the same model behind another address asks the same question. It differs from ``VLMJudge``'s identity (a server
@@ -119,8 +121,42 @@ class ServerJudge:
         already in flight are given; too many unreadable answers raise ``ValueError``."""
         images, concept = check_images(images), check_concept(concept)
         questions = check_questions(questions, len(images)) if questions is not None else None
-        payloads = [self.payload(img, concept) for img in images]
-        return self._answers(payloads, concept, questions)
+        return self._answers([self._build(img, concept) for img in images], concept, questions)
+
+    def stream_batches(self, batches, concept, *, reference=None, questions=None) -> Iterator[tuple[int, bool, dict]]:
+        """``(index, verdict, detail)`` for the images of every batch, in the order the answers arrive, with no
+        barrier between batches (chapter 5's EMC2 scoring at scale: the next batch's requests start while the
+        last ones of this batch are answered).
+
+        ``batches`` is an iterable of ``(start, images (B, H, W, 3) in [0, 1])``, read lazily (as requests finish,
+        at most ``2 * concurrency`` images waiting), its batches consecutive (``start`` = the number of images
+        before it; ``index = start + i``). ``questions`` (optional) is a list indexed like the images; it may grow
+        while the batches are read (its entries for a batch are checked when the batch is read). A bad batch
+        raises ``ValueError`` when it is read: no request of it is sent, the answers in flight are given first.
+        """
+        concept = check_concept(concept)
+        if questions is not None and (isinstance(questions, (str, bytes, dict)) or not isinstance(questions, list)):
+            raise ValueError(f"questions must be a list of dicts indexed like the images, got "
+                             f"{type(questions).__name__}")
+        return self._answers(self._batch_payloads(batches, concept, questions), concept, questions)
+
+    def _batch_payloads(self, batches, concept, questions) -> Iterator[Callable[[], dict]]:
+        """The request builders of every image of ``batches`` (checked batch by batch, see :meth:`stream_batches`)."""
+        seen = 0
+        for batch in batches:
+            if not (isinstance(batch, tuple) and len(batch) == 2):
+                raise ValueError(f"batches must yield (start, images) pairs, got {type(batch).__name__}")
+            start, images = checks.integer(batch[0], "batch start", 0), check_images(batch[1])
+            if start != seen:
+                raise ValueError(f"batches must be consecutive: a batch starts at {start}, after {seen} images")
+            if questions is not None:
+                check_questions(questions[start:start + len(images)], len(images))
+            seen += len(images)
+            yield from (self._build(img, concept) for img in images)
+
+    def _build(self, image, concept) -> Callable[[], dict]:
+        """The request for ``image``, built when called (by the client's worker thread: the PNG is encoded there)."""
+        return lambda: self.payload(image, concept)
 
     def _answers(self, payloads, concept, questions):
         n, held = len(payloads), []
