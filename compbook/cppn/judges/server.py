@@ -159,9 +159,13 @@ class ServerJudge:
         return lambda: self.payload(image, concept)
 
     def _answers(self, payloads, concept, questions):
-        n, held = len(payloads), []
+        # a list of payloads is one batch (refused as soon as too many are unreadable); a stream of batches
+        # (stream_batches) has no known size, and is refused at its end by the same share of all its answers
+        n = len(payloads) if isinstance(payloads, list) else None
+        held, received, text = [], 0, ""
         try:
             for i, reply in self.client.map(payloads):
+                received += 1
                 verdict, detail = read_answer(reply.text, self.parse)
                 self._tick()
                 if verdict is not None:
@@ -170,10 +174,15 @@ class ServerJudge:
                 self.unparsed.append({"concept": concept, "index": i, "text": reply.text[-2000:],
                                       "question": questions[i] if questions else None})
                 held.append((i, False, detail))
-                self._refuse_unreadable(len(held), n, reply.text)
+                text = reply.text
+                if n is not None:
+                    self._refuse_unreadable(len(held), n, text)
         except ServerError:                    # the server failed for good: what it answered is not lost
             yield from held
             raise
+        if n is None:
+            n = received
+            self._refuse_unreadable(len(held), n, text)
         self.last_unreadable = len(held)
         if held:
             warnings.warn(f"{self.model}: {len(held)} of {n} answers unreadable, each counted as not preserved "
