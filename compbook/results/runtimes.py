@@ -138,7 +138,10 @@ def toc_titles(book) -> dict:
     out = {}
     for part in toc["parts"]:
         for c in part["chapters"]:
-            nb = json.loads((book / f"{c['file']}.ipynb").read_text())
+            path = book / f"{c['file']}.ipynb"
+            if not path.is_file():            # a page of prose (the API appendix): nothing runs, no run time
+                continue
+            nb = json.loads(path.read_text())
             head = next(("".join(x["source"]) for x in nb["cells"] if x["cell_type"] == "markdown"), "")
             title = head.split("\n", 1)[0].lstrip("# ").strip()
             stem = Path(c["file"]).name

@@ -9,14 +9,13 @@ says why, and still runs the checker's own test.
 from __future__ import annotations
 
 import functools
-import os
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from test_pages import _html_dir   # the built book, or a skip saying why
 
-HTML_VARIABLE = "COMPBOOK_BOOK_HTML"
 LINKING = {"a": "href", "link": "href", "img": "src", "script": "src", "iframe": "src", "source": "src"}
 
 
@@ -89,12 +88,7 @@ def test_checker_finds_missing_files_and_anchors(tmp_path):
 
 
 def test_every_internal_link_and_anchor_of_the_built_book_resolves():
-    value = os.environ.get(HTML_VARIABLE)
-    if not value:
-        pytest.skip(f"link check: no built book (${HTML_VARIABLE} unset); `make test` builds one and runs this")
-    site = Path(value)
-    if not (site / "index.html").is_file():
-        pytest.fail(f"${HTML_VARIABLE}={value}: no index.html there (did the book build?)")
+    site = _html_dir()
     assert (site / "appendix" / "api_part_a.html").resolve() in pages(site), "the API appendix was not built"
     checked = []
     problems = broken_links(site, checked)
@@ -109,14 +103,12 @@ def test_launch_buttons_open_this_repository():
     ``_config.yml`` (the one setting, tests/test_publishing.py)."""
     import yaml
 
-    value = os.environ.get(HTML_VARIABLE)
-    if not value:
-        pytest.skip(f"launch buttons: no built book (${HTML_VARIABLE} unset); `make test` builds one and runs this")
+    site = _html_dir()
     root = Path(__file__).resolve().parents[2]
     config = yaml.safe_load((root / "_config.yml").read_text())
     repo = urlsplit(config["repository"]["url"]).path.strip("/")
     branch = config["repository"]["branch"]
-    chapters = sorted((Path(value) / "chapters").glob("*.html"))
+    chapters = sorted((site / "chapters").glob("*.html"))
     assert chapters
     for page in chapters:
         notebook = f"chapters/{page.stem}.ipynb"
