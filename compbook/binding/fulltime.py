@@ -21,8 +21,9 @@ SCENE_TOKENS = 1
 
 
 def dual_forward(enc) -> float:
-    """Forward FLOPs of one (image, caption) pair through a dual encoder of :class:`~compbook.binding.encoders.
-    EncoderConfig` ``enc``: stride-4 stem, two stride-2 3x3 convolutions, the caption transformer."""
+    """Forward FLOPs of one (image, caption) pair through a dual encoder of
+    :class:`~compbook.binding.encoders.EncoderConfig` ``enc``: stride-4 stem, two stride-2 3x3 convolutions, the
+    caption transformer."""
     c1, c2, c3 = enc.channels
     r = enc.res
     image = 2 * (48 * c1 * (r // 4) ** 2 + 9 * c1 * c2 * (r // 8) ** 2 + 9 * c2 * c3 * (r // 16) ** 2)

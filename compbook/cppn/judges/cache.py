@@ -319,8 +319,8 @@ class CachedJudge:
         (chapter 5). Every batch is answered as one call would answer it (the same verdicts, entries and
         ``hits``/``misses``): hits at once from the stored verdicts; in fill mode over a judge with
         ``stream_batches`` (a server judge), the misses of all batches go to it as one stream and each verdict is
-        journaled as it arrives (:meth:`_fill_streaming`; the file is sealed when the stream ends, even by an
-        error); otherwise batch by batch through :meth:`__call__`. ``detail`` is None for a verdict answered by a
+        journaled as it arrives (``_fill_streaming``; the file is sealed when the stream ends, even by an
+        error); otherwise batch by batch through ``__call__``. ``detail`` is None for a verdict answered by a
         call."""
         concept = check_concept(concept)
         if not isinstance(questions, list):
