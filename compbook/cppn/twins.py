@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from . import store, picbreeder, train
-from .. import checks, images, paths
+from .. import checks, config, images, paths
 from .network import CPPN
 from .paper import figure
 
@@ -201,6 +201,19 @@ def load_twins(target: str, folder=None, res: int | None = None) -> list[CPPN]:
         raise FileNotFoundError(f"no stored twins of {target!r}{at} in data/{FOLDER}/ "
                                 f"(make them: python -m compbook.cppn twins --target {target})")
     return [store.load_cppn(p) for p in _loaded_paths(target, folder, res)]
+
+
+def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN]:
+    """Chapter 5's SGD twins of ``target`` trained at ``res`` px: the stored ones, trained and stored first when
+    ``retrain`` or none are stored at ``res`` (full mode's 256 px): FER's recipe, 100,000 steps, seeds 0-2; a CPU
+    run stops at a plateau or after 70 minutes; the full-mode smoke trains one seed for 5 steps."""
+    checks.boolean(retrain, "retrain")
+    if retrain or not stored_twins(target, res=res):
+        recipe = TwinRecipe(target, res=res, steps=config.by_mode(100_000, 100_000, smoke=5),
+                            seeds=config.by_mode([0, 1, 2], [0, 1, 2], smoke=[0]),
+                            max_minutes=config.by_mode(70, None))
+        save_twins(recipe, *train_twins(recipe))
+    return load_twins(target, res=res)
 
 
 _STEM = re.compile(r"twin_(?P<target>[a-z]+)_(?P<res>\d+)px_(?P<steps>\d+)steps_seed(?P<seed>\d+)")

@@ -243,7 +243,10 @@ def test_page_reads_well(browser, site, page):
     if not (_html_dir() / f"{page}.html").is_file():
         pytest.fail(f"{page}.html was not built")
     _open(browser, site, page)
-    problems = [p for check in CHECKS for p in check(browser)]
+    # the API appendix renders docstrings, whose formulas are plain ASCII notation (``h_{l-1}``), not TeX
+    # written for MathJax: the raw-TeX check reads the book's own pages
+    checks = [c for c in CHECKS if not (page.startswith("appendix/") and c is raw_math)]
+    problems = [p for check in checks for p in check(browser)]
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
 
 
