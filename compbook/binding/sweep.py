@@ -37,7 +37,7 @@ class SweepConfig(ModeConfig):
 
     # full mode: the paper's scale (|O| up to 125,000, 5 seeds: 135 models)
     FULL = dict(seeds=(0, 1, 2, 3, 4), n_values=(14, 50), max_scenes=200000, test_scenes=1024, probe_scenes=4000)
-    SMOKE = dict(coverages=(0.2, 0.8), seeds=(0,), max_scenes=2000, test_scenes=64, probe_scenes=100)
+    SMOKE = dict(coverages=(0.2, 0.5, 0.8), seeds=(0,), max_scenes=2000, test_scenes=64, probe_scenes=100)
     SUBSET = dict(coverages=(0.2, 0.5, 0.8), seeds=(0,))   # a GPU session: 3 coverages x 1 seed per size
 
     coverages: tuple = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -322,6 +322,13 @@ def _stored_problem(directory: Path, n_values: int, want: ControlledConfig, swee
     asked = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(sweep).items()} | {"config": asdict(want)}
     diff = sorted(k for k in asked if k != "n_values" and stored.get(k) != asked[k])
     return f"{path.name} was stored for other settings ({', '.join(diff)})" if diff else ""
+
+
+def correlation_text(value) -> str:
+    """A correlation as chapter 13 prints it: two decimals, or "undefined" where it is NaN (one of the two series
+    is constant: e.g. no model recognises an unseen object, as in the full-mode smoke)."""
+    value = float(value)
+    return f"{value:.2f}" if np.isfinite(value) else "undefined"
 
 
 def model_params(record: dict, m: int) -> dict:

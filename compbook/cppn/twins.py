@@ -206,11 +206,11 @@ def load_twins(target: str, folder=None, res: int | None = None) -> list[CPPN]:
 def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN]:
     """Chapter 5's SGD twins of ``target`` trained at ``res`` px: the stored ones, trained and stored first when
     ``retrain`` or none are stored at ``res`` (full mode's 256 px): FER's recipe, 100,000 steps, seeds 0-2; a CPU
-    run stops at a plateau or after 70 minutes; the full-mode smoke trains one seed for 5 steps."""
+    run stops at a plateau or after 70 minutes; the full-mode smoke trains them for 5 steps."""
     checks.boolean(retrain, "retrain")
     if retrain or not stored_twins(target, res=res):
         recipe = TwinRecipe(target, res=res, steps=config.by_mode(100_000, 100_000, smoke=5),
-                            seeds=config.by_mode([0, 1, 2], [0, 1, 2], smoke=[0]),
+                            seeds=[0, 1, 2],
                             max_minutes=config.by_mode(70, None))
         save_twins(recipe, *train_twins(recipe))
     return load_twins(target, res=res)
