@@ -33,22 +33,24 @@ def is_full() -> bool:
     return mode() == "full"
 
 
+def _switch(variable: str, what: str) -> bool:
+    """A ``0``/``1`` switch read from ``$variable`` (unset: off); anything else is refused, naming ``what``."""
+    value = os.environ.get(variable, "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"${variable}={value!r}: expected 1 ({what}) or 0 / unset")
+    return value == "1"
+
+
 def smoke() -> bool:
     """True when ``$COMPBOOK_SMOKE`` is ``1`` (``0`` or unset: False; anything else is refused). It shrinks
     full mode only: in CPU mode it changes nothing."""
-    value = os.environ.get(SMOKE_VARIABLE, "").strip()
-    if value not in ("", "0", "1"):
-        raise ValueError(f"${SMOKE_VARIABLE}={value!r}: expected 1 (full-mode smoke) or 0 / unset")
-    return value == "1"
+    return _switch(SMOKE_VARIABLE, "full-mode smoke")
 
 
 def full_subset() -> bool:
     """True when ``$COMPBOOK_FULL_SUBSET`` is ``1`` (``0`` or unset: False; anything else is refused). It shrinks
     full mode only, to each config's ``SUBSET``: in CPU mode it changes nothing."""
-    value = os.environ.get(SUBSET_VARIABLE, "").strip()
-    if value not in ("", "0", "1"):
-        raise ValueError(f"${SUBSET_VARIABLE}={value!r}: expected 1 (full mode's named subsets) or 0 / unset")
-    return value == "1"
+    return _switch(SUBSET_VARIABLE, "full mode's named subsets")
 
 
 def is_smoke() -> bool:
