@@ -119,7 +119,7 @@ class RayCluster:
         env = {"env_vars": forwarded_environment()}
         self.owns = not ray.is_initialized()
         if self.owns:
-            kwargs = dict(address=address, runtime_env=env, log_to_driver=False, include_dashboard=False)
+            kwargs = dict(address=address or "local", runtime_env=env, log_to_driver=False, include_dashboard=False)
             if address is None:
                 kwargs["num_cpus"] = workers or os.cpu_count()
             ray.init(**kwargs)
@@ -173,6 +173,7 @@ def _driver_gpu_memory_mb() -> float | None:
 
 
 BACKENDS = ("local", "ray")
+
 
 
 def make(sweep: Sweep, backend: str, address: str | None, workers: int | None, **kwargs):

@@ -24,13 +24,15 @@ from .spec import Sweep, Task, per_task_from_memory, tasks_of
 @dataclass
 class Report:
     """What :func:`run` did: ``records`` {key: record} in config order (every stored config), ``ran`` (keys run
-    by this call), ``stored`` (keys found stored), ``failed`` {key: error text}, ``tasks`` run, ``seconds``."""
+    by this call), ``stored`` (keys found stored), ``failed`` {key: error text}, ``tasks`` run (``retried`` of
+    them again, after a failure), ``seconds``."""
     sweep: Sweep
     records: dict = field(default_factory=dict)
     ran: list = field(default_factory=list)
     stored: list = field(default_factory=list)
     failed: dict = field(default_factory=dict)
     tasks: int = 0
+    retried: int = 0
     seconds: float = 0.0
 
     @property
@@ -134,8 +136,10 @@ def _run_missing(sweep, store, missing, report, backend, address, workers, retri
 def _after_failure(task: Task, error: BaseException, retries: int, report: Report) -> list[Task]:
     """What runs next after ``task`` failed: itself again, its configs one by one, or nothing (reported)."""
     if task.attempt < retries:
+        report.retried += 1
         return [task.retry()]
     if len(task.keys) > 1:
+        report.retried += len(task.keys)
         return task.singles()
     report.failed[task.keys[0]] = f"{_error_text(error)} (after {task.attempt + 1} attempts)"
     return []

@@ -2,7 +2,7 @@
 
 Config: ``seed``, ``d`` (features), ``n`` (samples), ``steps``, ``lr``; optional ``sleep`` (seconds per task
 config, a stand-in for a longer training), ``log`` (a file each execution appends its seed to: tests count
-runs), ``fail`` (``"always"``: raises, a config that cannot succeed), ``crash_once`` (a marker file: the first
+runs; each line the seed and ``$COMPBOOK_TOY_TAG``), ``fail`` (``"always"``: raises, a config that cannot succeed), ``crash_once`` (a marker file: the first
 execution kills its own worker process, the retry succeeds). :func:`fit_lines` fits a stack of same-shape models
 with one batched matmul per step (the stacked path), :func:`fit_line` one model (the same numbers).
 """
@@ -17,6 +17,10 @@ import torch
 
 from .spec import Sweep
 
+#: an execution's tag in the log (tests tell a rerun's executions from the first run's); workers get it from the
+#: driver (the runner forwards ``COMPBOOK_*`` variables)
+TAG_VARIABLE = "COMPBOOK_TOY_TAG"
+
 
 def _data(config: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(X (n, d), y (n,), w_true (d,))`` of ``config``'s seed, float64."""
@@ -28,9 +32,9 @@ def _data(config: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def _side_effects(config: dict) -> None:
-    if config.get("log"):
+    if config.get("log"):                       # one line per execution: the seed, and the run's tag
         with open(config["log"], "a") as f:
-            f.write(f"{config['seed']}\n")
+            f.write(f"{config['seed']} {os.environ.get(TAG_VARIABLE, '-')}\n")
     if config.get("sleep"):
         time.sleep(config["sleep"])
     if config.get("fail") == "always":

@@ -1,0 +1,154 @@
+"""The Ray backend on a real cluster on this machine: a head node and one worker node (two raylets, 1 CPU each,
+on this machine's address: Ray rewrites a 127.0.0.1 address to it), every part's tiny sweep through it, a worker node killed mid-sweep, a driver killed mid-sweep.
+
+Needs Ray (``pip install 'compbook[sweeps]'``, which ``make test`` installs); without it these tests skip and say
+so. Everything the module starts (nodes, drivers) is stopped at its end, and the test checks that no process of
+the cluster is left.
+"""
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from compbook import sweeps
+from compbook.sweeps import toys
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'compbook[sweeps]' (make test does)")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+NODE = dict(num_cpus=1, include_dashboard=False, object_store_memory=80 * 2 ** 20)
+
+#: every part's tiny sweep (module, builder): the same code paths as the papers' sweeps, at seconds' sizes
+PART_SWEEPS = [("compbook.sweeps.toys", "toy_sweep"), ("compbook.cppn.tasks", "tiny_sweep"),
+               ("compbook.cppn.scoring_tasks", "tiny_scoring_sweep"), ("compbook.binding.tasks", "tiny_sweep"),
+               ("compbook.sae.tasks", "tiny_sweep")]
+
+
+def _cluster_processes(session: str) -> list[int]:
+    """PIDs whose command line names the cluster's session folder (its raylets, GCS, workers)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                if session.encode() in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster(initialize_head=True, head_node_args=dict(NODE))
+    c.worker = c.add_node(**NODE)
+    c.wait_for_nodes()
+    session = c.head_node.get_session_dir_path()
+    try:
+        yield c
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        c.shutdown()
+        deadline = time.time() + 20
+        while _cluster_processes(session) and time.time() < deadline:
+            time.sleep(0.5)
+        left = _cluster_processes(session)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert not left, f"processes of the test cluster outlived it: {left}"
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b, equal_nan=True)
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    return a == b
+
+
+@pytest.mark.parametrize("module, builder", PART_SWEEPS)
+def test_every_part_runs_on_the_cluster_as_it_runs_here(cluster, tmp_path, module, builder):
+    sweep = getattr(importlib.import_module(module), builder)()
+    torch.set_num_threads(1)                        # the cluster's tasks run with 1 thread (1 CPU each)
+    here = sweeps.run(sweep, tmp_path / "local", progress=False).check()
+    there = sweeps.run(sweep, tmp_path / "ray", backend="ray", address=cluster.address, progress=False).check()
+    assert len(there.ran) == len(sweep.configs), "every config ran on the cluster"
+    for key in sweep.keys:
+        assert _same(here.records[key], there.records[key]), f"{module}: record {key} differs between backends"
+
+
+def _driver(cluster, store: Path, log: Path, n: int, tag: str) -> subprocess.Popen:
+    env = os.environ | {toys.TAG_VARIABLE: tag}
+    return subprocess.Popen([sys.executable, "-m", "compbook.sweeps", "toys", "--store", str(store), "--n", str(n),
+                             "--sleep", "0.4", "--log", str(log), "--unstacked", "--backend", "ray",
+                             "--address", cluster.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def _records(store: Path) -> int:
+    return len(list(store.glob("*.json"))) if store.is_dir() else 0
+
+
+def _wait_for(cond, timeout: float, what: str):
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_killed_driver_resumes_with_only_the_missing(cluster, tmp_path):
+    n, store, log = 12, tmp_path / "store", tmp_path / "log"
+    first = _driver(cluster, store, log, n, "first")
+    _wait_for(lambda: _records(store) >= 3, 120, "3 records of the first driver")
+    first.kill()                                     # SIGKILL: no cleanup, tasks in flight are lost
+    first.wait(30)
+    time.sleep(2.0)                                  # the cluster drops the dead driver's tasks
+    done = _records(store)
+    assert 3 <= done < n, f"the driver was killed mid-sweep ({done} of {n} stored)"
+    rerun = _driver(cluster, store, log, n, "rerun")
+    out, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err[-2000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stored"] == done and summary["ran"] == n - done, summary
+    reran = [line.split()[0] for line in log.read_text().splitlines() if line.endswith(" rerun")]
+    assert len(reran) == n - done and len(set(reran)) == len(reran), \
+        "the rerun runs each missing config once, and no stored one"
+    assert _records(store) == n
+
+
+def test_a_killed_worker_node_is_retried_and_the_records_are_complete(cluster, tmp_path):
+    sweep = toys.toy_sweep(8, sleep=0.6)
+    store = tmp_path / "store"
+    killed = threading.Event()
+
+    def kill_worker_after_first_record():
+        _wait_for(lambda: _records(store) >= 1, 120, "the first record")
+        cluster.remove_node(cluster.worker, allow_graceful=False)
+        killed.set()
+
+    killer = threading.Thread(target=kill_worker_after_first_record, daemon=True)
+    killer.start()
+    report = sweeps.run(sweep, store, backend="ray", address=cluster.address, per_task=1, retries=2,
+                        progress=False)
+    killer.join(30)
+    assert killed.is_set(), "the worker node was killed during the sweep"
+    assert report.failed == {} and len(report.records) == 8
+    assert report.retried >= 1, "the task running on the killed node ran again"
+    torch.set_num_threads(1)
+    here = sweeps.run(sweep, tmp_path / "local", per_task=1, progress=False)
+    assert all(_same(here.records[k], report.records[k]) for k in sweep.keys)
