@@ -47,6 +47,10 @@ def _same_net(a, b) -> bool:
         and all(torch.equal(x, y) for x, y in zip(a.masks, b.masks))
 
 
+def _numbers(record: dict) -> dict:
+    return {k: v for k, v in record.items() if not isinstance(v, dict)}
+
+
 def _depth_cfg(**kw):
     return experiments.DepthConfig(res=16, width=4, steps=12, sp=SP, **kw)
 
@@ -80,6 +84,7 @@ def test_unknown_records_equal_dense_and_sp(tmp_path):
     got = [tasks.dense_sp_models(c, r) for c, r in report.by_config]
     assert all(_same_net(g[0], d) and _same_net(g[1], p) for g, d, p in zip(got, dense, pruned))
     assert [r["sp_seed"] for r in sweep.configs] == [3, 4]
+    assert tasks.SOURCES["unknown"] == tuple(experiments.unknown_targets()[0]), "chapter 9's six images"
 
 
 def test_a_resumed_sweep_runs_only_the_missing_configs(tmp_path):
@@ -92,9 +97,10 @@ def test_a_resumed_sweep_runs_only_the_missing_configs(tmp_path):
             f.unlink()
     again = sweeps.run(sweep, tmp_path, progress=False).check()
     assert sorted(again.ran) == sorted(depth2) and sorted(again.stored) == sorted(set(sweep.keys) - set(depth2))
-    for k in sweep.keys:                                      # the same stack again: the same bits
+    for k in sweep.keys:                                      # the same stack again: the same record
         assert all(torch.equal(again.records[k]["pruned"][n], first.records[k]["pruned"][n])
                    for n in first.records[k]["pruned"])
+        assert _numbers(again.records[k]) == _numbers(first.records[k])
     assert sweeps.run(sweep, tmp_path, progress=False).ran == []
 
 
