@@ -70,10 +70,14 @@ def test_command_writes_one_section_and_keeps_the_others(tmp_path, monkeypatch):
     path = tmp_path / "partA.json"
     path.write_text(json.dumps({"chapter6": {"kept": True}}))
     monkeypatch.setattr(experiments, "stored_path", lambda: path)
-    monkeypatch.setitem(experiments.RUNNERS, "8", lambda seeds, sample: {"seeds": seeds, "value": 1.5})
+    from compbook.cppn import tasks
+    seen = {}
+    monkeypatch.setitem(tasks.RUNNERS, "8", lambda seeds, sample, store=None, **options: seen.update(options)
+                        or {"seeds": seeds, "value": 1.5})
     monkeypatch.setitem(experiments.STORED, "8", dict(seeds=[3], sample=7))
     from compbook.cppn.__main__ import main
-    assert main(["experiments", "--write", "--chapters", "8"]) == 0
+    assert main(["experiments", "--write", "--chapters", "8", "--backend", "local", "--workers", "1"]) == 0
+    assert seen["backend"] == "local" and seen["workers"] == 1   # the runner's options reach the chapter
     data = json.loads(path.read_text())
     assert data["chapter6"] == {"kept": True}
     assert data["chapter8"]["value"] == 1.5 and data["chapter8"]["sample"] == 7

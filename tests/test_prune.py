@@ -261,6 +261,16 @@ def test_similarity_prune_rounds_retrain_and_determinism(trained, target):
     many = prune.similarity_prune_many([trained, trained], target, threshold=0.6, rounds=3, retrain_steps=8, seed=1)
     assert many[0].removed == a.removed
     assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(many[0].model.weights, a.model.weights))
+    # one stream per model: seed=[1, 2] is seed=1's streams 1 and 2; the second model alone keeps its choices
+    listed = prune.similarity_prune_many([trained, trained], target, threshold=0.6, rounds=3, retrain_steps=8,
+                                         seed=[1, 2])
+    assert [r.removed for r in listed] == [r.removed for r in many] and listed[1].config["seed"] == 2
+    alone = prune.similarity_prune_many([trained], target, threshold=0.6, rounds=3, retrain_steps=8, seed=[2])
+    assert alone[0].removed == listed[1].removed
+    with pytest.raises(ValueError, match="seed"):
+        prune.similarity_prune_many([trained, trained], target, seed=[1])
+    with pytest.raises(ValueError, match=r"seed\[1\]"):
+        prune.similarity_prune_many([trained, trained], target, seed=[1, 0.5])
     capped = prune.similarity_prune(trained, target, threshold=0.6, rounds=1, retrain_steps=0, pairs_per_layer=1)
     assert all(sum(1 for l, _ in capped.removed[0] if l == layer) <= 1 for layer in range(trained.depth))
     assert prune.similarity_prune(trained, target, rounds=0).sparsity == [0.0]

@@ -483,15 +483,19 @@ def reread(argv: Sequence[str]) -> int:
 
 # -- experiments ------------------------------------------------------------------------------------------------------
 def experiments(argv: Sequence[str]) -> int:
-    """``experiments --write [--chapters 6 7 8 9 theory 6fer 7fer 8fer]``: run and store
-    (``data/emc2/partA_reread.json``, :func:`experiments.run_stored`)."""
-    from . import experiments as ex
+    """``experiments --write [--chapters 6 7 8 9 theory 6fer 7fer 8fer] [--backend local|ray ...]``: run and store
+    (``data/emc2/partA_reread.json``, :func:`experiments.run_stored`; networks trained by :mod:`tasks`' sweeps)."""
+    from .. import sweeps
+    from . import experiments as ex, tasks
     p = argparse.ArgumentParser(prog=f"{PROG} experiments", description=ex.__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help=f"write {ex.stored_path().name}")
     p.add_argument("--chapters", nargs="+", default=list(ex.RUNNERS), choices=list(ex.RUNNERS))
+    p.add_argument("--store", type=Path, help=f"the sweeps' records (default {tasks.store_for('cppn/x').parent})")
+    sweeps.add_arguments(p)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    ex.run_stored(args.chapters, args.write, f"{PROG} experiments", log=print)
+    runners = tasks.stored_runners(args.store, progress=True, **sweeps.options(args))
+    ex.run_stored(args.chapters, args.write, f"{PROG} experiments", log=print, runners=runners)
     if args.write:
         print(f"wrote {ex.stored_path()}")
     return 0

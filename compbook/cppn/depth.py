@@ -320,35 +320,59 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
         raise ValueError("concept: a judge needs the concept it checks (e.g. 'skull')")
     layout = activation if activation is not None else mixed_layout(width)
     t0 = time.perf_counter()
-    rows, models, scores = [], {}, {}
+    models = {}
     for depth in depths:
-        nets = [uniform_cppn(depth, width, layout, color, seed=s) for s in seeds]
-        nets = fit_many(nets, target, steps, lr, optimizer, progress=progress).models
-        if sp is not None:
-            from .prune import similarity_prune_many
-            kw = dict(lr=lr, optimizer=optimizer, seed=seeds[0]) | dict(sp)
-            nets = [p.model for p in similarity_prune_many(nets, target, **kw)]
-        for s, net in zip(seeds, nets):
-            models[(depth, s)] = net
-            row = dict(depth=depth, seed=s, loss=mse(net, target), score=math.nan, n_weights=net.n_weights())
-            if isinstance(judge, dict):   # several judges on the same renders (chapter 7's re-read)
-                from .panel import panel_verdicts
-                v = panel_verdicts(net, judge, concept, seed=s, **(score_kwargs or {}))
-                row["scores"] = {k: float(x.mean()) for k, x in v.items()}
-                row["k_n"] = {k: [int(x.sum()), len(x)] for k, x in v.items()}
-                row["score"] = next(iter(row["scores"].values()))
-            elif judge is not None:
-                from .emc2 import compositional_score
-                scores[(depth, s)] = compositional_score(net, judge, concept, seed=s, progress=False,
-                                                         **(score_kwargs or {}))
-                row["score"] = scores[(depth, s)].score
-            rows.append(row)
+        _, nets = train_depth(target, depth, width, seeds, layout, color, steps, lr, optimizer, sp, progress=progress)
+        models |= {(depth, s): net for s, net in zip(seeds, nets)}
+    rows, scores = score_models(models, target, judge, concept, score_kwargs)
     cfg = dict(depths=depths, width=width, seeds=seeds, activation=layout, color=color, steps=steps, lr=lr,
                optimizer=optimizer if isinstance(optimizer, str) else getattr(optimizer, "__name__", "custom"),
                sp=dict(sp) if sp is not None else None, concept=concept,
                judge=({k: getattr(j, "identity", None) for k, j in judge.items()} if isinstance(judge, dict)
                       else getattr(judge, "identity", None)), score_kwargs=dict(score_kwargs or {}))
     return DepthSweep(rows, models, scores, time.perf_counter() - t0, cfg)
+
+
+def train_depth(target, depth: int, width: int, seeds: Sequence[int], layout, color: str = "hsv", steps: int = 1000,
+                lr: float = 3e-3, optimizer: str | OptimizerFactory = "adam", sp: dict | None = None,
+                sp_seeds: Sequence[int] | None = None, progress: bool = False) -> tuple[list[CPPN], list[CPPN]]:
+    """Chapter 7 at one depth (:func:`depth_sweep`'s training, unchecked): ``uniform_cppn(depth, width, layout,
+    color, seed)`` per seed, trained together on ``target`` ``(H, W, 3)``, then similarity-pruned together when
+    ``sp`` is a dict (model ``b``'s random stream ``sp_seeds[b]``, default ``seeds[0] + b``, unless ``sp`` sets
+    ``seed``). Returns ``(dense models, final models)`` in seed order (the same list twice without ``sp``)."""
+    nets = [uniform_cppn(depth, width, layout, color, seed=s) for s in seeds]
+    dense = fit_many(nets, target, steps, lr, optimizer, progress=progress).models
+    if sp is None:
+        return dense, dense
+    from .prune import similarity_prune_many
+    stream = seeds[0] if sp_seeds is None else list(sp_seeds)
+    kw = dict(lr=lr, optimizer=optimizer, seed=stream) | dict(sp)
+    return dense, [p.model for p in similarity_prune_many(dense, target, **kw)]
+
+
+def score_models(models: dict, target, judge=None, concept: str | None = None,
+                 score_kwargs: dict | None = None) -> tuple[list[dict], dict]:
+    """Chapter 7: one :class:`DepthSweep` row per trained network of ``models`` (``(depth, seed) -> CPPN``, in
+    the rows' order) with its loss on ``target`` ``(H, W, 3)``, its weights and, when ``judge`` is given, its
+    score (as :func:`depth_sweep` scores). Returns ``(rows, scores)``: ``scores`` holds the
+    :class:`compbook.cppn.emc2.ScoreResult` of a single judge."""
+    target = as_target(target)
+    rows, scores = [], {}
+    for (depth, s), net in models.items():
+        row = dict(depth=depth, seed=s, loss=mse(net, target), score=math.nan, n_weights=net.n_weights())
+        if isinstance(judge, dict):   # several judges on the same renders (chapter 7's re-read)
+            from .panel import panel_verdicts
+            v = panel_verdicts(net, judge, concept, seed=s, **(score_kwargs or {}))
+            row["scores"] = {k: float(x.mean()) for k, x in v.items()}
+            row["k_n"] = {k: [int(x.sum()), len(x)] for k, x in v.items()}
+            row["score"] = next(iter(row["scores"].values()))
+        elif judge is not None:
+            from .emc2 import compositional_score
+            scores[(depth, s)] = compositional_score(net, judge, concept, seed=s, progress=False,
+                                                     **(score_kwargs or {}))
+            row["score"] = scores[(depth, s)].score
+        rows.append(row)
+    return rows, scores
 
 
 def sweep_line(sweeps: dict[str, DepthSweep], ratios: dict[str, float], res: int = RATIO_RES) -> DepthLine:

@@ -168,17 +168,31 @@ def optimizer_comparison(target, seeds, cfg: OptimizerConfig | None = None) -> O
     checks.sequence(seeds, "seeds")
     cfg = cfg or OptimizerConfig()
     layout = mixed_layout(cfg.width)
-    dense = train.fit(uniform_cppn(cfg.depth, cfg.width, layout, seed=cfg.mask_seed), target, cfg.steps,
-                      lr=1e-2, progress=False).model
-    masks = prune.similarity_prune(dense, target, **cfg.sp).masks
+    masks = optimizer_masks(target, cfg)
 
     def starts():
         return [uniform_cppn(cfg.depth, cfg.width, layout, seed=s).clone_with(masks=masks) for s in seeds]
 
     runs = {(opt, lr): train.fit_many(starts(), target, cfg.steps, lr=lr, optimizer=opt, progress=False)
             for opt, lrs in cfg.grid.items() for lr in lrs}
-    best = {opt: min(lrs, key=lambda lr: finite_mean(runs[(opt, lr)].final_loss)) for opt, lrs in cfg.grid.items()}
-    return OptimizerRun(masks, runs, best, {opt: runs[(opt, best[opt])] for opt in cfg.grid})
+    return optimizer_run(masks, runs, cfg.grid)
+
+
+def optimizer_run(masks, runs: dict, grid: dict) -> OptimizerRun:
+    """Chapter 8: each optimizer's best rate of ``grid`` (optimizer -> rates) by mean final loss
+    (:func:`finite_mean`) among ``runs`` ((optimizer, lr) -> FitResult), with ``masks``, as an :class:`OptimizerRun`."""
+    best = {opt: min(lrs, key=lambda lr: finite_mean(runs[(opt, lr)].final_loss)) for opt, lrs in grid.items()}
+    return OptimizerRun(masks, runs, best, {opt: runs[(opt, best[opt])] for opt in grid})
+
+
+def optimizer_masks(target, cfg: OptimizerConfig | None = None) -> list:
+    """Chapter 8's shared masks: a dense network (seed ``cfg.mask_seed``) fitted by Adam at lr 1e-2 to ``target``
+    ``(res, res, 3)``, then similarity-pruned with ``cfg.sp``; one 0/1 ``(out, in)`` tensor per layer."""
+    from .depth import mixed_layout
+    cfg = cfg or OptimizerConfig()
+    dense = train.fit(uniform_cppn(cfg.depth, cfg.width, mixed_layout(cfg.width), seed=cfg.mask_seed), target,
+                      cfg.steps, lr=1e-2, progress=False).model
+    return prune.similarity_prune(dense, target, **cfg.sp).masks
 
 
 # -- chapter 9: unknown targets, dense then SP ------------------------------------------------------------------
@@ -204,13 +218,11 @@ class UnknownConfig(ModeConfig):
 def dense_and_sp(target, depth: int, seeds, cfg: UnknownConfig | None = None) -> tuple[list, list]:
     """Chapter 9 for one target: ``len(seeds)`` dense networks trained together, then each similarity-pruned.
     Returns ``(dense models, pruned models)``; ``seeds`` a non-empty list of seeds."""
-    from .depth import mixed_layout
+    from .depth import mixed_layout, train_depth
     seeds = [checks.seed(s, f"seeds[{i}]") for i, s in enumerate(checks.sequence(seeds, "seeds"))]
     cfg = cfg or UnknownConfig()
-    models = [uniform_cppn(depth, cfg.width, mixed_layout(cfg.width), seed=s) for s in seeds]
-    dense = train.fit_many(models, target, cfg.steps, lr=cfg.lr, progress=False).models
-    pruned = [p.model for p in prune.similarity_prune_many(dense, target, lr=cfg.lr, seed=seeds[0], **cfg.sp)]
-    return dense, pruned
+    return train_depth(target, depth, cfg.width, seeds, mixed_layout(cfg.width), steps=cfg.steps, lr=cfg.lr,
+                       sp=cfg.sp)
 
 
 def half_mse(model: CPPN, target, res: int) -> tuple[float, float]:
@@ -334,11 +346,13 @@ def stored_path():
     return data_dir() / "emc2" / "partA_reread.json"
 
 
-def run_chapter6(seeds, sample: int | None) -> dict:
+def run_chapter6(seeds, sample: int | None, runs: list | None = None, cfg: PruningConfig | None = None) -> dict:
+    """Chapter 6's section of the stored run: ``runs``, one :class:`PruningRun` per seed (default: trained here;
+    :func:`compbook.cppn.tasks.run_chapter6` trains them on the runner), scored under both judges."""
     from . import picbreeder
-    cfg = PruningConfig()
+    cfg = cfg or PruningConfig()
     target = picbreeder.render(picbreeder.load_genome("skull"), cfg.res)
-    runs = [pruning_methods(target, s, cfg) for s in seeds]
+    runs = runs if runs is not None else [pruning_methods(target, s, cfg) for s in seeds]
     names = list(runs[0].final)
     groups = {n: [r.final[n] for r in runs] for n in names}
     return {"seeds": list(seeds), "config": cfg.__dict__, "levels": [r.sp.final_sparsity for r in runs],
@@ -346,15 +360,18 @@ def run_chapter6(seeds, sample: int | None) -> dict:
             "rows": judged(groups, "skull", 0.5, sample=sample)}
 
 
-def run_chapter7(seeds, sample: int | None) -> dict:
+def run_chapter7(seeds, sample: int | None, sweeps: dict | None = None, cfg: DepthConfig | None = None) -> dict:
+    """Chapter 7's section of the stored run: ``sweeps``, target -> its scored :class:`compbook.cppn.depth.DepthSweep`
+    (default: trained and scored here; :func:`compbook.cppn.tasks.run_chapter7` trains on the runner)."""
     from . import depth, picbreeder
-    cfg = DepthConfig()
+    cfg = cfg or DepthConfig()
     out = {"seeds": list(seeds), "config": cfg.__dict__, "targets": {}}
     for n in cfg.targets:
         g = picbreeder.load_genome(n)
-        sw = depth.depth_sweep(picbreeder.render(g, cfg.res), list(cfg.depths), cfg.width, list(seeds),
-                               steps=cfg.steps, lr=cfg.lr, sp=cfg.sp, judge=panel.default_panel(), concept=n,
-                               score_kwargs=dict(delta=cfg.delta, sample=sample), progress=False)
+        sw = sweeps[n] if sweeps is not None else depth.depth_sweep(
+            picbreeder.render(g, cfg.res), list(cfg.depths), cfg.width, list(seeds), steps=cfg.steps, lr=cfg.lr,
+            sp=cfg.sp, judge=panel.default_panel(), concept=n, score_kwargs=dict(delta=cfg.delta, sample=sample),
+            progress=False)
         out["targets"][n] = {
             "ratio": depth.png_compression_ratio(picbreeder.render(g, depth.RATIO_RES)),
             "rows": sw.rows, "intervals": {j: sw.intervals(j) for j in (panel.DEFAULT, panel.SSIM)},
@@ -363,25 +380,34 @@ def run_chapter7(seeds, sample: int | None) -> dict:
     return out
 
 
-def run_chapter8(seeds, sample: int | None) -> dict:
+def run_chapter8(seeds, sample: int | None, run: OptimizerRun | None = None,
+                 cfg: OptimizerConfig | None = None) -> dict:
+    """Chapter 8's section of the stored run: ``run`` (default: :func:`optimizer_comparison` here;
+    :func:`compbook.cppn.tasks.run_chapter8` trains on the runner), scored under both judges."""
     from . import picbreeder
-    cfg = OptimizerConfig()
+    cfg = cfg or OptimizerConfig()
     target = picbreeder.render(picbreeder.load_genome("skull"), cfg.res)
-    run = optimizer_comparison(target, list(seeds), cfg)
+    run = run if run is not None else optimizer_comparison(target, list(seeds), cfg)
     return {"seeds": list(seeds), "config": cfg.__dict__, "best_lr": run.best,
             "mse": {o: [float(x) for x in r.final_loss] for o, r in run.final.items()},
             "rows": judged({o: r.models for o, r in run.final.items()}, "skull", 1.0, sample=sample)}
 
 
-def run_chapter9(seeds, sample: int | None) -> dict:
+#: the depth every target of chapter 9's stored run trains at
+STORED_DEPTH_9 = 8
+
+
+def run_chapter9(seeds, sample: int | None, trained: dict | None = None, cfg: UnknownConfig | None = None) -> dict:
+    """Chapter 9's section of the stored run: ``trained``, target -> ``(dense models, pruned models)`` (default:
+    :func:`dense_and_sp` here; :func:`compbook.cppn.tasks.run_chapter9` trains on the runner), scored."""
     from . import depth
     from .. import images
-    cfg = UnknownConfig()
+    cfg = cfg or UnknownConfig()
     full, concepts = unknown_targets()
-    out = {"seeds": list(seeds), "config": cfg.__dict__, "depth": 8, "targets": {}}
+    out = {"seeds": list(seeds), "config": cfg.__dict__, "depth": STORED_DEPTH_9, "targets": {}}
     for n, img in full.items():
         tgt = images.to_square(img, cfg.res)
-        dense, pruned = dense_and_sp(tgt, out["depth"], list(seeds), cfg)
+        dense, pruned = trained[n] if trained is not None else dense_and_sp(tgt, out["depth"], list(seeds), cfg)
         out["targets"][n] = {
             "concept": concepts[n], "ratio": depth.png_compression_ratio(img),
             "mse": {"dense": [train.mse(m, tgt) for m in dense], "SP": [train.mse(m, tgt) for m in pruned]},
@@ -515,13 +541,15 @@ def fer_optimizers(seeds, cfg: FerOptimizerConfig | None = None) -> OptimizerRun
     runs = {(opt, lr): train.fit_many([CPPN(fer.arch_layout(arch), "hsv", seed=s) for s in seeds], target,
                                       cfg.steps, lr=lr, optimizer=opt, progress=False, straight_through=False)
             for opt, lrs in cfg.grid.items() for lr in lrs}
-    best = {opt: min(lrs, key=lambda lr: finite_mean(runs[(opt, lr)].final_loss)) for opt, lrs in cfg.grid.items()}
-    return OptimizerRun(None, runs, best, {opt: runs[(opt, best[opt])] for opt in cfg.grid})
+    return optimizer_run(None, runs, cfg.grid)
 
 
-def run_chapter8_fer(seeds, sample: int | None) -> dict:
-    cfg = FerOptimizerConfig()
-    run = fer_optimizers(list(seeds), cfg)
+def run_chapter8_fer(seeds, sample: int | None, run: OptimizerRun | None = None,
+                     cfg: FerOptimizerConfig | None = None) -> dict:
+    """Chapter 8 on FER's architecture for the stored run: ``run`` (default: :func:`fer_optimizers` here;
+    :func:`compbook.cppn.tasks.run_chapter8_fer` trains on the runner), scored under both judges."""
+    cfg = cfg or FerOptimizerConfig()
+    run = run if run is not None else fer_optimizers(list(seeds), cfg)
     return {"seeds": list(seeds), "config": cfg.__dict__, "best_lr": run.best,
             "grid_mse": [[o, lr, [float(x) for x in r.final_loss]] for (o, lr), r in run.runs.items()],
             "train_seconds": {f"{o} {lr:g}": round(r.seconds, 1) for (o, lr), r in run.runs.items()},
@@ -535,22 +563,24 @@ RUNNERS |= {"6fer": run_chapter6_fer, "7fer": run_chapter7_fer, "8fer": run_chap
 
 
 def run_stored(chapters, write: bool = False, command: str = "python -m compbook.cppn experiments",
-               log=None) -> dict:
+               log=None, runners: dict | None = None) -> dict:
     """Run each of ``chapters`` (keys of :data:`RUNNERS`) with its :data:`STORED` settings, each section with
     ``made_by``, ``sample`` and ``seconds``, into the stored file's content (:func:`stored_path`, its other
     sections kept); with ``write``, the file is rewritten after each chapter (a long run keeps what it has; its
     ``made_by``: ``command --write``, recorded in the registry).
-    ``log``: called with a line per chapter done."""
+    ``log``: called with a line per chapter done. ``runners``: chapter -> runner (default :data:`RUNNERS`, all in
+    this process; :func:`compbook.cppn.tasks.stored_runners` trains on the sweep runner)."""
     import time
 
     from .. import results
+    runners = RUNNERS if runners is None else checks.instance(runners, "runners", dict)
     for ch in checks.sequence(chapters, "chapters"):
-        checks.choice(ch, "chapters", RUNNERS)
+        checks.choice(ch, "chapters", runners)
     path = stored_path()
     data = checks.json_file(path, "stored Part A results") if path.is_file() else {}
     for ch in chapters:
         t0 = time.perf_counter()
-        out = RUNNERS[ch](**STORED[ch])
+        out = runners[ch](**STORED[ch])
         out |= {"made_by": f"{command} --write --chapters {ch}", "sample": STORED[ch]["sample"],
                 "seconds": round(time.perf_counter() - t0, 1)}
         data[ch if ch == "theory" else f"chapter{ch}"] = out

@@ -474,22 +474,35 @@ def _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute=T
         _check_count(pairs_per_layer, "pairs_per_layer", 1)
 
 
+def _streams(seed, n: int) -> list[int]:
+    """SP's random streams for ``n`` models: ``seed + b`` for an integer ``seed``, else the list ``seed`` itself
+    (one seed per model)."""
+    if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence):
+        seed = checks.seed(seed, "seed", -checks.SEED_MAX - 1)
+        return [int(seed) + b for b in range(n)]
+    if len(seed) != n:
+        raise ValueError(f"seed: {len(seed)} seeds for {n} models (give one per model, or one integer)")
+    return [int(checks.seed(s, f"seed[{b}]", -checks.SEED_MAX - 1)) for b, s in enumerate(seed)]
+
+
 def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8, rounds: int = 6,
-                          retrain_steps: int = 100, lr: float = 3e-3, seed: int = 0, res: int | None = None,
+                          retrain_steps: int = 100, lr: float = 3e-3, seed: int | Sequence[int] = 0,
+                          res: int | None = None,
                           absolute: bool = True, pairs_per_layer: int | None = None,
                           optimizer: str | OptimizerFactory = "adam", progress: bool = False) -> list[PruneResult]:
     """:func:`similarity_prune` for several models of one architecture at once (retrained with ``fit_many``).
 
     Model ``b`` uses the random stream ``seed + b``, so ``similarity_prune_many([m], ..., seed=s)[0]`` equals
-    ``similarity_prune(m, ..., seed=s)``. A model stops on its own when a round finds no redundant pair.
+    ``similarity_prune(m, ..., seed=s)``; ``seed`` a list gives one stream per model (``seed[b]``: any subset of
+    a batch prunes as it does in the whole batch). A model stops on its own when a round finds no redundant pair.
     """
     _check_sp_args(threshold, rounds, retrain_steps, pairs_per_layer, absolute)
-    seed = checks.seed(seed, "seed", -checks.SEED_MAX - 1)
     if len(models) < 1:
         raise ValueError("models: need at least one model")
+    streams = _streams(seed, len(models))
     target = _target_at(target, None)
     res = target.shape[0] if res is None else _check_count(res, "res", 1)
-    gens = [torch.Generator().manual_seed(int(seed) + b) for b in range(len(models))]
+    gens = [torch.Generator().manual_seed(s) for s in streams]
     current = list(models)
     hist = [dict(s=[_sparsity(m.masks)], l=[mse(m, target)], removed=[], curve=[]) for m in models]
     active = list(range(len(models)))
@@ -519,7 +532,7 @@ def similarity_prune_many(models: Sequence[CPPN], target, threshold: float = 0.8
     cfg = dict(method="similarity_prune", threshold=threshold, rounds=rounds, retrain_steps=retrain_steps, lr=lr,
                res=res, absolute=absolute, pairs_per_layer=pairs_per_layer)
     return [PruneResult(current[b], [m.clone() for m in current[b].masks], h["s"], h["l"], h["removed"],
-                        np.concatenate(h["curve"]) if h["curve"] else np.zeros(0), dict(cfg, seed=int(seed) + b))
+                        np.concatenate(h["curve"]) if h["curve"] else np.zeros(0), dict(cfg, seed=streams[b]))
             for b, h in enumerate(hist)]
 
 
