@@ -29,7 +29,7 @@ PART_A_LAYERS = [
     {"emc2", "verdicts", "judges", "judges.base", "judges.cache", "judges.augment", "judges.semantic", "judges.vlm",
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "reader_labels", "agreement", "labellers"},               # blind verdicts
-    {"panel", "depth", "reread", "experiments", "counting", "tables", "fulltime"},  # experiments
+    {"panel", "depth", "reread", "experiments", "counting", "tables", "fulltime", "scoring_tasks"},  # experiments
     {"claims", "exercises"},                                                # claims
     {"__main__"},                                                           # command lines
 ]

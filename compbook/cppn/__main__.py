@@ -3,7 +3,10 @@
 
 Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 
-* ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`), or ``--report``;
+* ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`; a sweep of
+  :mod:`compbook.sweeps`, ``--backend local|ray``), or ``--report``;
+* ``score``: EMC2 scores of many networks, one task each of :mod:`compbook.sweeps` (``--backend local|ray``;
+  :mod:`compbook.cppn.scoring_tasks`);
 * ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`; ``--judge`` a name of
   :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
   :mod:`compbook.cppn.judges.server`);
@@ -40,9 +43,11 @@ PROG = "python -m compbook.cppn"
 
 # -- twins ------------------------------------------------------------------------------------------------------------
 def twins(argv: Sequence[str]) -> int:
-    """``twins --target T [--steps N --res R --seeds ...]`` or ``twins --report``."""
-    from . import store, twins as tw
-    from .paper import figure
+    """``twins --target T [--steps N --res R --seeds ... --backend ...]`` or ``twins --report``: each target's
+    seeds one stack of :func:`compbook.cppn.scoring_tasks.twin_sweep`, run by :mod:`compbook.sweeps` (a killed
+    run resumes from the records in ``--store``), then stored as :func:`compbook.cppn.twins.save_twins` does."""
+    from .. import sweeps
+    from . import scoring_tasks as st, twins as tw
     p = argparse.ArgumentParser(prog=f"{PROG} twins", description=tw.__doc__.split("\n")[0])
     p.add_argument("--target", choices=tw.TARGETS, action="append", default=[])
     p.add_argument("--steps", type=int, default=20000)
@@ -54,34 +59,56 @@ def twins(argv: Sequence[str]) -> int:
     p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
     p.add_argument("--last-weights", action="store_true", help="store the last weights, not the lowest-loss ones")
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
+    p.add_argument("--store", default=None, help="folder of the runner's records (default: "
+                   "$COMPBOOK_SWEEPS/<sweep>, else ~/.cache/compbook/sweeps/<sweep>)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
     p.add_argument("--arch", choices=["picbreeder", "fer"], default="picbreeder",
                    help="fer: FER's activation mix per layer, our minibatch + cosine recipe")
     p.add_argument("--minibatch-steps", type=int, default=6000, help="--arch fer: random-pixel steps")
     p.add_argument("--full-steps", type=int, default=400, help="--arch fer: full-batch cosine steps")
     p.add_argument("--straight-through", action="store_true", help="--arch fer: straight-through clips")
+    sweeps.add_arguments(p)
     args = p.parse_args(argv)
     if args.arch == "fer" and not args.target:
         p.error("--arch fer trains the targets given with --target")
     torch.set_num_threads(args.threads)
     if args.arch == "fer":
-        return _fer_twins(args)
-    for t in args.target:
-        recipe = tw.TwinRecipe(t, args.res, args.steps, args.lr, args.seeds,
-                               stop_at_plateau=not args.no_plateau_stop, max_minutes=args.max_minutes,
-                               keep_best=not args.last_weights)
-        t0 = time.perf_counter()
-        models, losses, seconds = tw.train_twins(recipe, progress=sys.stderr.isatty())
-        for w in tw.save_twins(recipe, models, losses, seconds, args.out):
-            m = store.load_metadata(w)
-            print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
-                  f"{m['psnr_256']:.1f} dB (256; FER {figure('fer_psnr_256')[t]})", flush=True)
-        print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
-              f"{time.perf_counter() - t0:.0f} s in all", flush=True)
+        return _fer_twins(args, argv)
+    if args.target:
+        _sgd_twins(args, argv)
     if args.report or not args.target:
         for r in tw.report(args.out):
             print(json.dumps(r))
     return 0
+
+
+def _run_sweep(sweep, args, **overrides):
+    """Run ``sweep`` with the command's ``--backend`` options into ``--store`` (default
+    :func:`compbook.cppn.scoring_tasks.default_store`); returns the runner's report."""
+    from .. import sweeps
+    from .scoring_tasks import default_store
+    folder = Path(args.store) if args.store else default_store(sweep.name)
+    return sweeps.run(sweep, store=folder, progress=sys.stderr.isatty(), **(sweeps.options(args) | overrides))
+
+
+def _sgd_twins(args, argv) -> None:
+    """``twins --target ...``: the twin sweep, then each twin stored and its quality printed."""
+    from . import scoring_tasks as st, store, twins as tw
+    from .paper import figure
+    recipes = [tw.TwinRecipe(t, args.res, args.steps, args.lr, args.seeds, stop_at_plateau=not args.no_plateau_stop,
+                             max_minutes=args.max_minutes, keep_best=not args.last_weights) for t in args.target]
+    t0 = time.perf_counter()
+    report = _run_sweep(st.twin_sweep(recipes, threads=args.threads, command=f"{PROG} twins {' '.join(argv)}"), args)
+    report.check()
+    records = [r for _, r in report.by_config]
+    for w in st.write_twins(records, args.out):
+        m = store.load_metadata(w)
+        print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
+              f"{m['psnr_256']:.1f} dB (256; FER {figure('fer_psnr_256')[m['target']]})", flush=True)
+    for t in args.target:
+        r = next(r for r in records if r["target"] == t)
+        print(f"{t}: {r['steps_run']} steps ({r['stopped_by']}), {r['seconds']:.0f} s training, "
+              f"{time.perf_counter() - t0:.0f} s in all", flush=True)
 
 
 # -- judges -----------------------------------------------------------------------------------------------------------
@@ -497,26 +524,77 @@ def experiments(argv: Sequence[str]) -> int:
     return 0
 
 
-def _fer_twins(args) -> int:
-    """``twins --arch fer``: one resumable run per target and seed (checkpoint ``<out>/emc2/fertwin_*.pt``)."""
-    from . import twins as tw
-    from ..paths import data_dir
-    folder = Path(args.out) if args.out else data_dir()
-    for t in args.target:
-        for seed in args.seeds:
-            recipe = tw.FerTwinRecipe(t, seed, minibatch_steps=args.minibatch_steps, full_steps=args.full_steps,
-                                      lr=args.lr, straight_through=args.straight_through)
-            ckpt = Path("/tmp") / f"fertwin_{t}_seed{seed}_ckpt.pt" if args.out is None \
-                else folder / f"{tw.fer_twin_stem(recipe)}.pt"
-            model, info = tw.train_fer_twin(recipe, ckpt, max_minutes=args.max_minutes,
-                                            log=lambda s: print(s, flush=True))
-            if not info["done"]:
-                print(f"{t} seed {seed}: stopped at step {info['steps']} (time); rerun to resume from {ckpt}")
-                continue
-            path = tw.save_fer_twin(recipe, model, info, folder)
-            from . import store
-            m = store.load_metadata(path)
-            print(f"{path.name}: PSNR {m['psnr_256']:.1f} dB at 256 px, {m['train_seconds']:.0f} s", flush=True)
+def _fer_twins(args, argv) -> int:
+    """``twins --arch fer``: one runner task per target and seed, resumable (its checkpoint
+    ``fertwin_<target>_seed<s>_ckpt.pt`` in the temporary folder, or in ``<out>/emc2/`` with ``--out``); a task
+    stopped by ``--max-minutes`` is not retried: rerun the command to resume it."""
+    import tempfile
+    from . import scoring_tasks as st, store
+    folder = Path(args.out) / "emc2" if args.out else Path(tempfile.gettempdir())
+    sweep = st.fer_twin_sweep(args.target, args.seeds, threads=args.threads, max_minutes=args.max_minutes,
+                              checkpoints=folder, command=f"{PROG} twins {' '.join(argv)}",
+                              minibatch_steps=args.minibatch_steps, full_steps=args.full_steps, lr=args.lr,
+                              straight_through=args.straight_through)
+    report = _run_sweep(sweep, args, **({"retries": 0} if args.max_minutes is not None else {}))
+    for error in report.failed.values():
+        print(error.strip().splitlines()[-1], flush=True)
+    done = [r for _, r in report.by_config if r is not None]
+    for path in st.write_fer_twins(done, args.out):
+        m = store.load_metadata(path)
+        print(f"{path.name}: PSNR {m['psnr_256']:.1f} dB at 256 px, {m['train_seconds']:.0f} s", flush=True)
+    return 1 if report.failed else 0
+
+
+# -- scores of many networks ------------------------------------------------------------------------------------------
+def score(argv: Sequence[str]) -> int:
+    """``score --genome G --checkpoint C ... --judge J [--server URL] [--backend ...]``: EMC2 scores of many
+    networks, one runner task each (:func:`compbook.cppn.scoring_tasks.scoring_sweep`); one JSON line per network."""
+    from .. import sweeps
+    from . import picbreeder, scoring_tasks as st
+    p = argparse.ArgumentParser(prog=f"{PROG} score", description=st.__doc__.split("\n")[0])
+    p.add_argument("--genome", action="append", default=[], choices=list(picbreeder.GENOMES))
+    p.add_argument("--checkpoint", action="append", default=[], help="a compbook checkpoint (save_cppn)")
+    p.add_argument("--concept", default=None, help="default: the genome's name, or a checkpoint's 'target'")
+    p.add_argument("--judge", choices=st.SCORING_JUDGES, default=None,
+                   help="a judge of compbook.cppn.judges.registry (default: server with --server, else ssim)")
+    p.add_argument("--threshold", type=float, default=None, help="ssim, reference, classifier")
+    p.add_argument("--server", default=None, help="an OpenAI-compatible server's base URL (the server judge)")
+    p.add_argument("--model", default=None, help="the served model id, or --judge vlm's model_id")
+    p.add_argument("--revision", default=None, help="the weights' commit hash (server, vlm)")
+    p.add_argument("--concurrency", type=int, default=None, help="server: requests in flight")
+    p.add_argument("--api-key-env", default=None, help="server: the environment variable holding the API key")
+    p.add_argument("--delta", type=float, default=0.5)
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--policy", default="plus")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", default="fast")
+    p.add_argument("--batch-size", type=int, default=64, help="renders per judge call")
+    p.add_argument("--sample", type=int, default=None, help="score a seeded sample of this many weights")
+    p.add_argument("--store", default=None, help="folder of the runner's records (default: "
+                   "$COMPBOOK_SWEEPS/<sweep>, else ~/.cache/compbook/sweeps/<sweep>)")
+    sweeps.add_arguments(p)
+    args = p.parse_args(argv)
+    if not args.genome and not args.checkpoint:
+        p.error("give at least one --genome or --checkpoint")
+    torch.set_num_threads(1)
+    name = args.judge or ("server" if args.server else "ssim")
+    keys = {"server": ("model", "revision", "concurrency", "api_key_env"), "vlm": ("model", "revision"),
+            "ssim": ("threshold",), "reference": ("threshold",), "classifier": ("threshold",)}.get(name, ())
+    options = {("model_id" if name == "vlm" and k == "model" else k): getattr(args, k) for k in keys
+               if getattr(args, k) is not None}
+    try:
+        judge = st.judge_spec(name, args.server, **options)
+        sweep = st.scoring_sweep(args.genome + args.checkpoint, args.concept, judge, args.delta, args.res,
+                                 args.policy, args.seed, args.engine, args.batch_size, args.sample, args.server,
+                                 command=f"{PROG} score {' '.join(argv)}")
+    except ValueError as e:
+        p.error(str(e))
+    report = _run_sweep(sweep, args)
+    report.check()
+    for config, r in report.by_config:
+        net = config["network"].get("genome") or config["network"]["checkpoint"]
+        print(json.dumps({"network": net, "concept": r["concept"], "score": r["score"], "n": len(r["weights"]),
+                          "judge": r["judge"], "delta": r["delta"], "res": r["res"], "policy": r["policy"]}))
     return 0
 
 
@@ -567,8 +645,8 @@ def counting(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"twins": twins, "judges": judges, "semantic": semantic, "labelling": labelling, "reread": reread,
-            "experiments": experiments, "fer": fer, "counting": counting}
+COMMANDS = {"twins": twins, "score": score, "judges": judges, "semantic": semantic, "labelling": labelling,
+            "reread": reread, "experiments": experiments, "fer": fer, "counting": counting}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
