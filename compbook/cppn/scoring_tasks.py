@@ -104,7 +104,11 @@ def twin_sweep(recipes, res: int = 64, steps: int = 20000, seeds=(0, 1, 2), lr: 
                threads: int = 1, command: str | None = None, **options) -> sweeps.Sweep:
     """The sweep of SGD twins (chapter 5): ``recipes`` a :class:`~compbook.cppn.twins.TwinRecipe`, a list of
     them, a target name or a list of names (each made a recipe with ``res``, ``steps``, ``seeds``, ``lr`` and
-    ``options``, the recipe's other fields: ``stop_at_plateau``, ``max_minutes``, ``keep_best``, ...)."""
+    ``options``, the recipe's other fields: ``stop_at_plateau``, ``max_minutes``, ``keep_best``, ...).
+
+    A twin's key names its recipe, seed and stack, not the steps run: a recipe that stops at a plateau or after
+    ``max_minutes`` stores what its run reached (``steps_run``, ``stopped_by``; with ``max_minutes`` that depends
+    on the machine's speed, as :func:`~compbook.cppn.twins.train_twins`' does)."""
     if isinstance(recipes, (str, tw.TwinRecipe)):
         recipes = [recipes]
     recipes = checks.sequence(recipes, "recipes")
