@@ -157,8 +157,8 @@ def test_server_judge_is_built_in_the_task_from_its_config(tiny):
 
 
 def test_the_commands_accept_backend_local(tiny, tmp_path, capsys):
-    assert cli.main(["score", "--checkpoint", str(tiny[0]), "--genome", "apple", "--judge", "ssim", "--res", "16",
-                     "--sample", "6", "--backend", "local", "--store", str(tmp_path / "s")]) == 0
+    assert cli.main(["judges", "score", "--checkpoint", str(tiny[0]), "--genome", "apple", "--judge", "ssim",
+                     "--res", "16", "--sample", "6", "--backend", "local", "--store", str(tmp_path / "s")]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["concept"] for x in lines] == ["apple", "tiny"] and all(0 <= x["score"] <= 1 for x in lines)
     assert cli.main(["twins", "--target", "skull", "--res", "16", "--steps", "4", "--seeds", "0", "--out",
@@ -166,7 +166,7 @@ def test_the_commands_accept_backend_local(tiny, tmp_path, capsys):
     assert "skull: 4 steps (steps)" in capsys.readouterr().out
     assert [p.name for p in tw.stored_twins("skull", tmp_path / "out")] == ["twin_skull_16px_4steps_seed0.json"]
     with pytest.raises(SystemExit):
-        cli.main(["score", "--genome", "apple", "--backend", "carrier-pigeon"])
+        cli.main(["judges", "score", "--genome", "apple", "--backend", "carrier-pigeon"])
 
 
 def test_tiny_scoring_sweep_is_small(tmp_path):

@@ -57,6 +57,15 @@ def default_store(name: str) -> Path:
     return Path(root) / checks.non_empty_str(name, "name").replace("/", "-")
 
 
+def run_sweep(sweep: sweeps.Sweep, store=None, progress: bool = False, check: bool = True,
+              run_options: dict | None = None) -> sweeps.Report:
+    """:func:`compbook.sweeps.run` of ``sweep`` into ``store`` (default :func:`default_store`) with
+    ``run_options`` (backend, address, workers, retries, per_task); the report, checked unless ``check`` is False."""
+    report = sweeps.run(sweep, Path(store) if store else default_store(sweep.name), progress=progress,
+                        **(run_options or {}))
+    return report.check() if check else report
+
+
 @contextlib.contextmanager
 def _threads(n: int):
     """Run with ``torch.set_num_threads(n)`` (restored after)."""
@@ -205,6 +214,19 @@ def write_twins(records, folder=None) -> list[Path]:
     return _write(records, "twin", folder)
 
 
+def make_twins(recipes, folder=None, store=None, threads: int = 1, command: str | None = None,
+               progress: bool = False, run_options: dict | None = None) -> list[dict]:
+    """Chapter 5's twins of ``recipes`` (:func:`twin_sweep`) trained by the runner (:func:`run_sweep`) and stored
+    in ``folder`` as :func:`~compbook.cppn.twins.save_twins` stores them; one row per twin: file, target, seed,
+    steps run, why it stopped, seconds (of its stack), MSE and PSNR at 64 px, PSNR at 256 px."""
+    report = run_sweep(twin_sweep(recipes, threads=threads, command=command), store, progress, True, run_options)
+    records = [r for _, r in report.by_config]
+    return [{"file": p.name, "target": r["target"], "seed": r["seed"], "steps_run": r["steps_run"],
+             "stopped_by": r["stopped_by"], "seconds": r["seconds"]}
+            | {k: r["metadata"][k] for k in ("mse_64", "psnr_64", "psnr_256")}
+            for p, r in zip(write_twins(records, folder), records)]
+
+
 # -- twins of FER's architecture ---------------------------------------------------------------------------------------
 def fer_twin_sweep(recipes, seeds=(0,), threads: int = 1, max_minutes: float | None = None,
                    checkpoints=None, command: str | None = None, **options) -> sweeps.Sweep:
@@ -251,6 +273,24 @@ def train_fer_twin_task(config: dict) -> dict:
 def write_fer_twins(records, folder=None) -> list[Path]:
     """Store FER-architecture twin records as :func:`~compbook.cppn.twins.save_fer_twin` does; JSON paths."""
     return _write(records, "fertwin", folder)
+
+
+def make_fer_twins(targets, seeds, folder=None, store=None, threads: int = 1, max_minutes: float | None = None,
+                   command: str | None = None, progress: bool = False, run_options: dict | None = None,
+                   **recipe) -> tuple[list[dict], list[str]]:
+    """Twins of FER's architecture (:func:`fer_twin_sweep`, ``recipe``: :class:`~compbook.cppn.twins.FerTwinRecipe`'s
+    fields) trained by the runner, each resumable from ``fertwin_<target>_seed<s>_ckpt.pt`` in ``<folder>/emc2/``
+    (no ``folder``: the temporary folder), and the finished ones stored in ``folder`` as
+    :func:`~compbook.cppn.twins.save_fer_twin` does. With ``max_minutes`` a task is not retried (the next call
+    resumes it). Returns ``(rows: file, PSNR at 256 px, seconds; errors of the tasks not finished)``."""
+    ckpts = Path(folder) / tw.FOLDER if folder is not None else Path(tempfile.gettempdir())
+    sweep = fer_twin_sweep(targets, seeds, threads, max_minutes, ckpts, command, **recipe)
+    run_options = (run_options or {}) | ({"retries": 0} if max_minutes is not None else {})
+    report = run_sweep(sweep, store, progress, False, run_options)
+    done = [r for _, r in report.by_config if r is not None]
+    rows = [{"file": p.name, "psnr_256": r["metadata"]["psnr_256"], "seconds": r["metadata"]["train_seconds"]}
+            for p, r in zip(write_fer_twins(done, folder), done)]
+    return rows, list(report.failed.values())
 
 
 # -- EMC2 scores of many networks --------------------------------------------------------------------------------------
@@ -448,6 +488,14 @@ def score_result(record: dict) -> emc2.ScoreResult:
                             record["deltas"], record["source"], record["concept"], record["policy"],
                             record["delta"], record["res"], record["engine"], record["model_hash"],
                             record["n_nonzero"], record["seconds"], record["reference"])
+
+
+def scores(sweep: sweeps.Sweep, store=None, progress: bool = False, run_options: dict | None = None) -> list[dict]:
+    """The scores of a :func:`scoring_sweep` run by :func:`run_sweep`: one row per network (network, concept,
+    score, perturbations judged, judge identity, delta, res, policy), in config order."""
+    return [{"network": c["network"].get("genome") or c["network"]["checkpoint"], "concept": r["concept"],
+             "score": r["score"], "n": len(r["weights"]), "judge": r["judge"], "delta": r["delta"], "res": r["res"],
+             "policy": r["policy"]} for c, r in run_sweep(sweep, store, progress, True, run_options).by_config]
 
 
 # -- a tiny sweep for the runner's tests -------------------------------------------------------------------------------
