@@ -3,6 +3,7 @@ old in-process loops (train_twins + save_twins, compositional_score), resume wit
 refuse bad input."""
 
 import copy
+import hashlib
 import json
 
 import numpy as np
@@ -12,7 +13,9 @@ import torch
 from compbook import sweeps
 from compbook.cppn import __main__ as cli, emc2, scoring_tasks as st, store, twins as tw
 from compbook.cppn.judges.registry import make_judge
+from compbook.cppn.judges.server import ServerJudge
 from compbook.cppn.network import CPPN
+from servers import FaultServer, completion
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -59,6 +62,13 @@ def test_twin_records_equal_train_twins_and_store_as_save_twins(tmp_path):
     loaded = tw.load_twins("skull", tmp_path / "ours", res=16)
     assert [store.content_hash(m) for m in loaded] == [store.content_hash(st.record_model(r))
                                                       for r in sorted(records, key=lambda r: r["seed"])]
+
+
+def test_a_resumed_twin_sweep_trains_only_the_missing_stacks(tmp_path):
+    first = _run(st.twin_sweep("skull", res=16, steps=4, seeds=[0]), tmp_path / "s")
+    again = _run(st.twin_sweep(["skull", "apple"], res=16, steps=4, seeds=[0]), tmp_path / "s")
+    assert again.stored == first.ran and len(again.ran) == 1 and again.tasks == 1
+    assert [r["target"] for r in again.records.values()] == ["skull", "apple"]
 
 
 def test_a_stack_split_between_tasks_trains_whole(tmp_path):
@@ -138,6 +148,9 @@ def test_a_changed_checkpoint_gets_another_key(tmp_path):
     lambda t: st.judge_spec("server", server="http://localhost:8000/v1", api_key="secret"),
     lambda t: st.judge_spec("ssim", threshold=float("nan")),
     lambda t: st.score_network({"network": "skull"}),
+    lambda t: st.load_network({"genome": "skull"}),
+    lambda t: st.scoring_sweep([]),
+    lambda t: st.fer_twin_sweep("skull", max_minutes=-1),
     lambda t: st.write_twins([{"kind": "score"}]),
     lambda t: st.score_result({"kind": "twin"}),
 ])
@@ -156,6 +169,27 @@ def test_server_judge_is_built_in_the_task_from_its_config(tiny):
     json.dumps(config)
 
 
+def _answer(body: bytes) -> bytes:
+    """A served judge whose answer depends on the request (the image in it) only."""
+    return completion("yes" if hashlib.sha256(body).digest()[0] % 2 else "no")
+
+
+def test_server_judge_scores_equal_direct_streaming(tiny, tmp_path):
+    """A config naming a server: the task builds a ServerJudge (streamed batches) whose score equals the direct one."""
+    with FaultServer(default=_answer) as server:
+        url = f"http://127.0.0.1:{server.port}/v1"
+        spec = st.judge_spec("server", server=url, model="m", concurrency=2, api_key_env="NO_SUCH_KEY")
+        sweep = st.scoring_sweep(tiny[:2], "pattern", judge=spec, server=url, res=16, batch_size=4, sample=6)
+        report = _run(sweep, tmp_path / "s")
+        asked = server.requests
+        for config, r in report.by_config:
+            want = emc2.compositional_score(st.load_network(config["network"]), ServerJudge(url, "m", concurrency=2),
+                                            "pattern", res=16, batch_size=4, sample=6, progress=False)
+            assert r["score"] == want.score and torch.equal(r["verdicts"], want.verdicts)
+        assert asked == server.requests // 2 == sum(len(r["weights"]) for r in report.records.values())
+        assert 0 < sum(r["score"] for r in report.records.values()) < 2
+
+
 def test_the_commands_accept_backend_local(tiny, tmp_path, capsys):
     assert cli.main(["judges", "score", "--checkpoint", str(tiny[0]), "--genome", "apple", "--judge", "ssim",
                      "--res", "16", "--sample", "6", "--backend", "local", "--store", str(tmp_path / "s")]) == 0
@@ -165,6 +199,11 @@ def test_the_commands_accept_backend_local(tiny, tmp_path, capsys):
                      str(tmp_path / "out"), "--store", str(tmp_path / "t"), "--backend", "local"]) == 0
     assert "skull: 4 steps (steps)" in capsys.readouterr().out
     assert [p.name for p in tw.stored_twins("skull", tmp_path / "out")] == ["twin_skull_16px_4steps_seed0.json"]
+    assert cli.main(["twins", "--arch", "fer", "--target", "skull", "--seeds", "0", "--minibatch-steps", "3",
+                     "--full-steps", "1", "--out", str(tmp_path / "out"), "--store", str(tmp_path / "f")]) == 0
+    assert "fertwin_skull_seed0.json: PSNR" in capsys.readouterr().out
+    assert (tmp_path / "out" / "emc2" / "fertwin_skull_seed0_ckpt.pt").is_file()
+    assert len(tw.load_fer_twins("skull", tmp_path / "out")) == 1
     with pytest.raises(SystemExit):
         cli.main(["judges", "score", "--genome", "apple", "--backend", "carrier-pigeon"])
 

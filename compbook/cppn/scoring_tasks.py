@@ -339,6 +339,8 @@ def _load(spec: dict) -> CPPN:
 
 def load_network(spec: dict) -> CPPN:
     """The network a config's ``network`` names, its content hash checked against the config's digest."""
+    if not isinstance(spec, dict) or set(spec) not in ({"genome", "digest"}, {"checkpoint", "digest"}):
+        raise ValueError(f"network: expected {{'genome' or 'checkpoint', 'digest'}} (network_spec), got {spec!r}")
     model = _load(spec)
     if store.content_hash(model) != spec["digest"]:
         raise ValueError(f"network {spec}: its content hash is now {store.content_hash(model)}, not the digest "
