@@ -34,7 +34,7 @@ PART_A_LAYERS = [
      "judges.registry", "judges.server"},                                   # judging
     {"labelling", "reader_labels", "agreement", "labellers"},               # blind verdicts
     {"panel", "depth", "reread", "experiments", "counting", "tables", "fulltime"},  # experiments
-    {"tasks"},                                                              # experiments on the sweep runner
+    {"tasks", "scoring_tasks"},                                             # experiments on the sweep runner
     {"claims", "exercises"},                                                # claims
     {"__main__"},                                                           # command lines
 ]

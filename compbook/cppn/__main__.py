@@ -4,9 +4,9 @@
 Commands (``python -m compbook.cppn <command> --help`` for each one's options):
 
 * ``twins``: train SGD twins of the Picbreeder targets (:mod:`compbook.cppn.twins`), or ``--report``;
-* ``judges fill|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`; ``--judge`` a name of
-  :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
-  :mod:`compbook.cppn.judges.server`);
+* ``judges fill|score|show``: fill or summarise a judge cache (:mod:`compbook.cppn.judges.cache`; ``--judge`` a
+  name of :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
+  :mod:`compbook.cppn.judges.server`), or score many networks (``score``);
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
   the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice against a second
   model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.labellers`);
@@ -40,8 +40,10 @@ PROG = "python -m compbook.cppn"
 
 # -- twins ------------------------------------------------------------------------------------------------------------
 def twins(argv: Sequence[str]) -> int:
-    """``twins --target T [--steps N --res R --seeds ...]`` or ``twins --report``."""
-    from . import store, twins as tw
+    """``twins --target T [--steps N --res R --seeds ... --backend ...]`` or ``twins --report``: a sweep of
+    :mod:`compbook.sweeps` (:func:`compbook.cppn.scoring_tasks.make_twins`; rerun, it resumes from ``--store``)."""
+    from .. import sweeps
+    from . import scoring_tasks as st, twins as tw
     from .paper import figure
     p = argparse.ArgumentParser(prog=f"{PROG} twins", description=tw.__doc__.split("\n")[0])
     p.add_argument("--target", choices=tw.TARGETS, action="append", default=[])
@@ -54,29 +56,36 @@ def twins(argv: Sequence[str]) -> int:
     p.add_argument("--no-plateau-stop", action="store_true", help="run all --steps even after a plateau")
     p.add_argument("--last-weights", action="store_true", help="store the last weights, not the lowest-loss ones")
     p.add_argument("--out", default=None, help="folder holding emc2/ (default: data/)")
+    p.add_argument("--store", default=None, help="the runner's records (default: scoring_tasks.default_store)")
     p.add_argument("--report", action="store_true", help="print MSE / PSNR of the stored twins")
     p.add_argument("--arch", choices=["picbreeder", "fer"], default="picbreeder",
                    help="fer: FER's activation mix per layer, our minibatch + cosine recipe")
     p.add_argument("--minibatch-steps", type=int, default=6000, help="--arch fer: random-pixel steps")
     p.add_argument("--full-steps", type=int, default=400, help="--arch fer: full-batch cosine steps")
     p.add_argument("--straight-through", action="store_true", help="--arch fer: straight-through clips")
+    sweeps.add_arguments(p)
     args = p.parse_args(argv)
     if args.arch == "fer" and not args.target:
         p.error("--arch fer trains the targets given with --target")
     torch.set_num_threads(args.threads)
-    if args.arch == "fer":
-        return _fer_twins(args)
-    for t in args.target:
-        recipe = tw.TwinRecipe(t, args.res, args.steps, args.lr, args.seeds,
-                               stop_at_plateau=not args.no_plateau_stop, max_minutes=args.max_minutes,
-                               keep_best=not args.last_weights)
-        t0 = time.perf_counter()
-        models, losses, seconds = tw.train_twins(recipe, progress=sys.stderr.isatty())
-        for w in tw.save_twins(recipe, models, losses, seconds, args.out):
-            m = store.load_metadata(w)
-            print(f"{w.name}: MSE {m['mse_64']:.5f} (64 px), PSNR {m['psnr_64']:.1f} dB (64), "
-                  f"{m['psnr_256']:.1f} dB (256; FER {figure('fer_psnr_256')[t]})", flush=True)
-        print(f"{t}: {recipe.steps} steps ({recipe.stopped_by}), {seconds:.0f} s training, "
+    if args.arch == "fer":    # one resumable task per target and seed (make_fer_twins): run again to resume
+        rows, failed = st.make_fer_twins(args.target, args.seeds, args.out, args.store, args.threads, args.max_minutes,
+                                         f"{PROG} twins {' '.join(argv)}", sys.stderr.isatty(), sweeps.options(args),
+                                         minibatch_steps=args.minibatch_steps, full_steps=args.full_steps, lr=args.lr,
+                                         straight_through=args.straight_through)
+        print("\n".join(failed + [f"{r['file']}: PSNR {r['psnr_256']:.1f} dB at 256 px, {r['seconds']:.0f} s"
+                                   for r in rows]), flush=True)
+        return 1 if failed else 0
+    recipes = [tw.TwinRecipe(t, args.res, args.steps, args.lr, args.seeds, stop_at_plateau=not args.no_plateau_stop,
+                             max_minutes=args.max_minutes, keep_best=not args.last_weights) for t in args.target]
+    t0 = time.perf_counter()
+    rows = st.make_twins(recipes, args.out, args.store, args.threads, f"{PROG} twins {' '.join(argv)}",
+                         sys.stderr.isatty(), sweeps.options(args)) if recipes else []
+    for r in rows:
+        print(f"{r['file']}: MSE {r['mse_64']:.5f} (64 px), PSNR {r['psnr_64']:.1f} dB (64), "
+              f"{r['psnr_256']:.1f} dB (256; FER {figure('fer_psnr_256')[r['target']]})", flush=True)
+    for r in [next(r for r in rows if r["target"] == t) for t in args.target]:
+        print(f"{r['target']}: {r['steps_run']} steps ({r['stopped_by']}), {r['seconds']:.0f} s training, "
               f"{time.perf_counter() - t0:.0f} s in all", flush=True)
     if args.report or not args.target:
         for r in tw.report(args.out):
@@ -86,18 +95,18 @@ def twins(argv: Sequence[str]) -> int:
 
 # -- judges -----------------------------------------------------------------------------------------------------------
 def _judges_parser() -> argparse.ArgumentParser:
+    from .. import sweeps
     from .judges.registry import JUDGES
     p = argparse.ArgumentParser(prog=f"{PROG} judges",
                                 description="Fill or inspect EMC2 judge caches (data/judge_cache/).")
     sub = p.add_subparsers(dest="command", required=True)
-    f = sub.add_parser("fill", help="ask a judge about every perturbation compositional_score evaluates; store it")
+    f = argparse.ArgumentParser(add_help=False)     # the options fill and score share
     f.add_argument("--genome", action="append", default=[], help="a Picbreeder genome (skull, butterfly, apple)")
     f.add_argument("--checkpoint", action="append", default=[], help="a compbook checkpoint (save_cppn)")
     f.add_argument("--concept", help="what the images show (default: the genome's name; required for checkpoints)")
     f.add_argument("--judge", choices=[n for n in JUDGES if n != "image-reference"], default=None,
                    help="a judge of compbook.cppn.judges.registry (default: server with --server, else vlm;"
                         " image-reference needs a target image)")
-    f.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
     g = f.add_argument_group("VLM judge")
     g.add_argument("--model-id", default=None, help="default compbook.cppn.judges.vlm.DEFAULT_MODEL")
     g.add_argument("--revision", default=None,
@@ -113,7 +122,6 @@ def _judges_parser() -> argparse.ArgumentParser:
     v.add_argument("--model", help="the served model id (default Qwen/Qwen3-VL-4B-Thinking)")
     v.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
     v.add_argument("--timeout", type=float, default=60.0, help="seconds per request, retries included")
-    v.add_argument("--retries", type=int, default=3, help="after a 429, a 5xx or a dropped connection")
     v.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     v.add_argument("--request-seed", type=int, default=0, help="the requests' sampling seed")
     v.add_argument("--max-unreadable", type=float, default=None,
@@ -129,40 +137,73 @@ def _judges_parser() -> argparse.ArgumentParser:
     e.add_argument("--engine")
     e.add_argument("--engine-batch-size", type=int, help="compositional_score's batch_size")
     e.add_argument("--sample", type=int, help="score a seeded sample of this many weights (default: all)")
+    fill = sub.add_parser("fill", parents=[f],
+                          help="ask a judge about every perturbation compositional_score evaluates; store it")
+    fill.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
+    fill.add_argument("--retries", type=int, default=3, help="server judge: after a 429, a 5xx or a dropped connection")
+    sc = sub.add_parser("score", parents=[f],
+                        help="the networks' EMC2 scores, one task each of compbook.sweeps (stored in --store)")
+    sc.add_argument("--store", help="the runner's records (default: scoring_tasks.default_store)")
+    sc.add_argument("--request-retries", type=int, default=3, help="server judge: fill's --retries")
+    sweeps.add_arguments(sc)
     sh = sub.add_parser("show", help="summarise cache files")
     sh.add_argument("paths", nargs="*", help="cache files or folders (default: data/judge_cache/)")
     return p
 
 
-def _server_judge(args):
-    """``--judge server``: a :class:`~compbook.cppn.judges.server.ServerJudge` (the VLM options that apply)."""
-    import os
-    from .judges.registry import make_judge
-    if not args.server:
-        raise SystemExit("fill: --judge server needs --server URL")
-    options = {k: v for k, v in (("model", args.model or args.model_id), ("prompt", args.prompt),
-                                  ("max_tokens", args.max_new_tokens), ("image_size", args.image_size),
-                                  ("max_unreadable", args.max_unreadable))
-               if v is not None}
-    return make_judge("server", base_url=args.server, revision=args.revision, concurrency=args.concurrency, timeout=args.timeout,
-                       retries=args.retries, api_key=os.environ.get(args.api_key_env) or None,
-                       seed=args.request_seed, progress=True, **options)
+def _judge_choice(args) -> tuple[str, dict]:
+    """The judge ``--judge`` names (default: server with ``--server``, else vlm) and its options (JSON-able; the
+    server's URL and API key apart)."""
+    name = args.judge or ("server" if args.server else "vlm")
+    if name == "server":
+        if not args.server:
+            raise SystemExit(f"{args.command}: --judge server needs --server URL")
+        given = (("model", args.model or args.model_id), ("prompt", args.prompt), ("max_tokens", args.max_new_tokens),
+                 ("image_size", args.image_size), ("max_unreadable", args.max_unreadable))
+        return name, {k: v for k, v in given if v is not None} | {
+            "revision": args.revision, "concurrency": args.concurrency, "timeout": args.timeout,
+            "retries": args.retries if args.command == "fill" else args.request_retries, "seed": args.request_seed}
+    if name != "vlm":
+        return name, {} if args.threshold is None else {"threshold": args.threshold}
+    given = (("model_id", args.model_id), ("prompt", args.prompt), ("max_new_tokens", args.max_new_tokens),
+             ("image_size", args.image_size))
+    return name, {k: v for k, v in given if v is not None} | {
+        "revision": args.revision, "batch_size": args.batch_size, "device": args.device, "device_map": args.device_map}
 
 
 def _make_judge(args):
     """The judge ``--judge`` names, from :func:`compbook.cppn.judges.registry.make_judge`."""
+    import os
     from .judges.registry import make_judge
-    args.judge = args.judge or ("server" if args.server else "vlm")
+    args.judge, options = _judge_choice(args)
     if args.judge == "server":
-        return _server_judge(args)
-    if args.judge != "vlm":
-        given = {} if args.threshold is None else {"threshold": args.threshold}
-        return make_judge(args.judge, **given)
-    options = {k: v for k, v in (("model_id", args.model_id), ("prompt", args.prompt),
-                                  ("max_new_tokens", args.max_new_tokens), ("image_size", args.image_size))
-               if v is not None}
-    return make_judge("vlm", revision=args.revision, batch_size=args.batch_size, device=args.device,
-                      device_map=args.device_map, **options)
+        options |= {"base_url": args.server, "api_key": os.environ.get(args.api_key_env) or None, "progress": True}
+    return make_judge(args.judge, **options)
+
+
+def _score_settings(args) -> dict:
+    """``compositional_score``'s settings given on the command line (the others: its defaults)."""
+    given = (("delta", args.delta), ("res", args.res), ("policy", args.policy), ("seed", args.seed),
+             ("engine", args.engine), ("batch_size", args.engine_batch_size), ("sample", args.sample))
+    return {k: v for k, v in given if v is not None}
+
+
+def _score(args) -> int:
+    """``score``: the networks' scores (:func:`compbook.cppn.scoring_tasks.scoring_sweep`, each task builds the
+    judge from its config), one JSON line each."""
+    from .. import sweeps
+    from . import scoring_tasks as st
+    name, options = _judge_choice(args)
+    server = args.server if name == "server" else None
+    try:
+        spec = st.judge_spec(name, server, **options, **({"api_key_env": args.api_key_env} if server else {}))
+        sweep = st.scoring_sweep(args.genome + args.checkpoint, args.concept, spec, server=server,
+                                 command=f"{PROG} judges score", **_score_settings(args))
+    except ValueError as e:
+        raise SystemExit(f"score: {e}") from None
+    for row in st.scores(sweep, args.store, sys.stderr.isatty(), sweeps.options(args)):
+        print(json.dumps(row))
+    return 0
 
 
 def _models(args) -> list[tuple[str, object, str]]:
@@ -184,9 +225,7 @@ def _fill(args) -> int:
     models = _models(args)
     judge = _make_judge(args)
     cached = CachedJudge(args.cache if args.cache else cache_path(judge.identity), judge, mode="fill")
-    kwargs = {k: v for k, v in (("delta", args.delta), ("res", args.res), ("policy", args.policy),
-                                ("seed", args.seed), ("engine", args.engine),
-                                ("batch_size", args.engine_batch_size), ("sample", args.sample)) if v is not None}
+    kwargs = _score_settings(args)
     print(f"judge: {judge.identity}\ncache: {cached.path} ({len(cached)} entries"
           + (f", {cached.recovered} recovered from an interrupted fill)" if cached.recovered else ")"))
     for name, model, concept in models:
@@ -237,9 +276,9 @@ def _show(args) -> int:
 
 
 def judges(argv: Sequence[str]) -> int:
-    """``judges fill ...`` / ``judges show ...``."""
+    """``judges fill ...`` / ``judges score ...`` / ``judges show ...``."""
     args = _judges_parser().parse_args(argv)
-    return {"fill": _fill, "show": _show}[args.command](args)
+    return {"fill": _fill, "score": _score, "show": _show}[args.command](args)
 
 
 # -- semantic judges and their choice ---------------------------------------------------------------------------------
@@ -498,29 +537,6 @@ def experiments(argv: Sequence[str]) -> int:
     ex.run_stored(args.chapters, args.write, f"{PROG} experiments", log=print, runners=runners)
     if args.write:
         print(f"wrote {ex.stored_path()}")
-    return 0
-
-
-def _fer_twins(args) -> int:
-    """``twins --arch fer``: one resumable run per target and seed (checkpoint ``<out>/emc2/fertwin_*.pt``)."""
-    from . import twins as tw
-    from ..paths import data_dir
-    folder = Path(args.out) if args.out else data_dir()
-    for t in args.target:
-        for seed in args.seeds:
-            recipe = tw.FerTwinRecipe(t, seed, minibatch_steps=args.minibatch_steps, full_steps=args.full_steps,
-                                      lr=args.lr, straight_through=args.straight_through)
-            ckpt = Path("/tmp") / f"fertwin_{t}_seed{seed}_ckpt.pt" if args.out is None \
-                else folder / f"{tw.fer_twin_stem(recipe)}.pt"
-            model, info = tw.train_fer_twin(recipe, ckpt, max_minutes=args.max_minutes,
-                                            log=lambda s: print(s, flush=True))
-            if not info["done"]:
-                print(f"{t} seed {seed}: stopped at step {info['steps']} (time); rerun to resume from {ckpt}")
-                continue
-            path = tw.save_fer_twin(recipe, model, info, folder)
-            from . import store
-            m = store.load_metadata(path)
-            print(f"{path.name}: PSNR {m['psnr_256']:.1f} dB at 256 px, {m['train_seconds']:.0f} s", flush=True)
     return 0
 
 

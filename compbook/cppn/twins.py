@@ -158,28 +158,37 @@ def train_twins(recipe: TwinRecipe, progress: bool = True) -> tuple[list[CPPN], 
     return fit.models, losses, fit.seconds
 
 
+def twin_files(recipe: TwinRecipe, model: CPPN, losses, seconds: float, j: int) -> tuple[str, dict, str]:
+    """What :func:`save_twins` writes for seed ``recipe.seeds[j]`` (chapter 5): ``(stem, metadata, made_by)``,
+    the checkpoint name under ``data/``, its JSON metadata (recipe, loss curve, final MSE, PSNR) and the command.
+    ``losses (steps, n_seeds)`` of the whole run, ``seconds`` its training time (all seeds together)."""
+    seed = recipe.seeds[j]
+    curve = losses[::LOG_EVERY, j].tolist()
+    ran = {k: getattr(recipe, k) for k in ("max_steps", "stopped_by") if hasattr(recipe, k)}
+    made_by = (f"python -m compbook.cppn twins --target {recipe.target} --res {recipe.res} "
+               f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}")
+    meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
+            "run": ran | {"plateau_window": PLATEAU_WINDOW, "plateau_tol": PLATEAU_TOL,
+                          "plateau_step": plateau_steps(losses[:, j:j + 1])[0],
+                          "loss_best_last_window": float(losses[-PLATEAU_WINDOW:, j].min()),
+                          "loss_best_before": float(losses[:-PLATEAU_WINDOW, j].min())
+                          if len(losses) > PLATEAU_WINDOW else None},
+            "fer_recipe": "Adam on the unit-normalised gradient, lr 3e-3 (apple 3e-4), MSE, FER's code",
+            "train_seconds_all_seeds": round(seconds, 1), "threads": torch.get_num_threads(),
+            "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
+            "final_mse_train_res": float(train.mse(model, picbreeder.render(
+                picbreeder.load_genome(recipe.target), recipe.res)))} | quality(model, recipe.target)
+    return twin_stem(recipe.target, recipe.res, recipe.steps, seed), meta, made_by
+
+
 def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list[Path]:
-    """Write each twin (safetensors + JSON with the recipe, loss curve, final MSE and PSNR); returns JSON paths."""
+    """Write each twin (safetensors + JSON with the recipe, loss curve, final MSE and PSNR, :func:`twin_files`);
+    returns JSON paths."""
     folder = Path(folder) if folder is not None else paths.data_dir()
     out = []
-    for j, (seed, model) in enumerate(zip(recipe.seeds, models)):
-        curve = losses[::LOG_EVERY, j].tolist()
-        ran = {k: getattr(recipe, k) for k in ("max_steps", "stopped_by") if hasattr(recipe, k)}
-        made_by = (f"python -m compbook.cppn twins --target {recipe.target} --res {recipe.res} "
-                   f"--steps {recipe.steps} --seeds {' '.join(map(str, recipe.seeds))}")
-        meta = {"target": recipe.target, "seed": seed, "recipe": asdict(recipe) | {"seeds": [seed]},
-                "run": ran | {"plateau_window": PLATEAU_WINDOW, "plateau_tol": PLATEAU_TOL,
-                              "plateau_step": plateau_steps(losses[:, j:j + 1])[0],
-                              "loss_best_last_window": float(losses[-PLATEAU_WINDOW:, j].min()),
-                              "loss_best_before": float(losses[:-PLATEAU_WINDOW, j].min())
-                              if len(losses) > PLATEAU_WINDOW else None},
-                "fer_recipe": "Adam on the unit-normalised gradient, lr 3e-3 (apple 3e-4), MSE, FER's code",
-                "train_seconds_all_seeds": round(seconds, 1), "threads": torch.get_num_threads(),
-                "loss_every": LOG_EVERY, "loss_curve": [round(x, 7) for x in curve],
-                "final_mse_train_res": float(train.mse(model, picbreeder.render(
-                    picbreeder.load_genome(recipe.target), recipe.res)))} | quality(model, recipe.target)
-        out.append(store.save_cppn(model, folder / twin_stem(recipe.target, recipe.res, recipe.steps, seed),
-                                   meta, made_by))
+    for j, model in enumerate(models):
+        stem, meta, made_by = twin_files(recipe, model, losses, seconds, j)
+        out.append(store.save_cppn(model, folder / stem, meta, made_by))
     return out
 
 
@@ -444,17 +453,24 @@ def train_fer_twin(recipe: FerTwinRecipe, checkpoint: Path | None = None, every:
                    "done": step >= recipe.total_steps}
 
 
-def save_fer_twin(recipe: FerTwinRecipe, model: CPPN, info: dict, folder=None) -> Path:
-    """Store a finished twin of FER's architecture under ``data/emc2/fertwin_<target>_seed<s>`` (safetensors +
-    JSON with the recipe, seconds, losses and PSNR at 64 and 256 px)."""
-    folder = Path(folder) if folder is not None else paths.data_dir()
+def fer_twin_files(recipe: FerTwinRecipe, model: CPPN, info: dict) -> tuple[str, dict, str]:
+    """What :func:`save_fer_twin` writes (chapter 5): ``(stem, metadata, made_by)`` of a finished twin of FER's
+    architecture (``info`` as :func:`train_fer_twin` returns it)."""
     made_by = (f"python -m compbook.cppn twins --arch fer --target {recipe.target} --seeds {recipe.seed} "
                f"--minibatch-steps {recipe.minibatch_steps} --full-steps {recipe.full_steps}"
                + (" --straight-through" if recipe.straight_through else ""))
     meta = {"target": recipe.target, "seed": recipe.seed, "recipe": asdict(recipe), "threads": torch.get_num_threads(),
             "train_seconds": info["seconds"], "steps": info["steps"], "loss_every": info["loss_every"],
             "loss_curve": [round(x, 7) for x in info["losses"]]} | quality(model, recipe.target)
-    return store.save_cppn(model, folder / fer_twin_stem(recipe), meta, made_by)
+    return fer_twin_stem(recipe), meta, made_by
+
+
+def save_fer_twin(recipe: FerTwinRecipe, model: CPPN, info: dict, folder=None) -> Path:
+    """Store a finished twin of FER's architecture under ``data/emc2/fertwin_<target>_seed<s>`` (safetensors +
+    JSON with the recipe, seconds, losses and PSNR at 64 and 256 px, :func:`fer_twin_files`)."""
+    folder = Path(folder) if folder is not None else paths.data_dir()
+    stem, meta, made_by = fer_twin_files(recipe, model, info)
+    return store.save_cppn(model, folder / stem, meta, made_by)
 
 
 def load_fer_twins(target: str, folder=None) -> list[CPPN]:
