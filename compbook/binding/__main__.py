@@ -2,9 +2,11 @@
 
 * ``clevr``: train the CLEVR-2D dual encoders of chapters 10-11 (:mod:`compbook.binding.clevr`);
 * ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
-  (:mod:`compbook.binding.sweep`, chapter 13);
+  (:mod:`compbook.binding.sweep`, chapter 13); its models run on the runner (:mod:`compbook.binding.tasks`,
+  ``--backend local|ray --address ADDR --workers N --retries N --per-task N``);
 * ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe`, chapter 13's
-  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``);
+  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``), one
+  runner config per coverage (the same options);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
 
 The library modules hold no argument parsing.
