@@ -20,7 +20,7 @@ SMOKE_ENV := COMPBOOK_MODE=full COMPBOOK_SMOKE=1 COMPBOOK_DATA=$(CURDIR)/$(SMOKE
 
 setup:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
-	$(PYTHON) -m pip install -q -e ".[book,test,serving]"
+	$(PYTHON) -m pip install -q -e ".[book,test,serving,sweeps]"
 
 book: setup
 	$(HEADLESS) jupyter-book build --all .
