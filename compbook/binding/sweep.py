@@ -155,7 +155,8 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
     same-size models, ``options`` its ``backend``, ``address``, ``workers``, ``retries``, ``per_task``), each
     model's record kept in ``store`` (None: a temporary folder, removed after; models stored there are not
     trained again), then assembled into the one record and stacked checkpoint ``controlled_V{V}`` of before
-    (:func:`compbook.binding.tasks.assemble_size`). ``command``: the ``made_by`` of the per-model records."""
+    (:func:`compbook.binding.tasks.assemble_size`; ``train_seconds``: the runner's seconds in this call, training
+    and scoring the models not found stored). ``command``: the ``made_by`` of the per-model records."""
     from .tasks import assemble_size, run_coverage
     checks.instance(sweep, "sweep", SweepConfig)
     checks.instance(cfg, "cfg", ControlledConfig)
@@ -163,8 +164,9 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
         if not isinstance(out_dir, (str, os.PathLike)) or str(out_dir) == "" or Path(out_dir).exists() \
                 and not Path(out_dir).is_dir():
             raise ValueError(f"out_dir must be a folder (or None: do not save), got {out_dir!r}")
-    records = run_coverage(replace(sweep, n_values=(cfg.n_values,)), cfg, store, progress, command, **options)
-    record, params = assemble_size(sweep, cfg, records)
+    records, seconds = run_coverage(replace(sweep, n_values=(cfg.n_values,)), cfg, store, progress, command,
+                                    **options)
+    record, params = assemble_size(sweep, cfg, records, seconds)
     if out_dir is not None:
         header = {k: v for k, v in record.items() if k != "format"}
         checkpoints.save(Path(out_dir) / f"controlled_V{cfg.n_values}", params, header, format=FORMAT)

@@ -116,8 +116,8 @@ def train_stack(configs: list) -> list[dict]:
     alone (its test scores and probe fits, as :func:`~compbook.binding.sweep.run_size` stores them); one record
     per config, in order: ``params`` {name: tensor of the model's own shape}, ``coverage``, ``seed``,
     ``n_objects``, the test scores (floats), ``probe_r2`` {kind: float}, ``val_history`` (one per evaluation),
-    ``best_step``, ``final_loss``, ``lr_first_last``, ``stack_models``, ``stack_seconds`` and ``train_seconds``
-    (this model's share of the stack's training time)."""
+    ``best_step``, ``final_loss``, ``lr_first_last``. No wall time, nor which models shared the stack: a
+    config's record is the same from any stack and on every backend."""
     configs = checks.sequence(configs, "configs")
     groups = {size_group(c) for c in configs}
     if len(groups) > 1:
@@ -127,7 +127,6 @@ def train_stack(configs: list) -> list[dict]:
     splits = [sweep_splits(one, cfg.n_values, cfg.n_concepts)[0][0] for _, one in parsed]
     seeds = [one.seeds[0] for _, one in parsed]
     res = train_controlled(cfg, splits, seeds, progress=False, device=_mode_device(configs[0]["mode"]))
-    M = len(configs)
     out = []
     for m, ((_, one), split) in enumerate(zip(parsed, splits)):
         params = {k: v[m:m + 1] for k, v in res.params.items()}
@@ -138,15 +137,15 @@ def train_stack(configs: list) -> list[dict]:
                    | {k: v[0] if isinstance(v, list) else v for k, v in scores.items()}
                    | {"probe_r2": {k: float(fits[k][0]) for k in PROBE_KINDS}, "val_history": res.val[:, m].tolist(),
                       "best_step": int(res.best_step[m]), "final_loss": float(res.losses[-1, m]),
-                      "lr_first_last": [float(res.lrs[0]), float(res.lrs[-1]), float(res.lrs.max())],
-                      "stack_models": M, "stack_seconds": res.seconds, "train_seconds": res.seconds / M})
+                      "lr_first_last": [float(res.lrs[0]), float(res.lrs[-1]), float(res.lrs.max())]})
     return out
 
 
-def assemble_size(sweep: SweepConfig, cfg: ControlledConfig, records: list[dict]) -> tuple[dict, dict]:
+def assemble_size(sweep: SweepConfig, cfg: ControlledConfig, records: list[dict],
+                  seconds: float) -> tuple[dict, dict]:
     """``(record, params)`` of one size as :func:`~compbook.binding.sweep.run_size` stores them, from its models'
     records in config order (coverage-major, seed-minor): per-model values become lists, ``val_history``
-    (evaluations, models), the weights a stack (models, ...); ``train_seconds`` sums the models' shares."""
+    (evaluations, models), the weights a stack (models, ...); ``train_seconds`` is ``seconds``."""
     checks.instance(sweep, "sweep", SweepConfig)
     records = checks.sequence(records, "records")
     want = [(float(c), s) for c in sweep.coverages for s in sweep.seeds]
@@ -161,20 +160,21 @@ def assemble_size(sweep: SweepConfig, cfg: ControlledConfig, records: list[dict]
                "val_history": [list(row) for row in zip(*(r["val_history"] for r in records))],
                "best_step": [r["best_step"] for r in records], "final_loss": [r["final_loss"] for r in records],
                "lr_first_last": records[0]["lr_first_last"],
-               "train_seconds": sum(r["train_seconds"] for r in records)}
+               "train_seconds": checks.real(seconds, "seconds", 0)}
     params = {k: torch.stack([r["params"][k] for r in records]) for k in records[0]["params"]}
     return record, params
 
 
 def run_coverage(sweep: SweepConfig, cfg: ControlledConfig, store=None, progress: bool = True,
-                 command: str | None = None, **options) -> list[dict]:
+                 command: str | None = None, **options) -> tuple[list[dict], float]:
     """Run :func:`coverage_sweep` on the runner (``options``: :func:`compbook.sweeps.run`'s ``backend``,
-    ``address``, ``workers``, ``retries``, ``per_task``) and return its records in config order. ``store``: the
-    records' folder (configs stored there are not trained again); None: a temporary one, removed after."""
+    ``address``, ``workers``, ``retries``, ``per_task``): its records in config order and the runner's seconds
+    (training and scoring the models it ran; models found stored take none). ``store``: the records' folder
+    (configs stored there are not trained again); None: a temporary one, removed after."""
     sw = coverage_sweep(sweep, cfg, command)
     with tempfile.TemporaryDirectory(prefix="compbook-coverage-") if store is None else nullcontext(store) as where:
         report = sweeps.run(sw, Path(where), progress=progress, **options).check()
-        return [rec for _, rec in report.by_config]
+        return [rec for _, rec in report.by_config], report.seconds
 
 
 # ---------------------------------------------------------------- the recipe models (chapter 13's go / no-go)
