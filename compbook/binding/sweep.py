@@ -1,11 +1,12 @@
 """The coverage sweep: controlled models at many coverages, seeds and object-space sizes (chapter 13).
 
 ``python -m compbook.binding sweep`` trains the sweep batched (stacks of same-size models, on the runner
-:mod:`compbook.sweeps`: :mod:`compbook.binding.tasks`), keeps each model's validation-selected weights, then reads each model's unseen-object recognition on *test* scenes
-(held-out objects only, every object of the space a candidate) and fits the three probes of
-:mod:`compbook.binding.probes` to its scene embeddings (fitted on train scenes, R^2 on test scenes). Results go
-to ``data/binding/controlled_V{V}.safetensors`` (stacked weights) and ``.json`` (config, coverages, seeds,
-validation history, test recognition, probe fits, timings). :func:`load_sweep` reads them back.
+:mod:`compbook.sweeps`: :mod:`compbook.binding.tasks`), keeps each model's validation-selected weights, then
+reads each model's unseen-object recognition on *test* scenes (held-out objects only, every object of the space
+a candidate) and fits the three probes of :mod:`compbook.binding.probes` to its scene embeddings (fitted on
+train scenes, R^2 on test scenes). Results go to ``data/binding/controlled_V{V}.safetensors`` (stacked weights)
+and ``.json`` (config, coverages, seeds, validation history, test recognition, probe fits, timings).
+:func:`load_sweep` reads them back.
 """
 
 from __future__ import annotations
