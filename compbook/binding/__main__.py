@@ -2,9 +2,11 @@
 
 * ``clevr``: train the CLEVR-2D dual encoders of chapters 10-11 (:mod:`compbook.binding.clevr`);
 * ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
-  (:mod:`compbook.binding.sweep`, chapter 13);
+  (:mod:`compbook.binding.sweep`, chapter 13); its models run on the runner (:mod:`compbook.binding.tasks`,
+  ``--backend local|ray --address ADDR --workers N --retries N --per-task N``);
 * ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe`, chapter 13's
-  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``);
+  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``), one
+  runner config per coverage (the same options);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
 
 The library modules hold no argument parsing.
@@ -16,7 +18,9 @@ import argparse
 import json
 import shlex
 import sys
+import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
@@ -66,13 +70,17 @@ def complexity(argv: Sequence[str]) -> int:
 
 def sweep(argv: Sequence[str]) -> int:
     """``sweep [--sizes ...]``, ``sweep --rescore``, ``sweep --recipe-check NAME=JSON``."""
-    from .. import checks
+    from .. import checks, sweeps
     from ..paths import data_dir
     from .controlled import ControlledConfig
     from .sweep import default_sweep, recipe_check, rescore, run_size
+    from .tasks import default_store
     ap = argparse.ArgumentParser(prog=f"{PROG} sweep",
                                  description="Train the coverage sweep of controlled models (chapter 13).")
     ap.add_argument("--out", default=str(data_dir() / "binding"))
+    ap.add_argument("--store", default=str(default_store()),
+                    help="each model's record, kept as soon as its stack is trained: a run resumes with the models "
+                         "missing there, and a model stored there is not trained again (default %(default)s)")
     ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
@@ -84,7 +92,9 @@ def sweep(argv: Sequence[str]) -> int:
                          'append binding on seen / unseen objects to OUT/recipes.json, e.g. '
                          '\'big={"n_layers": 2, "d_model": 64, "batch": 64, "lr": 0.002, "steps": 3000}\'')
     ap.add_argument("--coverages", type=float, nargs="*", default=[0.2, 0.5, 0.9])
+    sweeps.add_arguments(ap)
     args = ap.parse_args(argv)
+    options = sweeps.options(args)
     torch.set_num_threads(args.threads)
     sw = default_sweep()
     if args.recipe_check:
@@ -105,9 +115,10 @@ def sweep(argv: Sequence[str]) -> int:
                                                      zip(rec["coverages"], rec["test_recognition"],
                                                          rec["test_binding"])))
         return 0
+    command = results.current_command() or f"{PROG} sweep " + shlex.join(argv)
     for v in args.sizes or sw.n_values:
         cfg = replace(ControlledConfig.for_mode(), n_values=v)
-        rec = run_size(sw, cfg, args.out)
+        rec = run_size(sw, cfg, args.out, store=args.store, command=command, **options)
         print(f"|O|={rec['n_objects']}: {rec['train_seconds']:.0f} s;",
               " ".join(f"{c:.1f}:{a:.2f}" for c, a in zip(rec["coverages"], rec["test_recognition"])))
     return 0
@@ -116,10 +127,11 @@ def sweep(argv: Sequence[str]) -> int:
 def recipe(argv: Sequence[str]) -> int:
     """``python -m compbook.binding recipe --coverages 0.5`` trains and stores one model per coverage, in
     sequence (CPU mode: the miniature; ``COMPBOOK_MODE=full``: the released recipe, on a GPU when present)."""
-    from .. import checks, config
-    from .recipe import lr_probe, run_one, train_recipe
+    from .. import checks, config, sweeps
+    from .recipe import lr_probe, train_recipe
     from .recipe_config import RecipeConfig
-    from .recipe_model import stem_for, store_dir
+    from .recipe_model import store_dir
+    from .tasks import recipe_sweep, store_recipe
     argv = list(argv)
     ap = argparse.ArgumentParser(prog=f"{PROG} recipe", description="Train controlled models by the released recipe (scaled).")
     ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
@@ -135,13 +147,20 @@ def recipe(argv: Sequence[str]) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None, help="where the models go (default data/binding/, full mode "
                                                  "data/binding/full/)")
-    ap.add_argument("--checkpoint-dir", default="/tmp", help="resumable checkpoints go here")
+    ap.add_argument("--checkpoint-dir", default=None,
+                    help="resumable training states go here, as <model>_state (default: recipe.default_checkpoint, "
+                         "<tmp>/compbook-checkpoints/<model>_<config digest>_state, as run_one)")
+    ap.add_argument("--store", default=None,
+                    help="the runner's records of the models (default: a temporary folder; a killed run resumes "
+                         "from the training states)")
     ap.add_argument("--time-steps", type=int, default=0, help="only time this many steps and exit")
     ap.add_argument("--lr-probe", nargs="*", type=float, default=None, help="lrs to probe (seen objects)")
     ap.add_argument("--probe-steps", type=int, default=1000)
     ap.add_argument("--probes", action="store_true",
                     help="fit the three probes to every recipe model stored in --out (recipe_probes.json)")
+    sweeps.add_arguments(ap)
     a = ap.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(a.threads)
     over = {"seed": a.seed}
     for k, v in (("n_values", a.values), ("steps", a.steps), ("lr", a.lr), ("batch", a.batch),
@@ -172,10 +191,12 @@ def recipe(argv: Sequence[str]) -> int:
         rec = {"config": asdict(cfg), "probe": res, "seconds": round(time.perf_counter() - t, 1)}
         results.write_json(out / "recipe_lr_probe.json", rec, command)
         return 0
-    for c in a.coverages:
-        one = replace(cfg, coverage=c)
-        ck = Path(a.checkpoint_dir) / (stem_for(one, out, a.prefix).name + "_state")
-        run_one(one, out, str(ck), command, a.prefix)
+    sw = recipe_sweep([replace(cfg, coverage=c) for c in a.coverages], a.prefix, command, a.checkpoint_dir)
+    with tempfile.TemporaryDirectory(prefix="compbook-recipe-") if a.store is None else nullcontext(a.store) as st:
+        report = sweeps.run(sw, Path(st), **options).check()
+        for _, rec in report.by_config:
+            store_recipe(rec, out, a.prefix, command)
+            print(json.dumps({"final": rec["final"], "floors": rec["floors"], "seconds": rec["seconds"]}))
     return 0
 
 

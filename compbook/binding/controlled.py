@@ -368,15 +368,21 @@ def _split_parts(split: CoverageSplit):
     return np.asarray(split.train), np.asarray(split.val), np.asarray(split.train_objects)
 
 
-def check_training_size(cfg: ControlledConfig, n_models: int) -> None:
-    """Refuse (``checks.check_budget``) a stack whose weights (with gradients and AdamW's moments) and one step's
-    activations would not fit in memory, before anything is allocated."""
-    n_models = checks.integer(n_models, "n_models")
+def training_bytes(cfg: ControlledConfig, n_models: int = 1) -> float:
+    """Bytes a stack of ``n_models`` holds while it trains: the weights with their gradients and AdamW's two
+    moments (float32), and one step's activations at ``cfg.batch`` (8 d_model floats per token per layer)."""
     n_scene = 2 * (cfg.n_concepts + 2) + 1
     n_weights = sum(math.prod(s) for s in _encoder_shapes(cfg, n_scene).values()) * (1 if cfg.shared else 2)
     acts = cfg.batch * (n_scene + (2 + cfg.n_swaps) * (cfg.n_concepts + 2)) * 8 * cfg.d_model * cfg.n_layers
-    checks.check_budget(4.0 * n_models * (4 * n_weights + acts), f"training {n_models} controlled model(s)",
-                        device=config.device())
+    return 4.0 * n_models * (4 * n_weights + acts)
+
+
+def check_training_size(cfg: ControlledConfig, n_models: int, device=None) -> None:
+    """Refuse (``checks.check_budget``) a stack whose weights (with gradients and AdamW's moments) and one step's
+    activations (:func:`training_bytes`) would not fit in memory, before anything is allocated."""
+    n_models = checks.integer(n_models, "n_models")
+    checks.check_budget(training_bytes(cfg, n_models), f"training {n_models} controlled model(s)",
+                        device=config.device() if device is None else device)
 
 
 def _check_split(split, cfg: ControlledConfig, m: int):
@@ -392,12 +398,23 @@ def _check_split(split, cfg: ControlledConfig, m: int):
     return parts
 
 
-def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True) -> ControlledResult:
+def _draw_batch(gens, n_train: torch.Tensor, cfg: ControlledConfig) -> tuple[np.ndarray, np.ndarray]:
+    """One step's draws, model m's from its own generator ``gens[m]``: train-scene rows (M, B) below
+    ``n_train[m]`` and swap picks (M, B, n_swaps) in 1..2^C - 2 (the present objects are 0 and 2^C - 1)."""
+    u = torch.stack([torch.rand(cfg.batch, generator=g) for g in gens])
+    idx = (u * n_train[:, None]).long().numpy()
+    v = torch.stack([torch.rand(cfg.batch, cfg.n_swaps, generator=g) for g in gens])
+    return idx, 1 + (v * (2 ** cfg.n_concepts - 2)).long().numpy()
+
+
+def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True, device=None) -> ControlledResult:
     """Train one model per (split, seed) pair at once: ``splits`` and ``seeds`` are equal-length lists.
 
-    Model m trains on ``splits[m].train`` with init and batches from ``seeds[m]``; every ``eval_every`` steps
-    (and at the end) its validation object recognition (``splits[m].val`` scenes, candidates: its train
-    objects) selects its weights. The test split is never read here.
+    Model m trains on ``splits[m].train`` with init and batches from ``seeds[m]`` (its own random stream: a model
+    trained in a stack of one, or beside any others, sees the same batches; on a CPU at one thread it ends with
+    the same weights, bit for bit); every ``eval_every`` steps (and at the end) its validation object
+    recognition (``splits[m].val`` scenes, candidates: its train objects) selects its weights. The test split
+    is never read here. ``device``: where the stack trains (default ``config.device()``, a GPU in full mode).
     """
     checks.instance(cfg, "cfg", ControlledConfig)
     splits = checks.sequence(splits, "splits")
@@ -405,30 +422,29 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
     if len(splits) != len(seeds):
         raise ValueError(f"splits, seeds: need equal, non-zero lengths, got {len(splits)} and {len(seeds)}")
     M = len(splits)
-    check_training_size(cfg, M)
+    device = config.device() if device is None else checks.torch_device(device, "device")
+    check_training_size(cfg, M, device)
     parts = [_check_split(s, cfg, m) for m, s in enumerate(splits)]
     train = _padded([p[0] for p in parts])
     n_train = torch.as_tensor([len(p[0]) for p in parts])
     val_rows = [subsample(p[1], cfg.eval_scenes, s) for p, s in zip(parts, seeds)]
     val, n_val = _padded(val_rows), [len(v) for v in val_rows]
     cands = _padded([p[2] for p in parts])
-    device = config.device()    # a GPU in full mode: the stack trains there, its results come back to the CPU
     params = {k: v.detach().to(device).requires_grad_(True) for k, v in init_params(cfg, M, seeds).items()}
     opt = torch.optim.AdamW(list(params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     warm = torch.optim.lr_scheduler.LinearLR(opt, 1.0 / cfg.warmup, 1.0, total_iters=cfg.warmup)
     cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(cfg.steps - cfg.warmup, 1))
     sched = torch.optim.lr_scheduler.SequentialLR(opt, [warm, cos], milestones=[cfg.warmup])
-    gen = torch.Generator().manual_seed(int(sum(int(s) * 7919 ** i for i, s in enumerate(seeds)) % 2 ** 31))
+    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]     # model m's own batches: any stack, same
     best = np.full(M, -np.inf)
     best_params = {k: v.detach().clone() for k, v in params.items()}
     best_step = np.zeros(M, int)
     losses, lrs, vals = [], [], []
     t0 = time.perf_counter()
     for step in tqdm(range(cfg.steps), disable=not progress, desc=f"training {M} models"):
-        idx = (torch.rand(M, cfg.batch, generator=gen) * n_train[:, None]).long().numpy()
+        idx, pick = _draw_batch(gens, n_train, cfg)
         batch = train[np.arange(M)[:, None], idx]
-        pick = 1 + (torch.rand(M, cfg.batch, cfg.n_swaps, generator=gen) * (2 ** cfg.n_concepts - 2)).long()
-        loss = contrastive_loss(params, cfg, batch, pick.numpy())
+        loss = contrastive_loss(params, cfg, batch, pick)
         optimizer_step(opt, sched, loss, losses, lrs)
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             score = object_recognition(params, cfg, val, cands, n_val)

@@ -67,8 +67,9 @@ def ch12(subset: bool = False) -> list:
 
 
 def ch13(subset: bool = False) -> list:
-    """Chapter 13: the coverage sweep, one stack per object-space size of ``coverages x seeds`` controlled models
-    (:func:`compbook.binding.sweep.run_size`), trained where not stored for these settings."""
+    """Chapter 13: the coverage sweep, ``coverages x seeds`` controlled models per object-space size
+    (:func:`compbook.binding.sweep.run_size`, stacks of same-size models), trained where not stored for these
+    settings (counted here as one stack per size: the same work)."""
     sw, cfg = sized(sweep.SweepConfig, subset), sized(controlled.ControlledConfig, subset)
     seq = cfg.n_concepts * 2 + SCENE_TOKENS      # two objects of one token per concept
     tokens = cfg.batch * (2 + cfg.n_swaps) * seq   # scenes, their swap negatives and the object queries

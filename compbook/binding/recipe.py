@@ -169,15 +169,23 @@ def default_checkpoint(cfg: RecipeConfig, name: str) -> Path:
     return Path(tempfile.gettempdir()) / "compbook-checkpoints" / f"{name}_{digest}_state"
 
 
+def train_and_evaluate(cfg: RecipeConfig, checkpoint=None, device=None) -> tuple[RecipeEncoder, dict]:
+    """Train one model (:func:`train_recipe`, resuming from ``checkpoint``, on ``device``), then read it on its
+    :func:`eval_sets` (``final``) and simulate its ``floors``: the model and its record (what :func:`run_one` and
+    the runner's task :func:`compbook.binding.tasks.train_recipe_task` store)."""
+    sets = eval_sets(cfg)
+    model, record = train_recipe(cfg, checkpoint, sets, device=device)
+    record["final"] = evaluate_recipe(model, cfg, sets)
+    record["floors"] = floors(cfg, sets)
+    return model, record
+
+
 def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", prefix: str = "recipe") -> dict:
     """Train (resuming from ``checkpoint``, default :func:`default_checkpoint`), evaluate, store under ``out``
     (default :func:`~compbook.binding.recipe_model.store_dir`); the record."""
     stem = stem_for(cfg, out, prefix)
-    sets = eval_sets(cfg)
     ckpt = checkpoint or default_checkpoint(cfg, stem.name)
-    model, record = train_recipe(cfg, ckpt, sets, device=run_device())
-    record["final"] = evaluate_recipe(model, cfg, sets)
-    record["floors"] = floors(cfg, sets)
+    model, record = train_and_evaluate(cfg, ckpt, run_device())
     if command:
         record["made_by"] = command
     record["mode"] = run_mode()

@@ -1,11 +1,12 @@
 """The coverage sweep: controlled models at many coverages, seeds and object-space sizes (chapter 13).
 
-``python -m compbook.binding sweep`` trains the sweep batched (one stack of models per object-space size), keeps
-each model's validation-selected weights, then reads each model's unseen-object recognition on *test* scenes
-(held-out objects only, every object of the space a candidate) and fits the three probes of
-:mod:`compbook.binding.probes` to its scene embeddings (fitted on train scenes, R^2 on test scenes). Results go
-to ``data/binding/controlled_V{V}.safetensors`` (stacked weights) and ``.json`` (config, coverages, seeds,
-validation history, test recognition, probe fits, timings). :func:`load_sweep` reads them back.
+``python -m compbook.binding sweep`` trains the sweep batched (stacks of same-size models, on the runner
+:mod:`compbook.sweeps`: :mod:`compbook.binding.tasks`), keeps each model's validation-selected weights, then
+reads each model's unseen-object recognition on *test* scenes (held-out objects only, every object of the space
+a candidate) and fits the three probes of :mod:`compbook.binding.probes` to its scene embeddings (fitted on
+train scenes, R^2 on test scenes). Results go to ``data/binding/controlled_V{V}.safetensors`` (stacked weights)
+and ``.json`` (config, coverages, seeds, validation history, test recognition, probe fits, timings).
+:func:`load_sweep` reads them back.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import torch
 from .. import checkpoints, checks, config, results
 from ..config import ModeConfig
 from ..paths import data_dir
-from .controlled import (ControlledConfig, check_training_size, embed, object_recognition, scene_tokens,
-                         subsample, swap_recognition, train_controlled)
+from .controlled import (ControlledConfig, embed, object_recognition, scene_tokens, subsample, swap_recognition,
+                         train_controlled)
 from .probes import PROBE_KINDS, fit_probe
 from .recipe_model import store_dir
 from .splits import coverage_split
@@ -146,30 +147,31 @@ def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dic
     return {k: np.array(v) for k, v in out.items()}
 
 
-def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: bool = True) -> dict:
-    """Train, select, test and probe one object-space size; save when ``out_dir``; returns the record."""
+def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: bool = True, store=None,
+             command: str | None = None, **options) -> dict:
+    """Train, select, test and probe one object-space size (the models of ``sweep``'s coverages x seeds at
+    ``cfg``); save when ``out_dir``; returns the record (with ``params``, the stacked weights).
+
+    The models run on the runner :mod:`compbook.sweeps` (:func:`compbook.binding.tasks.coverage_sweep`: stacks of
+    same-size models, ``options`` its ``backend``, ``address``, ``workers``, ``retries``, ``per_task``), each
+    model's record kept in ``store`` (None: a temporary folder, removed after; models stored there are not
+    trained again), then assembled into the one record and stacked checkpoint ``controlled_V{V}`` of before
+    (:func:`compbook.binding.tasks.assemble_size`; ``train_seconds``: the runner's seconds in this call, training
+    and scoring the models not found stored). ``command``: the ``made_by`` of the per-model records."""
+    from .tasks import assemble_size, run_coverage
     checks.instance(sweep, "sweep", SweepConfig)
     checks.instance(cfg, "cfg", ControlledConfig)
     if out_dir is not None:
         if not isinstance(out_dir, (str, os.PathLike)) or str(out_dir) == "" or Path(out_dir).exists() \
                 and not Path(out_dir).is_dir():
             raise ValueError(f"out_dir must be a folder (or None: do not save), got {out_dir!r}")
-    n_models = len(sweep.coverages) * len(sweep.seeds)
-    check_training_size(cfg, n_models)
-    checks.check_budget(16.0 * n_models * sweep.max_scenes, f"the scenes of {n_models} splits")
-    splits, seeds, covs = sweep_splits(sweep, cfg.n_values, cfg.n_concepts)
-    res = train_controlled(cfg, splits, seeds, progress=progress)
-    fits = probe_fits(res.params, cfg, splits, sweep)
-    record = {"format": FORMAT, "config": asdict(cfg), "sweep": asdict(sweep), "n_objects": cfg.tokens.space.n_objects,
-              "coverages": covs, "seeds": seeds} | test_scores(res.params, cfg, splits, sweep) | {
-              "probe_r2": {k: v.tolist() for k, v in fits.items()}, "val_history": res.val.tolist(),
-              "best_step": res.best_step.tolist(), "final_loss": res.losses[-1].tolist(),
-              "lr_first_last": [float(res.lrs[0]), float(res.lrs[-1]), float(res.lrs.max())],
-              "train_seconds": res.seconds}
+    records, seconds = run_coverage(replace(sweep, n_values=(cfg.n_values,)), cfg, store, progress, command,
+                                    **options)
+    record, params = assemble_size(sweep, cfg, records, seconds)
     if out_dir is not None:
         header = {k: v for k, v in record.items() if k != "format"}
-        checkpoints.save(Path(out_dir) / f"controlled_V{cfg.n_values}", res.params, header, format=FORMAT)
-    record["params"] = res.params
+        checkpoints.save(Path(out_dir) / f"controlled_V{cfg.n_values}", params, header, format=FORMAT)
+    record["params"] = params
     return record
 
 
@@ -291,7 +293,9 @@ def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool 
 
     A size is trained (:func:`run_size` at ``ControlledConfig.for_mode()`` with that V) and saved in
     ``directory`` when ``retrain``, and in full mode when it is missing or was stored for other settings; each size
-    is saved as soon as it is trained, so an interrupted run resumes with the sizes still missing. In CPU mode a
+    is saved as soon as it is trained, and each model of a size as soon as its stack is (the runner's store,
+    :func:`compbook.binding.tasks.default_store`; ``retrain``: a fresh one), so an interrupted run resumes with
+    the models still missing. In CPU mode a
     missing size is a ``FileNotFoundError`` naming the command that trains it, and one stored for other settings a
     ``ValueError`` (a stored answer is never served for another question)."""
     sweep = default_sweep() if sweep is None else checks.instance(sweep, "sweep", SweepConfig)
@@ -303,13 +307,19 @@ def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool 
         if retrain or problem and config.is_full():
             if problem:
                 print(f"V = {v}: {problem}; training it now (python -m compbook.binding sweep makes it too)")
-            run_size(sweep, want, directory)
+            run_size(sweep, want, directory, store=None if retrain else _default_store())
         elif problem.startswith("not stored"):
             raise FileNotFoundError(f"V = {v}: {problem}; python -m compbook.binding sweep trains it")
         elif problem:
             raise ValueError(f"V = {v}: {problem}; python -m compbook.binding sweep retrains it")
         out[v] = load_sweep(v, directory)
     return out
+
+
+def _default_store():
+    """The runner's resumable store of the coverage sweep (:func:`compbook.binding.tasks.default_store`)."""
+    from .tasks import default_store
+    return default_store()
 
 
 def _stored_problem(directory: Path, n_values: int, want: ControlledConfig, sweep: SweepConfig) -> str:
