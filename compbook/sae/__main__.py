@@ -39,8 +39,10 @@ def vlm(argv: Sequence[str]) -> int:
 
 
 def study(argv: Sequence[str]) -> int:
-    """``study [--seeds N] [--retrain] [--reference] [--regions N ...]``: the k / lambda study (chapter 15,
-    ``data/sae/study/``), or with ``--regions`` the region-count S2AEs (``data/sae/study/regions/``)."""
+    """``study [--seeds N] [--retrain] [--reference] [--regions N ...] [--backend local|ray ...]``: the k / lambda
+    study (chapter 15, ``data/sae/study/``), or with ``--regions`` the region-count S2AEs
+    (``data/sae/study/regions/``); the SAEs train through the sweep runner (:mod:`compbook.sweeps`' options)."""
+    from .. import sweeps
     from . import study as st
     p = argparse.ArgumentParser(prog=f"{PROG} study", description=st.__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=None,
@@ -50,12 +52,14 @@ def study(argv: Sequence[str]) -> int:
                    help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
     p.add_argument("--regions", type=int, nargs="+", metavar="N",
                    help="instead: S2AE with N regions per image at k = 32, lambda = 0.01 (data/sae/study/regions/)")
+    sweeps.add_arguments(p)
     a = p.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(1)
     if a.regions:
-        st.run_regions(a.regions, a.seeds, retrain=a.retrain)
+        st.run_regions(a.regions, a.seeds, retrain=a.retrain, **options)
     else:
-        st.run(a.seeds, a.retrain, a.reference)
+        st.run(a.seeds, a.retrain, a.reference, **options)
     return 0
 
 
@@ -119,18 +123,22 @@ def objsae(argv: Sequence[str]) -> int:
 
 
 def full(argv: Sequence[str]) -> int:
-    """``full [--tiny] [--retrain]``: :func:`compbook.sae.full.run` at the mode's size (``COMPBOOK_MODE=full``:
-    the paper-scale miniature, on a GPU where there is one) or at :data:`compbook.sae.sizes.TINY`."""
+    """``full [--tiny] [--retrain] [--backend local|ray ...]``: :func:`compbook.sae.full.run` at the mode's size
+    (``COMPBOOK_MODE=full``: the paper-scale miniature, on a GPU where there is one) or at
+    :data:`compbook.sae.sizes.TINY`; the SAEs train through the sweep runner (:mod:`compbook.sweeps`' options)."""
+    from .. import sweeps
     from . import full as fu
     from .sizes import TINY, PartCRun
     p = argparse.ArgumentParser(prog=f"{PROG} full", description=fu.__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="the toy size (seconds on a CPU; data/sae/tiny/)")
     p.add_argument("--retrain", action="store_true")
+    sweeps.add_arguments(p)
     a = p.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(1)
     cfg = TINY if a.tiny else PartCRun.for_mode()
     print(cfg)
-    fu.show(fu.run(cfg, retrain=a.retrain))
+    fu.show(fu.run(cfg, retrain=a.retrain, **options))
     return 0
 
 
