@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from compbook import sweeps
-from compbook.sae import __main__ as cli, experiment as ex, stack, study as st, tasks
+from compbook.sae import __main__ as cli, experiment as ex, sources, stack, study as st, tasks
 from compbook.sae.refopt import ReferenceTrainConfig, train_sae_reference
 from compbook.sae.s2ae import SAETrainConfig, fit_sae, train_sae
 from compbook.sae.topk import TopKSAE
@@ -144,7 +144,7 @@ def test_workers_make_the_data_again_from_its_spec(data_dir):
         if i < 4:
             assert all(torch.equal(here.records[key][n], again[i][n]) for n in WEIGHTS)
     # a noted source is found again by identity; a copy of the same numbers is "given" (this process only)
-    train = tasks.note_source(tasks.synthetic_data(), tasks.TINY_SOURCE)
+    train = sources.note_source(tasks.synthetic_data(), tasks.TINY_SOURCE)
     assert tasks.data_spec(train)["source"] == "synthetic"
     copy = dataclasses.replace(train)
     spec = tasks.data_spec(copy)
@@ -163,8 +163,8 @@ def test_bad_input_is_refused(data_dir):
         "base": lambda: tasks.study_sweep(spec, (2,), (0.0,), (0,), {"k": 2}),
         "optimiser": lambda: tasks.config_of(spec, BASE, "sgd"),
         "device": lambda: tasks.config_of(spec, BASE, device="tpu"),
-        "source": lambda: tasks.check_source({"source": "imagenet"}),
-        "source'": lambda: tasks.check_source({"source": "synthetic", "n": 3}),
+        "source": lambda: sources.check_source({"source": "imagenet"}),
+        "source'": lambda: sources.check_source({"source": "synthetic", "n": 3}),
         "tokens": lambda: tasks.synthetic_data(tokens=10),
         "data": lambda: tasks.load_data({**spec, "digest": "0" * 64}),
         "config": lambda: tasks.train_config({**good, "extra": 1}),

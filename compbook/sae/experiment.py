@@ -259,13 +259,13 @@ class Setting:
 def load_setting(n_train: int, n_test: int, layer: int, seed: int = 10) -> Setting:
     """Load the stored tiny VLM (``data/sae/``) and extract layer ``layer`` on fresh scenes (seeds ``seed`` and
     ``seed + 1``, distinct from the VLM's own training (0) and test (1) scenes). The training activations'
-    ``source`` (:func:`compbook.sae.tasks.note_source`) lets a sweep's worker make them again."""
-    from . import tasks
+    ``source`` (:func:`compbook.sae.sources.note_source`) lets a sweep's worker make them again."""
     from .data import make_scenes
+    from .sources import note_source
     from .vlm import pretrained_vlm
 
     vlm, text, meta = pretrained_vlm(progress=False)
     tr, te = make_scenes(n_train, seed=seed), make_scenes(n_test, seed=seed + 1)
     source = {"source": "tiny-vlm", "n": int(n_train), "seed": int(seed), "layer": int(layer)}
-    train = tasks.note_source(sae_inputs(vlm, tr, layer), source)
+    train = note_source(sae_inputs(vlm, tr, layer), source)
     return Setting(vlm, text, meta, tr, te, train, sae_inputs(vlm, te, layer), layer, source)

@@ -52,14 +52,14 @@ def setting(variant: str, layout: str = "grid2", n_train: int = st.N_TRAIN, n_te
     """:func:`compbook.sae.experiment.load_setting` for a stored object-VLM variant (``text_only`` is None)."""
     from .data import make_scenes
 
-    from . import tasks
+    from .sources import note_source
 
     model, meta = stored_object_vlm(variant, layout)
     tr = make_scenes(n_train, seed=seed, layout=layout)
     te = make_scenes(n_test, seed=seed + 1, layout=layout)
     source = {"source": "object-vlm", "variant": variant, "layout": layout, "n": int(n_train), "seed": int(seed),
               "layer": int(layer)}
-    train = tasks.note_source(ex.sae_inputs(model, tr, layer), source)
+    train = note_source(ex.sae_inputs(model, tr, layer), source)
     return ex.Setting(model, None, meta, tr, te, train, ex.sae_inputs(model, te, layer), layer, source)
 
 

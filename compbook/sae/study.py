@@ -2,9 +2,10 @@
 
 At small k a TopK SAE's token has many more positive pre-activations than kept latents, so pushing a kept latent
 down only lets the next one in: S2AE's usage penalties cannot lower L0. This module trains one SAE per
-(k, lambda, seed) on the same data and budget (stored in ``data/sae/study/k{k}/`` by
-:func:`compbook.sae.experiment.stored_runs`, keyed by the training config and the data digest, so a rerun
-resumes), scores each on held-out scenes and measures that slack:
+(k, lambda, seed) on the same data and budget through the sweep runner (:mod:`compbook.sae.tasks`,
+:mod:`compbook.sweeps`: one config per SAE, keyed by the training config, the data's digest and the device; the
+records in ``data/sae/study/sweep/``, the SAEs stored before the runner still served from ``data/sae/study/k{k}/``,
+so a rerun resumes), scores each on held-out scenes and measures that slack:
 
 * ``positive pre``: the mean number of positive pre-activations (``ReLU`` before TopK) per image patch;
 * ``k-th kept = 0``: the share of image patches whose k-th largest pre-activation is 0 (fewer than k positive,
@@ -19,6 +20,7 @@ Sizes: :class:`compbook.sae.sizes.PartCRun` (the CPU defaults are this module's 
 mode's). Command (the study of the chapter, about 10 minutes of one core; resumable)::
 
     nice -n 5 python -m compbook.sae study
+    python -m compbook.sae study --backend ray --address HEAD:6379     # the same SAEs on a Ray cluster
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ A **config** holds everything that changes an SAE: ``{"data": spec, "train": fie
   and shape (N, T, d_in): ``{"source": "tiny-vlm", "n", "seed", "layer"}`` (the stored tiny VLM, layer ``layer`` on
   ``make_scenes(n, seed)``: :func:`compbook.sae.experiment.load_setting`'s training set), ``"object-vlm"`` (plus
   ``variant``, ``layout``: :func:`compbook.sae.objsae.setting`'s), ``"synthetic"`` (:func:`synthetic_data`) or
-  ``"given"`` (activations handed over in this process; only this process can train on them). A worker makes the
+  ``"given"`` (activations handed over in this process; only this process can train on them;
+  :mod:`compbook.sae.sources`). A worker makes the
   activations again (:func:`load_data`, kept per process) and refuses them when their digest differs: no tensors
   travel in a config.
 * ``train``: the fields of :class:`~compbook.sae.s2ae.SAETrainConfig` (``optimiser="reference"``: of
@@ -29,56 +30,34 @@ the runner's store ``data/<store>/sweep/`` first, then the SAEs stored before th
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections import OrderedDict
 
 import torch
 
 from .. import checks
 from .s2ae import SAEData, SAETrainConfig, check_data
+from .sources import check_source, noted
+
 
 NAME = "sae/train"
 OPTIMISERS = ("ours", "reference")
-#: The fields of each data source (besides ``source``; every spec adds ``digest`` and ``shape``).
-SOURCES = {"tiny-vlm": ("n", "seed", "layer"), "object-vlm": ("variant", "layout", "n", "seed", "layer"),
-           "synthetic": ("n", "tokens", "d", "grid", "seed"), "given": ()}
 #: Activation sets a process keeps (our choice: a study's training set and one more).
 CACHE_SIZE = 2
 #: Where the runner's records of a store live: ``data/<store>/<RECORDS>/``.
 RECORDS = "sweep"
 
-_NOTES: dict = {}                  # id(data) -> (weak reference, source): activations made here, and how
 _CACHE: OrderedDict = OrderedDict()  # digest -> SAEData, this process's
 
 
 # -- the training data ---------------------------------------------------------------------------------------------
-def check_source(source) -> dict:
-    """``source`` if it is a dict naming one of :data:`SOURCES` with exactly that source's fields."""
-    checks.mapping(source, "source")
-    kind = checks.choice(source.get("source"), "source['source']", tuple(SOURCES))
-    checks.fields(source, "source", ("source", *SOURCES[kind]), ("source", *SOURCES[kind]))
-    return source
-
-
-def note_source(data: SAEData, source: dict) -> SAEData:
-    """Remember in this process how ``data`` was made (``source``, see the module docstring); returns ``data``."""
-    checks.instance(data, "data", SAEData)
-    check_source(source)
-    for k in [k for k, (ref, _) in _NOTES.items() if ref() is None]:
-        del _NOTES[k]
-    _NOTES[id(data)] = (weakref.ref(data), dict(source))
-    return data
-
-
 def data_spec(data: SAEData, source: dict | None = None) -> dict:
     """The ``data`` field of a config for ``data``: its ``source`` (default: the one noted by
-    :func:`note_source`, else ``"given"``) with its digest and shape; ``data`` is kept for this process's tasks."""
+    :func:`compbook.sae.sources.note_source`, else ``"given"``) with its digest and shape; ``data`` is kept for this process's tasks."""
     from .experiment import data_digest
 
     check_data(data, None, False, "data")
     if source is None:
-        ref, noted = _NOTES.get(id(data), (None, None))
-        source = noted if ref is not None and ref() is data else {"source": "given"}
+        source = noted(data) or {"source": "given"}
     spec = {**check_source(source), "digest": data_digest(data), "shape": list(data.acts.shape)}
     _keep(spec["digest"], data)
     return spec
@@ -129,7 +108,7 @@ def _make(source: dict) -> SAEData:
         scenes = make_scenes(source["n"], seed=source["seed"], layout=source["layout"])
     else:
         raise ValueError("data: activations 'given' in another process cannot be made again here; note their "
-                         "source (compbook.sae.tasks.note_source) or run on the local backend with one worker")
+                         "source (compbook.sae.sources.note_source) or run on the local backend with one worker")
     return ex.sae_inputs(model, scenes, source["layer"])
 
 
@@ -334,7 +313,7 @@ def trained(train: SAEData, plan: list, store: str, optimiser: str = "ours", ret
     if missing:
         if spec["source"] == "given" and (options.get("backend", "local") != "local" or
                                           (options.get("workers") or 1) > 1):
-            raise ValueError("train: activations without a source (compbook.sae.tasks.note_source) train only in "
+            raise ValueError("train: activations without a source (compbook.sae.sources.note_source) train only in "
                              "this process: use backend='local' with one worker")
         report = sweeps.run(sweep_of(missing), where, progress=progress, **options).check()
         have |= report.records
