@@ -167,6 +167,8 @@ def test_bad_input_is_refused(data_dir):
         "source'": lambda: sources.check_source({"source": "synthetic", "n": 3}),
         "tokens": lambda: tasks.synthetic_data(tokens=10),
         "data": lambda: tasks.load_data({**spec, "digest": "0" * 64}),
+        "data'": lambda: tasks.config_of({**spec, "digest": "abc"}, BASE),
+        "shape": lambda: tasks.study_sweep({**spec, "shape": [24, 20]}, (2,), (0.0,), (0,), BASE),
         "config": lambda: tasks.train_config({**good, "extra": 1}),
         "configs": lambda: tasks.fit_many([good, {**good, "optimiser": "reference"}]),
         "record": lambda: tasks.record_sae({"W_enc": torch.zeros(3, 3)}, good),

@@ -243,8 +243,8 @@ def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = Fal
 
     s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
     seeds = tuple(range(n_seeds or sz.seeds))
-    runs = study_runs(s.train, sz.base(), sz.ks, sz.lams, seeds, sz.store, retrain=retrain, log=log,
-                      **options)
+    runs = study_runs(s.train, sz.base(), sz.ks, sz.lams, seeds, sz.store, retrain=retrain, progress=True,
+                      log=log, **options)
     df = study_table(runs, s.test, s.test_scenes.masks)
     k = choose_k(df)
     log(f"chosen k = {k}")

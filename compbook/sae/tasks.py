@@ -8,9 +8,8 @@ A **config** holds everything that changes an SAE: ``{"data": spec, "train": fie
   ``make_scenes(n, seed)``: :func:`compbook.sae.experiment.load_setting`'s training set), ``"object-vlm"`` (plus
   ``variant``, ``layout``: :func:`compbook.sae.objsae.setting`'s), ``"synthetic"`` (:func:`synthetic_data`) or
   ``"given"`` (activations handed over in this process; only this process can train on them;
-  :mod:`compbook.sae.sources`). A worker makes the
-  activations again (:func:`load_data`, kept per process) and refuses them when their digest differs: no tensors
-  travel in a config.
+  :mod:`compbook.sae.sources`). A worker makes the activations again (:func:`load_data`, kept per process) and
+  refuses them when their digest differs: no tensors travel in a config.
 * ``train``: the fields of :class:`~compbook.sae.s2ae.SAETrainConfig` (``optimiser="reference"``: of
   :class:`~compbook.sae.refopt.ReferenceTrainConfig`), k, lambda and seed among them;
 * ``device``: where it trains (``"cpu"``, or ``"cuda"`` in full mode on a GPU): the rounding differs.
@@ -38,7 +37,6 @@ from .. import checks
 from .s2ae import SAEData, SAETrainConfig, check_data
 from .sources import check_source, noted
 
-
 NAME = "sae/train"
 OPTIMISERS = ("ours", "reference")
 #: Activation sets a process keeps (our choice: a study's training set and one more).
@@ -52,7 +50,8 @@ _CACHE: OrderedDict = OrderedDict()  # digest -> SAEData, this process's
 # -- the training data ---------------------------------------------------------------------------------------------
 def data_spec(data: SAEData, source: dict | None = None) -> dict:
     """The ``data`` field of a config for ``data``: its ``source`` (default: the one noted by
-    :func:`compbook.sae.sources.note_source`, else ``"given"``) with its digest and shape; ``data`` is kept for this process's tasks."""
+    :func:`compbook.sae.sources.note_source`, else ``"given"``) with its digest and shape; ``data`` is kept for
+    this process's tasks."""
     from .experiment import data_digest
 
     check_data(data, None, False, "data")
@@ -112,17 +111,29 @@ def _make(source: dict) -> SAEData:
     return ex.sae_inputs(model, scenes, source["layer"])
 
 
+def check_spec(spec) -> dict:
+    """``spec`` if it is a config's ``data`` field: a source (:func:`compbook.sae.sources.check_source`) with its
+    ``digest`` (64 hex digits) and ``shape`` (N, T, d_in)."""
+    checks.mapping(spec, "data")
+    digest = spec.get("digest")
+    if not isinstance(digest, str) or len(digest) != 64 or set(digest) - set("0123456789abcdef"):
+        raise ValueError(f"data['digest'] must be the 64 hex digits of compbook.sae.experiment.data_digest, got "
+                         f"{digest!r:.80}")
+    checks.integers(spec.get("shape"), "data['shape']", 1, ndim=1, min_size=3)
+    check_source({k: v for k, v in spec.items() if k not in ("digest", "shape")})
+    return spec
+
+
 def load_data(spec: dict) -> SAEData:
     """The training activations of a config's ``data`` spec: this process's copy, else made again from its source
     (ValueError when their digest differs from the spec's: another VLM, scenes or code than the config's)."""
     from .experiment import data_digest
 
-    checks.mapping(spec, "data")
-    digest = checks.non_empty_str(spec.get("digest"), "data['digest']")
+    digest = check_spec(spec)["digest"]
     if digest in _CACHE:
         _CACHE.move_to_end(digest)
         return _CACHE[digest]
-    source = check_source({k: v for k, v in spec.items() if k not in ("digest", "shape")})
+    source = {k: v for k, v in spec.items() if k not in ("digest", "shape")}
     data = _make(source)
     got = data_digest(data)
     if got != digest:
@@ -139,7 +150,7 @@ def config_of(spec: dict, cfg: SAETrainConfig, optimiser: str = "ours", device: 
     from ..config import device as default_device
     from .refopt import ReferenceTrainConfig
 
-    checks.mapping(spec, "spec")
+    check_spec(spec)
     checks.instance(cfg, "cfg", SAETrainConfig)
     checks.choice(optimiser, "optimiser", OPTIMISERS)
     if optimiser == "reference" and not isinstance(cfg, ReferenceTrainConfig):
@@ -193,7 +204,7 @@ def fit_many(configs: list) -> list:
 
     configs = checks.sequence(configs, "configs", 1)
     cfgs = [train_config(c) for c in configs]
-    if len({checks_group(c) for c in configs}) > 1:
+    if len({_group_text(c) for c in configs}) > 1:
         raise ValueError("configs: a stack needs one group (same data, device, optimiser, shape and budget)")
     data = load_data(configs[0]["data"])
     schedule = clip = None
@@ -213,7 +224,7 @@ def fit_many(configs: list) -> list:
              "train s": float(r.seconds), "final loss": float(r.losses[-1])} for r in results]
 
 
-def checks_group(config: dict) -> str:
+def _group_text(config: dict) -> str:
     """:func:`group_of` as canonical text (hashable)."""
     from ..journal import canonical
     return canonical(group_of(config), where="group_of(config)")
