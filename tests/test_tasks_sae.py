@@ -198,6 +198,10 @@ def test_the_commands_take_the_runners_options(monkeypatch):
     assert cli.main(["full", "--tiny", "--backend", "local", "--retries", "0"]) == 0
     cfg, options = got["full"]
     assert cfg.store == "sae/tiny" and options["retries"] == 0 and options["backend"] == "local"
+    from compbook.sae import objsae
+    monkeypatch.setattr(objsae, "run", lambda *a, **k: got.setdefault("objsae", k))
+    assert cli.main(["objsae", "--backend", "local", "--per-task", "4"]) == 0
+    assert got["objsae"]["per_task"] == 4 and got["objsae"]["backend"] == "local"
     with pytest.raises(SystemExit):
         cli.main(["study", "--backend", "slurm"])
     with pytest.raises(SystemExit):

@@ -9,6 +9,8 @@
 * ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
   (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.full`).
 
+``study``, ``objsae`` and ``full`` train their SAEs through the sweep runner (:mod:`compbook.sae.tasks`) and take
+its options: ``--backend local|ray --address ADDR --workers N --retries N --per-task N`` (:mod:`compbook.sweeps`).
 The library modules hold no argument parsing.
 """
 
@@ -102,8 +104,9 @@ def objregions(argv: Sequence[str]) -> int:
 
 
 def objsae(argv: Sequence[str]) -> int:
-    """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain]``: SAEs on the
-    object-VLM variants (``data/sae/objsae/``) and their table."""
+    """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain] [--backend ...]``:
+    SAEs on the object-VLM variants (``data/sae/objsae/``, through the sweep runner) and their table."""
+    from .. import sweeps
     from . import objsae as os_
     from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS
     p = argparse.ArgumentParser(prog=f"{PROG} objsae", description=os_.__doc__.split("\n")[0])
@@ -114,11 +117,13 @@ def objsae(argv: Sequence[str]) -> int:
                    help="object-scale region counts besides the paper's 20 (none: only 20)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--retrain", action="store_true")
+    sweeps.add_arguments(p)
     a = p.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(1)
     names = list(VARIANTS)
     variants = tuple(names[i] for i in a.variants) if a.variants is not None else tuple(names)
-    os_.run(tuple(a.layouts), tuple(a.regions), a.seeds, a.retrain, variants)
+    os_.run(tuple(a.layouts), tuple(a.regions), a.seeds, a.retrain, variants, **options)
     return 0
 
 

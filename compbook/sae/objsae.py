@@ -157,15 +157,15 @@ def merge_table(df: pd.DataFrame, relative: str = f"{STORE}/table.json") -> pd.D
 
 
 def run(layouts=("grid2",), counts=st.REGION_COUNTS, n_seeds: int = len(st.SEEDS), retrain: bool = False,
-        variants=tuple(VARIANTS)) -> pd.DataFrame:
+        variants=tuple(VARIANTS), **options) -> pd.DataFrame:
     """Train (or load) and score every variant's SAEs, write ``data/sae/objsae/table.json``, print the reading
-    (``python -m compbook.sae objsae``)."""
+    (``python -m compbook.sae objsae``); ``options``: where the sweep runs (:func:`compbook.sweeps.run`'s)."""
     t0 = time.perf_counter()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
-    df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log))
+    df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log, **options))
     log(f"wrote {st.write_table(df, f'{STORE}/table.json', extend=True)}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(reading(df).T)
