@@ -311,9 +311,7 @@ def trained(train: SAEData, plan: list, store: str, optimiser: str = "ours", ret
     configs = [config_of(spec, c, optimiser) for c, _ in plan]
     sweep = sweep_of(configs)
     where = records_store(store)
-    if retrain:
-        forget(where, sweep.keys)
-    have = sweeps.load_records(where, sweep)
+    have = {} if retrain else sweeps.load_records(where, sweep)
     legacy = {}
     for key, (c, old) in zip(sweep.keys, plan):             # every stored file is checked before any training
         if key not in have and not retrain:
@@ -326,6 +324,8 @@ def trained(train: SAEData, plan: list, store: str, optimiser: str = "ours", ret
                                           (options.get("workers") or 1) > 1):
             raise ValueError("train: activations without a source (compbook.sae.sources.note_source) train only in "
                              "this process: use backend='local' with one worker")
+        if retrain:
+            forget(where, sweep.keys)
         report = sweeps.run(sweep_of(missing), where, progress=progress, **options).check()
         have |= report.records
         if log:
