@@ -67,7 +67,7 @@ def _clip(params: list, clip: float) -> None:
         torch._foreach_mul_(grads, torch.clamp(clip / (total + 1e-6), max=1.0))
 
 
-def _losses(params, w_dec, data, pidx, x, valid, regs, cfgs) -> list:
+def _losses(params, w_dec, pidx, x, valid, regs, cfgs) -> list:
     """Each SAE's loss on its batch (:func:`compbook.sae.s2ae.s2ae_loss`'s ops): ``x`` (S, B, T, d_in), ``valid``
     (S, B, T), ``regs`` per SAE the batch's region labels (B, P) or None."""
     w_enc, _, b_enc, b_dec = params
@@ -124,7 +124,7 @@ def fit_stack(saes, data: SAEData, cfgs, progress: bool = False, schedule=None, 
             regs.append(None if reg is None else reg.to(dev))
         x = torch.stack([data.acts[i] for i in idx]).to(dev)
         valid = torch.stack([data.valid[i] for i in idx]).to(dev)
-        loss = _losses(params, w_dec, data, pidx, x, valid, regs, cfgs)
+        loss = _losses(params, w_dec, pidx, x, valid, regs, cfgs)
         opt.zero_grad(set_to_none=True)
         torch.stack(loss).sum().backward()
         if clip is not None:
