@@ -15,7 +15,7 @@ from compbook import config
 from compbook.binding import complexity, controlled, recipe, train as binding_train
 from compbook.cppn import backprop, emc2, train as cppn_train, verdicts
 from compbook.cppn.judges import semantic
-from compbook.sae import s2ae, vlm
+from compbook.sae import s2ae, stack, vlm
 
 #: (function, how it reaches the device): a call of config.device() or of a helper that does
 TRAINERS_AND_SCORERS = {
@@ -29,6 +29,7 @@ TRAINERS_AND_SCORERS = {
     "binding.complexity.fit_binding_mlp (chapter 12)": (complexity.fit_binding_mlp, "config.device()"),
     "binding.recipe.train_recipe (the recipe, lr_probe, run_one)": (recipe.train_recipe, "run_device()"),
     "sae.s2ae.fit_sae (every SAE of Part C)": (s2ae.fit_sae, "device()"),
+    "sae.stack.fit_stack (Part C's SAEs on the sweep runner)": (stack.fit_stack, "default_device()"),
     "sae.vlm.train_vlm (the tiny VLM, object VLMs)": (vlm.train_vlm, "config.device()"),
 }
 

@@ -111,6 +111,20 @@ def test_sae_and_tiny_vlm_steps():
     assert _on_cpu(res.sae.parameters()) and len(res.losses) == 2
 
 
+def test_stacked_sae_sweep_on_the_gpu():
+    """Part C's sweep configs on CUDA: records come back on the CPU; a stack and the SAEs one by one agree within
+    Adam's step (lr per step: on a GPU the batched matmuls may round differently, so not bit for bit)."""
+    from compbook.sae import tasks
+    configs = [c | {"device": "cuda", "train": c["train"] | {"steps": 3}} for c in tasks.tiny_sweep().configs[:4]]
+    stacked = tasks.fit_many(configs)
+    for config, record in zip(configs, stacked):
+        alone = tasks.fit_one(config)
+        for name in ("W_enc", "W_dec", "b_enc", "b_dec"):
+            assert record[name].device.type == "cpu" and torch.isfinite(record[name]).all()
+            assert (record[name] - alone[name]).abs().max() <= 2 * config["train"]["lr"] * 3
+        assert record["final loss"] == pytest.approx(alone["final loss"], rel=1e-3)
+
+
 def test_semantic_classifier_step():
     from compbook.cppn.judges import semantic
     net, curve = semantic.train_classifier(steps=2, batch=4, progress=False)

@@ -1,6 +1,7 @@
 """compbook.sae.study: the slack of a TopK code, the choice of k, the re-reading rule, stored study runs."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from compbook.sae import experiment as ex
-from compbook.sae import study as st
+from compbook.sae import stack, study as st
 from compbook.sae.s2ae import SAEData, SAETrainConfig
 from compbook.sae.topk import TopKSAE
 
@@ -108,14 +109,15 @@ def test_reading_table_pairs_by_seed_and_reads_against_the_paper():
 def test_study_runs_store_per_k_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     calls = []
-    real = ex.train_sae
-    monkeypatch.setattr(ex, "train_sae", lambda *a, **k: calls.append(a[1].k) or real(*a, **k))
+    real = stack.fit_stack
+    monkeypatch.setattr(stack, "fit_stack", lambda saes, *a, **k: calls.extend(s.k for s in saes) or
+                        real(saes, *a, **k))
     base = SAETrainConfig(d_sae=16, k=2, steps=3, batch_images=2, n_regions=2)
     runs = st.study_runs(tiny_data(), base, ks=(2, 4), lams=(0.0, 0.01), seeds=(0,))
     assert sorted(calls) == [2, 2, 4, 4]
     assert [(r["k"], r["lam"]) for r in runs] == [(2, 0.0), (2, 0.01), (4, 0.0), (4, 0.01)]
     assert all(r["sae"].k == r["k"] for r in runs)
-    assert len(list((tmp_path / "sae" / "study" / "k4").glob("*.safetensors"))) == 2
+    assert len(list((tmp_path / "sae" / "study" / "sweep").glob("*.safetensors"))) == 4     # the runner's records
     st.study_runs(tiny_data(), base, ks=(2, 4), lams=(0.0, 0.01), seeds=(0,))
     assert len(calls) == 4, "a rerun must load the stored SAEs"
     df = st.study_table(runs, tiny_data(seed=1), torch.ones(6, 1, 4, dtype=torch.bool))
@@ -132,7 +134,8 @@ def test_reference_runs_never_served_as_ours(tmp_path, monkeypatch):
     ours = st.study_runs(tiny_data(), base, ks=(2,), lams=(0.0,), seeds=(0,))
     ref = st.reference_runs(tiny_data(), 2, seeds=(0,), lams=(0.0,), base=base)
     assert not torch.equal(ours[0]["sae"].W_enc, ref[0]["sae"].W_enc)
-    assert list((tmp_path / "sae" / "study" / "reference_k2").glob("*.json"))
+    records = [json.loads(p.read_text()) for p in (tmp_path / "sae" / "study" / "sweep").glob("*.json")]
+    assert sorted(r["config"]["optimiser"] for r in records) == ["ours", "reference"]
     table = st.optimiser_table(ours, ref, 2, tiny_data(seed=1), torch.ones(6, 1, 4, dtype=torch.bool))
     assert list(table.optimiser) == ["ours", "reference"]
     assert dataclasses.is_dataclass(st.BASE) and st.BASE.steps >= 900
@@ -141,16 +144,16 @@ def test_reference_runs_never_served_as_ours(tmp_path, monkeypatch):
 def test_region_runs_store_per_count_resume_and_read(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     seen = []
-    real = ex.train_sae
-    monkeypatch.setattr(ex, "train_sae",
-                        lambda *a, **k: seen.append((a[1].lam, a[1].n_regions)) or real(*a, **k))
+    real = stack.fit_stack
+    monkeypatch.setattr(stack, "fit_stack", lambda saes, data, cfgs, *a, **k: seen.extend(
+        (c.lam, c.n_regions) for c in cfgs) or real(saes, data, cfgs, *a, **k))
     base = SAETrainConfig(d_sae=16, k=2, steps=3, batch_images=2)
     runs = st.region_runs(tiny_data(), counts=(1, 2), k=2, lam=0.01, seeds=(0, 1), base=base)
     # vanilla and the paper's regions (min(20, 4 patches) = 4) once per seed, then each count per seed
     assert sorted(seen, key=str) == sorted([(0.0, None), (0.01, None)] * 2 + [(0.01, 1), (0.01, 2)] * 2, key=str)
     assert sorted({r["method"] for r in runs}) == ["S2AE, 1 regions", "S2AE, 2 regions", "S2AE, 4 regions",
                                                    "vanilla"]
-    assert len(list((tmp_path / "sae" / "study" / "regions" / "n2").glob("*.safetensors"))) == 2
+    assert len(list((tmp_path / "sae" / "study" / "sweep").glob("*.safetensors"))) == 8
     st.region_runs(tiny_data(), counts=(1, 2), k=2, lam=0.01, seeds=(0, 1), base=base)
     assert len(seen) == 8, "a rerun must load the stored SAEs"
     test = tiny_data(seed=1)

@@ -16,6 +16,9 @@
   follow objects, on the quadrant and a layout-neutral layout (chapter 15).
 * :mod:`compbook.sae.objsae`: vanilla and S2AE on those variants' activations (chapter 15).
 * :mod:`compbook.sae.claims`: Part C's claims table (chapters 15-16), on :func:`compbook.stats.verdict`.
+* :mod:`compbook.sae.stack`: a stack of same-shape SAEs trained at once (bit-identical to one by one on the CPU).
+* :mod:`compbook.sae.sources`: how a set of training activations is made (what a sweep's worker makes again).
+* :mod:`compbook.sae.tasks`: the study's SAEs as sweeps of :mod:`compbook.sweeps` (one config per SAE, records).
 * :mod:`compbook.sae.full`: every SAE of chapters 15-16 at the mode's size, one command (``python -m compbook.sae
   full``).
 * :mod:`compbook.sae.crossmodal`: cross-modal coherence and monosemanticity per modality (chapter 16).

@@ -9,6 +9,8 @@
 * ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
   (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.full`).
 
+``study``, ``objsae`` and ``full`` train their SAEs through the sweep runner (:mod:`compbook.sae.tasks`) and take
+its options: ``--backend local|ray --address ADDR --workers N --retries N --per-task N`` (:mod:`compbook.sweeps`).
 The library modules hold no argument parsing.
 """
 
@@ -39,8 +41,10 @@ def vlm(argv: Sequence[str]) -> int:
 
 
 def study(argv: Sequence[str]) -> int:
-    """``study [--seeds N] [--retrain] [--reference] [--regions N ...]``: the k / lambda study (chapter 15,
-    ``data/sae/study/``), or with ``--regions`` the region-count S2AEs (``data/sae/study/regions/``)."""
+    """``study [--seeds N] [--retrain] [--reference] [--regions N ...] [--backend local|ray ...]``: the k / lambda
+    study (chapter 15, ``data/sae/study/``), or with ``--regions`` the region-count S2AEs
+    (``data/sae/study/regions/``); the SAEs train through the sweep runner (:mod:`compbook.sweeps`' options)."""
+    from .. import sweeps
     from . import study as st
     p = argparse.ArgumentParser(prog=f"{PROG} study", description=st.__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=None,
@@ -50,12 +54,14 @@ def study(argv: Sequence[str]) -> int:
                    help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
     p.add_argument("--regions", type=int, nargs="+", metavar="N",
                    help="instead: S2AE with N regions per image at k = 32, lambda = 0.01 (data/sae/study/regions/)")
+    sweeps.add_arguments(p)
     a = p.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(1)
     if a.regions:
-        st.run_regions(a.regions, a.seeds, retrain=a.retrain)
+        st.run_regions(a.regions, a.seeds, retrain=a.retrain, **options)
     else:
-        st.run(a.seeds, a.retrain, a.reference)
+        st.run(a.seeds, a.retrain, a.reference, **options)
     return 0
 
 
@@ -98,8 +104,9 @@ def objregions(argv: Sequence[str]) -> int:
 
 
 def objsae(argv: Sequence[str]) -> int:
-    """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain]``: SAEs on the
-    object-VLM variants (``data/sae/objsae/``) and their table."""
+    """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain] [--backend ...]``:
+    SAEs on the object-VLM variants (``data/sae/objsae/``, through the sweep runner) and their table."""
+    from .. import sweeps
     from . import objsae as os_
     from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS
     p = argparse.ArgumentParser(prog=f"{PROG} objsae", description=os_.__doc__.split("\n")[0])
@@ -110,27 +117,33 @@ def objsae(argv: Sequence[str]) -> int:
                    help="object-scale region counts besides the paper's 20 (none: only 20)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--retrain", action="store_true")
+    sweeps.add_arguments(p)
     a = p.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(1)
     names = list(VARIANTS)
     variants = tuple(names[i] for i in a.variants) if a.variants is not None else tuple(names)
-    os_.run(tuple(a.layouts), tuple(a.regions), a.seeds, a.retrain, variants)
+    os_.run(tuple(a.layouts), tuple(a.regions), a.seeds, a.retrain, variants, **options)
     return 0
 
 
 def full(argv: Sequence[str]) -> int:
-    """``full [--tiny] [--retrain]``: :func:`compbook.sae.full.run` at the mode's size (``COMPBOOK_MODE=full``:
-    the paper-scale miniature, on a GPU where there is one) or at :data:`compbook.sae.sizes.TINY`."""
+    """``full [--tiny] [--retrain] [--backend local|ray ...]``: :func:`compbook.sae.full.run` at the mode's size
+    (``COMPBOOK_MODE=full``: the paper-scale miniature, on a GPU where there is one) or at
+    :data:`compbook.sae.sizes.TINY`; the SAEs train through the sweep runner (:mod:`compbook.sweeps`' options)."""
+    from .. import sweeps
     from . import full as fu
     from .sizes import TINY, PartCRun
     p = argparse.ArgumentParser(prog=f"{PROG} full", description=fu.__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="the toy size (seconds on a CPU; data/sae/tiny/)")
     p.add_argument("--retrain", action="store_true")
+    sweeps.add_arguments(p)
     a = p.parse_args(argv)
+    options = sweeps.options(a)
     torch.set_num_threads(1)
     cfg = TINY if a.tiny else PartCRun.for_mode()
     print(cfg)
-    fu.show(fu.run(cfg, retrain=a.retrain))
+    fu.show(fu.run(cfg, retrain=a.retrain, **options))
     return 0
 
 

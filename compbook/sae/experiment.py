@@ -103,8 +103,7 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
     Another setting (e.g. full mode) gets its own files. ``"train s"`` is the stored training time.
     ``trainer``: the training function (default :func:`~compbook.sae.s2ae.train_sae`; e.g.
     :func:`compbook.sae.refopt.train_sae_reference`, whose config type adds its own fields to the key)."""
-    from ..paths import data_file
-    from .topk import load_sae, save_sae
+    from .topk import save_sae
 
     checks.instance(cfg, "cfg", SAETrainConfig)
     seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()
@@ -119,34 +118,52 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
     for seed in seeds:                     # every stored run is checked before anything is trained
         for lam in lams:
             c = dataclasses.replace(cfg, lam=lam, seed=seed)
-            want = {"data": digest, "train": dataclasses.asdict(c)}
-            tag = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:8]
-            name = f"{store}/lam{lam:g}_seed{seed}_{tag}".replace(".", "p")   # no dot: suffixes stay .json
-            path = data_file(f"{name}.json", download=not retrain).with_suffix("")
-            stored = path.with_suffix(".json").is_file() and not retrain
-            if stored:
-                meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
-                if not isinstance(meta, dict) or {k: meta.get(k) for k in want} != json.loads(json.dumps(want)):
-                    raise ValueError(f"store: {path}.json is named for this question but records another data "
-                                     f"digest or training config (edited, or a hash collision); it is neither "
-                                     f"served nor trained over: remove it or pass retrain=True")
-                if "seconds" not in meta:
-                    raise ValueError(f"store: {path}.json has no metadata field 'seconds' (its training time); "
-                                     f"remove it or pass retrain=True")
-                checks.real(meta["seconds"], f"store: {path}.json metadata field 'seconds'", 0)
-            plan.append((lam, seed, c, want, name, path, stored))
+            plan.append((c, *stored_sae(digest, c, store, retrain)))
     runs = []
-    for lam, seed, c, want, name, path, stored in plan:
+    for c, want, name, path, stored in plan:
         if stored:
-            data_file(f"{name}.safetensors")                                 # fetched in Colab
-            meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
-            runs.append({"method": method_name(lam), "seed": seed, "sae": load_sae(path),
-                         "train s": meta["seconds"]})
+            runs.append(load_stored(c, name, path))
             continue
         res = (trainer or train_sae)(train, c, progress=progress)
         save_sae(res.sae, path, {**want, "seconds": res.seconds})
-        runs.append({"method": method_name(lam), "seed": seed, "sae": res.sae, "train s": res.seconds})
+        runs.append({"method": method_name(c.lam), "seed": c.seed, "sae": res.sae, "train s": res.seconds})
     return runs
+
+
+def stored_sae(digest: str, cfg: SAETrainConfig, store: str, retrain: bool = False) -> tuple:
+    """Where :func:`stored_runs` keeps the SAE of ``cfg`` (its lambda and seed) trained on data of ``digest``
+    (:func:`data_digest`) in ``data/<store>/``: ``(want, name, path, stored)``, the sidecar's metadata it must
+    hold, the file name under ``data/``, its path without suffix and whether it is stored (never when
+    ``retrain``); ValueError when the file named for this question records another one."""
+    from ..paths import data_file
+
+    want = {"data": digest, "train": dataclasses.asdict(cfg)}
+    tag = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:8]
+    name = f"{store}/lam{cfg.lam:g}_seed{cfg.seed}_{tag}".replace(".", "p")   # no dot: suffixes stay .json
+    path = data_file(f"{name}.json", download=not retrain).with_suffix("")
+    stored = path.with_suffix(".json").is_file() and not retrain
+    if stored:
+        meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
+        if not isinstance(meta, dict) or {k: meta.get(k) for k in want} != json.loads(json.dumps(want)):
+            raise ValueError(f"store: {path}.json is named for this question but records another data "
+                             f"digest or training config (edited, or a hash collision); it is neither "
+                             f"served nor trained over: remove it or pass retrain=True")
+        if "seconds" not in meta:
+            raise ValueError(f"store: {path}.json has no metadata field 'seconds' (its training time); "
+                             f"remove it or pass retrain=True")
+        checks.real(meta["seconds"], f"store: {path}.json metadata field 'seconds'", 0)
+    return want, name, path, stored
+
+
+def load_stored(cfg: SAETrainConfig, name: str, path) -> dict:
+    """The run of :func:`stored_runs` for a stored SAE (:func:`stored_sae`'s ``name`` and ``path``):
+    ``{"method", "seed", "sae", "train s"}``."""
+    from ..paths import data_file
+    from .topk import load_sae
+
+    data_file(f"{name}.safetensors")                                     # fetched in Colab
+    meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
+    return {"method": method_name(cfg.lam), "seed": cfg.seed, "sae": load_sae(path), "train s": meta["seconds"]}
 
 
 def compare(train: SAEData, test: SAEData, test_masks: torch.Tensor, cfg: SAETrainConfig, seeds=(0, 1, 2),
@@ -236,14 +253,19 @@ class Setting:
     train: SAEData
     test: SAEData
     layer: int
+    source: dict | None = None      # how ``train`` is made again elsewhere (:mod:`compbook.sae.tasks`)
 
 
 def load_setting(n_train: int, n_test: int, layer: int, seed: int = 10) -> Setting:
     """Load the stored tiny VLM (``data/sae/``) and extract layer ``layer`` on fresh scenes (seeds ``seed`` and
-    ``seed + 1``, distinct from the VLM's own training (0) and test (1) scenes)."""
+    ``seed + 1``, distinct from the VLM's own training (0) and test (1) scenes). The training activations'
+    ``source`` (:func:`compbook.sae.sources.note_source`) lets a sweep's worker make them again."""
     from .data import make_scenes
+    from .sources import note_source
     from .vlm import pretrained_vlm
 
     vlm, text, meta = pretrained_vlm(progress=False)
     tr, te = make_scenes(n_train, seed=seed), make_scenes(n_test, seed=seed + 1)
-    return Setting(vlm, text, meta, tr, te, sae_inputs(vlm, tr, layer), sae_inputs(vlm, te, layer), layer)
+    source = {"source": "tiny-vlm", "n": int(n_train), "seed": int(seed), "layer": int(layer)}
+    train = note_source(sae_inputs(vlm, tr, layer), source)
+    return Setting(vlm, text, meta, tr, te, train, sae_inputs(vlm, te, layer), layer, source)

@@ -5,6 +5,9 @@ paper-scale miniature) and :data:`compbook.sae.sizes.TINY` a seconds-long check.
 every SAE is stored by :func:`compbook.sae.experiment.stored_runs`, keyed by config and data digest, so a rerun
 resumes) and scores:
 
+Every SAE trains through the sweep runner (:mod:`compbook.sae.tasks`, :mod:`compbook.sweeps`; ``--backend ray``
+runs them on a cluster):
+
 1. the k / lambda study (:mod:`compbook.sae.study`) and the choice of k;
 2. the reference optimiser at that k (:mod:`compbook.sae.refopt`);
 3. S2AE with object-scale region counts at that k;
@@ -58,8 +61,10 @@ def table(cfg: PartCRun, name: str, log=print) -> pd.DataFrame:
     return st.read_table(relative)
 
 
-def run(cfg: PartCRun, retrain: bool = False, log=print) -> dict:
-    """Train (or load) and score everything (see the module docstring); returns the tables by name."""
+def run(cfg: PartCRun, retrain: bool = False, log=print, **options) -> dict:
+    """Train (or load) and score everything (see the module docstring); returns the tables by name. Every SAE
+    trains through the sweep runner: ``options`` say where (:func:`compbook.sweeps.run`'s backend, address,
+    workers, retries, per_task; default: this process)."""
     from . import claims, coherence as co, crossmodal as cm, describe as de
     from . import experiment as ex, interpret as ip, objsae, study as st
 
@@ -72,17 +77,18 @@ def run(cfg: PartCRun, retrain: bool = False, log=print) -> dict:
     seeds, base, store = tuple(range(cfg.seeds)), cfg.base(), cfg.store
     s = ex.load_setting(cfg.n_train, cfg.n_test, cfg.layer)
     masks, labels = s.test_scenes.masks, s.test_scenes.labels
-    runs = st.study_runs(s.train, base, cfg.ks, cfg.lams, seeds, store, retrain=retrain, log=say)
+    runs = st.study_runs(s.train, base, cfg.ks, cfg.lams, seeds, store, retrain=retrain, log=say, **options)
     out = {"study": st.study_table(runs, s.test, masks)}
     k = st.choose_k(out["study"])
     say(f"study: {len(runs)} SAEs, chosen k = {k}")
-    ref = st.reference_runs(s.train, k, seeds, base=base, store=store, retrain=retrain)
+    ref = st.reference_runs(s.train, k, seeds, base=base, store=store, retrain=retrain, **options)
     out["optimiser"] = st.optimiser_table(runs, ref, k, s.test, masks)
-    reg = st.region_runs(s.train, cfg.counts, k, 0.01, seeds, base, store, retrain=retrain, log=say)
+    reg = st.region_runs(s.train, cfg.counts, k, 0.01, seeds, base, store, retrain=retrain, log=say,
+                         **options)
     out["regions"] = st.region_table(reg, s.test, masks, labels)
     out["objsae"] = objsae.table(cfg.layouts, counts=cfg.counts, seeds=seeds, base=base, k=k,
                                  store=cfg.objsae_store, retrain=retrain, log=say, n_train=cfg.n_train,
-                                 n_test=cfg.n_test, layer=cfg.layer)
+                                 n_test=cfg.n_test, layer=cfg.layer, **options)
     at_k = [r for r in runs if r["k"] == k and r["lam"] in (0.0, 0.01)]
     scenes = s.test_scenes
     coh = co.coherence_table(at_k, s.test, scenes, top_n=cfg.top_n)

@@ -52,23 +52,28 @@ def setting(variant: str, layout: str = "grid2", n_train: int = st.N_TRAIN, n_te
     """:func:`compbook.sae.experiment.load_setting` for a stored object-VLM variant (``text_only`` is None)."""
     from .data import make_scenes
 
+    from .sources import note_source
+
     model, meta = stored_object_vlm(variant, layout)
     tr = make_scenes(n_train, seed=seed, layout=layout)
     te = make_scenes(n_test, seed=seed + 1, layout=layout)
-    return ex.Setting(model, None, meta, tr, te, ex.sae_inputs(model, tr, layer), ex.sae_inputs(model, te, layer),
-                      layer)
+    source = {"source": "object-vlm", "variant": variant, "layout": layout, "n": int(n_train), "seed": int(seed),
+              "layer": int(layer)}
+    train = note_source(ex.sae_inputs(model, tr, layer), source)
+    return ex.Setting(model, None, meta, tr, te, train, ex.sae_inputs(model, te, layer), layer, source)
 
 
 def variant_runs(s: ex.Setting, variant: str, layout: str, counts=st.REGION_COUNTS, seeds=st.SEEDS,
                  base=st.BASE, k: int = K, lam: float = LAM, store: str = STORE, retrain: bool = False,
-                 log=None) -> list:
+                 log=None, **options) -> list:
     """Vanilla, S2AE with the paper's regions and with each count of ``counts`` on the variant's activations
-    (:func:`compbook.sae.study.region_runs` with this variant's store); ``counts=()``: the first two only."""
+    (:func:`compbook.sae.study.region_runs` with this variant's store); ``counts=()``: the first two only.
+    ``options``: where the sweep runs (:func:`compbook.sweeps.run`'s)."""
     where = store_of(variant, layout, store)
     if counts:
-        return st.region_runs(s.train, counts, k, lam, seeds, base, where, retrain=retrain, log=log)
+        return st.region_runs(s.train, counts, k, lam, seeds, base, where, retrain=retrain, log=log, **options)
     runs = st.study_runs(s.train, dataclasses.replace(base, k=int(k), n_regions=None), (k,), (0.0, lam), seeds,
-                         where, retrain=retrain)
+                         where, retrain=retrain, **options)
     n_paper = min(paper.REGIONS, len(s.train.patch_idx))
     for r in runs:
         r["regions"] = n_paper if r["lam"] else 0
@@ -89,16 +94,17 @@ def variant_table(runs: list, s: ex.Setting, top_n: int = 20) -> pd.DataFrame:
 
 def table(layouts=("grid2",), variants=tuple(VARIANTS), counts=st.REGION_COUNTS, seeds=st.SEEDS,
           base=st.BASE, k: int = K, store: str = STORE, retrain: bool = False, log=None, n_train: int = st.N_TRAIN,
-          n_test: int = st.N_TEST, layer: int = st.LAYER) -> pd.DataFrame:
+          n_test: int = st.N_TEST, layer: int = st.LAYER, **options) -> pd.DataFrame:
     """One row per SAE of every (layout, variant): :func:`variant_table` with ``layout``, ``variant`` and the
     variant's concept-word accuracy (activations of :func:`setting` ``(variant, layout, n_train, n_test,
-    layer)``)."""
+    layer)``; ``options``: where the sweep runs, :func:`compbook.sweeps.run`'s)."""
     parts = []
     for layout in layouts:
         for variant in variants:
             t0 = time.perf_counter()
             s = setting(variant, layout, n_train, n_test, layer)
-            runs = variant_runs(s, variant, layout, counts, seeds, base, k=k, store=store, retrain=retrain)
+            runs = variant_runs(s, variant, layout, counts, seeds, base, k=k, store=store, retrain=retrain,
+                                **options)
             df = variant_table(runs, s)
             df.insert(0, "variant", variant)
             df.insert(0, "layout", layout)
@@ -151,15 +157,15 @@ def merge_table(df: pd.DataFrame, relative: str = f"{STORE}/table.json") -> pd.D
 
 
 def run(layouts=("grid2",), counts=st.REGION_COUNTS, n_seeds: int = len(st.SEEDS), retrain: bool = False,
-        variants=tuple(VARIANTS)) -> pd.DataFrame:
+        variants=tuple(VARIANTS), **options) -> pd.DataFrame:
     """Train (or load) and score every variant's SAEs, write ``data/sae/objsae/table.json``, print the reading
-    (``python -m compbook.sae objsae``)."""
+    (``python -m compbook.sae objsae``); ``options``: where the sweep runs (:func:`compbook.sweeps.run`'s)."""
     t0 = time.perf_counter()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
-    df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log))
+    df = merge_table(table(layouts, variants, counts, tuple(range(n_seeds)), retrain=retrain, log=log, **options))
     log(f"wrote {st.write_table(df, f'{STORE}/table.json', extend=True)}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(reading(df).T)

@@ -76,9 +76,10 @@ def linear_decay(step: int, steps: int) -> float:
     return max(0.0, (steps - step) / max(1, steps))
 
 
-def train_sae_reference(data: SAEData, cfg: SAETrainConfig, progress: bool = True) -> TrainResult:
-    """Train like :func:`compbook.sae.s2ae.train_sae` (same batches, loss and penalties for the same seed) with
-    the optimisation of ``cfg`` (a :class:`ReferenceTrainConfig`; a plain :class:`SAETrainConfig` means ours)."""
+def reference_start(data: SAEData, cfg: SAETrainConfig) -> tuple[TopKSAE, ReferenceTrainConfig, object]:
+    """What :func:`train_sae_reference` trains from: the initialised SAE (``cfg.init``, ``cfg.b_dec_init``), the
+    config as a :class:`ReferenceTrainConfig` (a plain :class:`SAETrainConfig` means ours) and the learning-rate
+    schedule (a function step -> factor, or None for a constant rate)."""
     from .s2ae import check_data
 
     checks.instance(cfg, "cfg", SAETrainConfig)
@@ -93,5 +94,13 @@ def train_sae_reference(data: SAEData, cfg: SAETrainConfig, progress: bool = Tru
             sae.b_dec.copy_(data.tokens.mean(0))
         else:
             sae.b_dec.zero_()
-    schedule = (lambda t: linear_decay(t, ref.steps)) if ref.schedule == "linear" else None
+    steps = ref.steps
+    schedule = (lambda t: linear_decay(t, steps)) if ref.schedule == "linear" else None
+    return sae, ref, schedule
+
+
+def train_sae_reference(data: SAEData, cfg: SAETrainConfig, progress: bool = True) -> TrainResult:
+    """Train like :func:`compbook.sae.s2ae.train_sae` (same batches, loss and penalties for the same seed) with
+    the optimisation of ``cfg`` (a :class:`ReferenceTrainConfig`; a plain :class:`SAETrainConfig` means ours)."""
+    sae, ref, schedule = reference_start(data, cfg)
     return fit_sae(sae, data, ref, progress, schedule=schedule, clip=ref.clip, desc="SAE (reference optim)")

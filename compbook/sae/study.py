@@ -2,9 +2,10 @@
 
 At small k a TopK SAE's token has many more positive pre-activations than kept latents, so pushing a kept latent
 down only lets the next one in: S2AE's usage penalties cannot lower L0. This module trains one SAE per
-(k, lambda, seed) on the same data and budget (stored in ``data/sae/study/k{k}/`` by
-:func:`compbook.sae.experiment.stored_runs`, keyed by the training config and the data digest, so a rerun
-resumes), scores each on held-out scenes and measures that slack:
+(k, lambda, seed) on the same data and budget through the sweep runner (:mod:`compbook.sae.tasks`,
+:mod:`compbook.sweeps`: one config per SAE, keyed by the training config, the data's digest and the device; the
+records in ``data/sae/study/sweep/``, the SAEs stored before the runner still served from ``data/sae/study/k{k}/``,
+so a rerun resumes), scores each on held-out scenes and measures that slack:
 
 * ``positive pre``: the mean number of positive pre-activations (``ReLU`` before TopK) per image patch;
 * ``k-th kept = 0``: the share of image patches whose k-th largest pre-activation is 0 (fewer than k positive,
@@ -19,6 +20,7 @@ Sizes: :class:`compbook.sae.sizes.PartCRun` (the CPU defaults are this module's 
 mode's). Command (the study of the chapter, about 10 minutes of one core; resumable)::
 
     nice -n 5 python -m compbook.sae study
+    python -m compbook.sae study --backend ray --address HEAD:6379     # the same SAEs on a Ray cluster
 """
 
 from __future__ import annotations
@@ -57,29 +59,28 @@ def store_of(k: int, store: str = STORE, optimiser: str = "ours") -> str:
 
 
 def study_runs(train: SAEData, base: SAETrainConfig = BASE, ks=KS, lams=LAMS, seeds=SEEDS, store: str = STORE,
-               retrain: bool = False, progress: bool = False, log=None) -> list:
-    """One SAE per (k, lambda, seed), loaded from ``data/<store>/k{k}/`` when stored for this config and data,
-    else trained and stored: [{"k", "lam", "method", "seed", "sae", "train s"}]."""
+               retrain: bool = False, progress: bool = False, log=None, **options) -> list:
+    """One SAE per (k, lambda, seed), trained through the sweep runner (:func:`compbook.sae.tasks.trained`:
+    ``options`` are :func:`compbook.sweeps.run`'s backend, address, workers, retries, per_task) or loaded when
+    stored for this config and data (the runner's records in ``data/<store>/sweep/``, the earlier files in
+    ``data/<store>/k{k}/``): [{"k", "lam", "method", "seed", "sae", "train s"}], k by k, seed by seed."""
+    from . import tasks
+
     checks.instance(base, "base", SAETrainConfig)
     ks = checks.integers(ks, "ks", 1, ndim=1, min_size=1).tolist()
     lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
-    checks.integers(seeds, "seeds", 0, ndim=1, min_size=1)
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()
     check_data(train, None, any(lam > 0 for lam in lams), "train")
     for k in ks:                           # every config is checked before anything is trained
         dataclasses.replace(base, k=k)
         store_of(k, store)
     if log is not None and not callable(log):
         raise ValueError(f"log must be a function (str) -> None or None, got {log!r:.60}")
-    runs = []
-    for k in ks:
-        t0 = time.perf_counter()
-        got = ex.stored_runs(train, dataclasses.replace(base, k=int(k)), seeds, lams, store_of(k, store),
-                             retrain=retrain, progress=progress)
-        for r in got:
-            r["k"], r["lam"] = int(k), _lam_of(r["method"])
-        runs += got
-        if log:
-            log(f"k={k}: {len(got)} SAEs in {time.perf_counter() - t0:.1f} s")
+    plan = [(dataclasses.replace(base, k=int(k), lam=lam, seed=int(seed)), store_of(k, store))
+            for k in ks for seed in seeds for lam in lams]
+    runs = tasks.trained(train, plan, store, retrain=retrain, progress=progress, log=log, **options)
+    for r, (c, _) in zip(runs, plan):
+        r["k"], r["lam"] = c.k, c.lam
     return runs
 
 
@@ -230,10 +231,10 @@ def shown(reading: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 
 def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = False,
-        sizes: PartCRun | None = None) -> None:
+        sizes: PartCRun | None = None, **options) -> None:
     """Train (or load) the study's SAEs at ``sizes`` (default: the mode's), write the tables and print the
     summary; ``reference`` also trains the reference optimiser's SAEs at the chosen k (``python -m compbook.sae
-    study``)."""
+    study``). ``options``: where the sweep runs (:func:`compbook.sweeps.run`'s backend, address, workers ...)."""
     t0 = time.perf_counter()
     sz = sizes or PartCRun.for_mode()
 
@@ -242,7 +243,8 @@ def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = Fal
 
     s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
     seeds = tuple(range(n_seeds or sz.seeds))
-    runs = study_runs(s.train, sz.base(), sz.ks, sz.lams, seeds, sz.store, retrain=retrain, log=log)
+    runs = study_runs(s.train, sz.base(), sz.ks, sz.lams, seeds, sz.store, retrain=retrain, progress=True,
+                      log=log, **options)
     df = study_table(runs, s.test, s.test_scenes.masks)
     k = choose_k(df)
     log(f"chosen k = {k}")
@@ -251,7 +253,8 @@ def run(n_seeds: int | None = None, retrain: bool = False, reference: bool = Fal
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(study_summary(df))
     if reference:
-        ref_runs = reference_runs(s.train, k, seeds, base=sz.base(), store=sz.store, retrain=retrain)
+        ref_runs = reference_runs(s.train, k, seeds, base=sz.base(), store=sz.store, retrain=retrain,
+                                  **options)
         log(f"reference optimiser at k={k}: {len(ref_runs)} SAEs")
         opt = optimiser_table(runs, ref_runs, k, s.test, s.test_scenes.masks)
         write_table(opt, sz.table("optimiser"))
@@ -288,13 +291,19 @@ def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
 
 
 def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: SAETrainConfig = BASE,
-                   store: str = STORE, retrain: bool = False) -> list:
-    """The reference optimiser's SAEs (:mod:`compbook.sae.refopt`) at ``k``, same data, seeds and budget."""
-    from .refopt import ReferenceTrainConfig, train_sae_reference
+                   store: str = STORE, retrain: bool = False, **options) -> list:
+    """The reference optimiser's SAEs (:mod:`compbook.sae.refopt`) at ``k``, same data, seeds and budget, through
+    the sweep runner as :func:`study_runs` (earlier files in ``data/<store>/reference_k{k}/``)."""
+    from . import tasks
+    from .refopt import ReferenceTrainConfig
 
     cfg = ReferenceTrainConfig(**{**dataclasses.asdict(base), "k": int(k)})
-    runs = ex.stored_runs(train, cfg, seeds, lams, store_of(k, store, "reference"), retrain=retrain,
-                          trainer=train_sae_reference)
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()
+    lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
+    check_data(train, None, any(lam > 0 for lam in lams), "train")
+    where = store_of(k, store, "reference")
+    plan = [(dataclasses.replace(cfg, lam=lam, seed=int(seed)), where) for seed in seeds for lam in lams]
+    runs = tasks.trained(train, plan, store, optimiser="reference", retrain=retrain, **options)
     for r in runs:
         r["k"], r["lam"] = int(k), _lam_of(r["method"])
     return runs
@@ -322,27 +331,29 @@ def region_store(n_regions: int, store: str = STORE) -> str:
 
 
 def region_runs(train: SAEData, counts=REGION_COUNTS, k: int = 32, lam: float = 0.01, seeds=REGION_SEEDS,
-                base: SAETrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None) -> list:
-    """Vanilla and S2AE with the paper's regions at ``k`` (the study's stored SAEs, ``data/<store>/k{k}/``) and
-    S2AE with each region count of ``counts`` (``data/<store>/regions/n{n}/``), same data, seeds and budget:
+                base: SAETrainConfig = BASE, store: str = STORE, retrain: bool = False, log=None, **options) -> list:
+    """Vanilla and S2AE with the paper's regions at ``k`` (the study's SAEs) and S2AE with each region count of
+    ``counts``, same data, seeds and budget, in one run of the sweep runner (``options``: as
+    :func:`study_runs`; earlier files in ``data/<store>/k{k}/`` and ``data/<store>/regions/n{n}/``):
     [{"k", "lam", "regions", "method", "seed", "sae", "train s"}]; method "vanilla" or "S2AE, {n} regions"."""
+    from . import tasks
+
     counts = [checks.integer(n, "counts", 1) for n in checks.sequence(counts, "counts")]
     base = dataclasses.replace(base, k=int(k), n_regions=None)
-    runs = study_runs(train, base, (k,), (0.0, lam), seeds, store, retrain=retrain)
-    n_paper = min(paper.REGIONS, len(train.patch_idx))
-    for r in runs:
-        r["regions"] = 0 if r["lam"] == 0 else n_paper
-        if r["lam"]:
-            r["method"] = f"S2AE, {n_paper} regions"
+    seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()
+    lam = checks.real(lam, "lam", 0)
+    check_data(train, None, True, "train")
+    if log is not None and not callable(log):
+        raise ValueError(f"log must be a function (str) -> None or None, got {log!r:.60}")
+    plan = [(dataclasses.replace(base, lam=x, seed=int(s)), store_of(k, store)) for s in seeds for x in (0.0, lam)]
     for n in counts:
-        t0 = time.perf_counter()
-        got = ex.stored_runs(train, dataclasses.replace(base, n_regions=int(n)), seeds, (lam,),
-                             region_store(n, store), retrain=retrain)
-        for r in got:
-            r.update(k=int(k), lam=float(lam), regions=int(n), method=f"S2AE, {int(n)} regions")
-        runs += got
-        if log:
-            log(f"{n} regions: {len(got)} SAEs in {time.perf_counter() - t0:.1f} s")
+        plan += [(dataclasses.replace(base, n_regions=int(n), lam=lam, seed=int(s)), region_store(n, store))
+                 for s in seeds]
+    runs = tasks.trained(train, plan, store, retrain=retrain, log=log, **options)
+    n_paper = min(paper.REGIONS, len(train.patch_idx))
+    for r, (c, _) in zip(runs, plan):
+        n = c.n_regions or (n_paper if c.lam else 0)
+        r.update(k=int(k), lam=c.lam, regions=n, method="vanilla" if n == 0 else f"S2AE, {n} regions")
     return runs
 
 
@@ -395,7 +406,7 @@ def region_reading(df: pd.DataFrame, l0_share: float, miou_rel: float) -> pd.Dat
 
 
 def run_regions(counts=REGION_COUNTS, n_seeds: int | None = None, k: int = 32, lam: float = 0.01,
-                retrain: bool = False, sizes: PartCRun | None = None) -> None:
+                retrain: bool = False, sizes: PartCRun | None = None, **options) -> None:
     """Train (or load) the region-count S2AEs at ``k`` and ``lam`` at ``sizes`` (default: the mode's), write
     ``data/sae/study/regions/table.json`` and print the reading (``python -m compbook.sae study --regions 4 8``)."""
     t0 = time.perf_counter()
@@ -407,7 +418,7 @@ def run_regions(counts=REGION_COUNTS, n_seeds: int | None = None, k: int = 32, l
     s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
     log("setting loaded")
     runs = region_runs(s.train, counts, k, lam, tuple(range(n_seeds or sz.seeds)), sz.base(), sz.store,
-                       retrain=retrain, log=log)
+                       retrain=retrain, log=log, **options)
     df = region_table(runs, s.test, s.test_scenes.masks, s.test_scenes.labels)
     log(f"wrote {write_table(df, sz.table('regions'))}")
     with pd.option_context("display.width", 250, "display.max_columns", 20):
