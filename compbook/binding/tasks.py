@@ -29,7 +29,7 @@ import torch
 from .. import checks, config as run_config, sweeps
 from .controlled import ControlledConfig, check_training_size, train_controlled, training_bytes
 from .probes import PROBE_KINDS
-from .sweep import FORMAT, SweepConfig, probe_fits, sweep_splits, test_scores
+from .scoring import FORMAT, SweepConfig, probe_fits, sweep_splits, test_scores
 
 COVERAGE = "binding/coverage"
 RECIPE = "binding/recipe"
