@@ -128,9 +128,28 @@ def table(rows: dict) -> str:
     return "\n".join(out)
 
 
-def table_in(text: str) -> str:
-    """The table between :data:`TABLE_BEGIN` and :data:`TABLE_END` in ``text`` (README's), stripped."""
+def table_in(text: str, begin: str = TABLE_BEGIN, end: str = TABLE_END) -> str:
+    """The table between ``begin`` and ``end`` (default: the full-mode times') in ``text`` (README's), stripped."""
     checks.instance(text, "text", str)
-    if TABLE_BEGIN not in text or TABLE_END not in text:
-        raise ValueError(f"text has no {TABLE_BEGIN!r} ... {TABLE_END!r} block")
-    return text.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0].strip()
+    if begin not in text or end not in text:
+        raise ValueError(f"text has no {begin!r} ... {end!r} block")
+    return text.split(begin, 1)[1].split(end, 1)[0].strip()
+
+
+#: README's table of the papers' sweeps in GPU-hours sits between these two lines (:func:`sweep_table`)
+SWEEPS_BEGIN, SWEEPS_END = "<!-- sweep GPU-hours: begin -->", "<!-- sweep GPU-hours: end -->"
+
+
+def gpu_hours(works, gpu: GPU) -> str:
+    """``works``' estimated GPU-hours on ``gpu``, in words (``0.2``, ``35``, ``960``)."""
+    h = seconds(works, gpu) / 3600
+    return f"{h:.1f}" if h < 10 else f"{round(h):,}"
+
+
+def sweep_table(rows: dict) -> str:
+    """README's table of sweeps: ``rows`` maps a sweep's description to its works; GPU-hours on an A100 and a T4
+    (on a cluster of ``n`` GPUs the wall time is about the GPU-hours over ``n``: the runner packs the tasks)."""
+    checks.instance(rows, "rows", dict)
+    out = ["| sweep | A100 GPU-hours | T4 GPU-hours |", "|---|---|---|"]
+    out += [f"| {name} | {gpu_hours(works, A100)} | {gpu_hours(works, T4)} |" for name, works in rows.items()]
+    return "\n".join(out)

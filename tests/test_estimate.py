@@ -161,3 +161,28 @@ def test_readme_table_is_the_functions():
     text = (ROOT / "README.md").read_text()
     want = estimate.table(rows())
     assert estimate.table_in(text) == want, "README's full-mode table differs; put this between its markers:\n" + want
+
+
+def sweep_rows() -> dict:
+    """README's sweep rows: description -> works (each part's fulltime; the paper's sweep of Part B)."""
+    from compbook.binding import fulltime as b
+    from compbook.cppn import fulltime as a
+    from compbook.sae import fulltime as c
+    return {"A: depth sweep (chapter 7, full mode)": a.ch07(), "A: EMC2 scoring by the VLM (chapter 5)": a.ch05(),
+            "B: coverage sweep (chapter 13, full mode)": b.ch13(), "B: the paper's ~500 controlled models":
+            b.paper_sweep(), "C: k / lambda study (chapter 15, full mode)": c.ch15()}
+
+
+def test_readme_sweep_table_is_the_functions():
+    text = (ROOT / "README.md").read_text()
+    want = estimate.sweep_table(sweep_rows())
+    got = estimate.table_in(text, estimate.SWEEPS_BEGIN, estimate.SWEEPS_END)
+    assert got == want, "README's sweep table differs; put this between its markers:\n" + want
+
+
+def test_paper_sweep_scales_with_its_models():
+    from compbook.binding import fulltime as b
+    one, many = estimate.seconds(b.paper_sweep(1), estimate.A100), estimate.seconds(b.paper_sweep(500), estimate.A100)
+    assert many == pytest.approx(500 * one, rel=0.05), "500 models: 500 times the FLOPs (launches shared in a stack)"
+    with pytest.raises(ValueError, match="n_models"):
+        b.paper_sweep(0)

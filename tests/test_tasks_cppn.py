@@ -244,7 +244,9 @@ def test_the_command_takes_the_runners_options(tmp_path, monkeypatch):
 def test_stores_follow_the_mode(monkeypatch, tmp_path):
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     monkeypatch.setenv("COMPBOOK_MODE", "full")
-    assert tasks.store_for("cppn/depth") == tmp_path / "emc2" / "full" / "depth"
+    assert tasks.store_for("cppn/depth") == tmp_path / "emc2" / "full" / "sweeps" / "cppn-depth"
     monkeypatch.setenv("COMPBOOK_MODE", "cpu")
-    assert tasks.store_for("cppn/depth").parts[-3:] == ("compbook-sweeps", "cppn", "depth")
+    assert tasks.store_for("cppn/depth").parts[-2:] == ("compbook-sweeps", "cppn-depth")
+    monkeypatch.setenv("COMPBOOK_SWEEPS", str(tmp_path / "mine"))
+    assert tasks.store_for("cppn/depth") == tmp_path / "mine" / "cppn-depth", "one override for every sweep"
     assert tasks.store_for("cppn/depth", tmp_path) == tmp_path / "depth"

@@ -77,6 +77,22 @@ def ch13(subset: bool = False) -> list:
                         len(sw.coverages) * len(sw.seeds)) for _ in sw.n_values]
 
 
+#: the paper's sweep behind the global-product correlation, at its scale: about ``paper.figure("n_models")``
+#: controlled models of the released code's size (6 layers x 256, ``d_ff`` 1024); steps and scenes per step are
+#: not in our sources: 50,000 steps of 512 scenes is our assumption
+PAPER_SWEEP = dict(n_layers=6, d_model=256, d_ff=1024, steps=50_000, batch=512)
+
+
+def paper_sweep(n_models: int | None = None) -> list:
+    """The paper's coverage sweep (``n_models``, default the paper's about 500) at :data:`PAPER_SWEEP`'s sizes,
+    scenes of two objects with chapter 13's swap negatives."""
+    from .paper import figure
+    n = checks.integer(figure("n_models") if n_models is None else n_models, "n_models")
+    cfg, s = sized(controlled.ControlledConfig), PAPER_SWEEP
+    tokens = s["batch"] * (2 + cfg.n_swaps) * (cfg.n_concepts * 2 + SCENE_TOKENS)
+    return [transformer(s["n_layers"], s["d_model"], s["d_ff"], tokens, s["steps"], n)]
+
+
 def recipe_run(cfg) -> Work:
     """One released-recipe model (:class:`~compbook.binding.recipe_config.RecipeConfig` ``cfg``): a scene and a
     query encoder; scenes, swap negatives and the concept and object queries per step."""

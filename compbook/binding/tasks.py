@@ -40,10 +40,9 @@ SPLIT_KEYS = ("coverage", "seed", "max_scenes", "test_scenes", "probe_scenes", "
 
 
 def default_store(name: str = COVERAGE) -> Path:
-    """Where a sweep's records are kept by default between runs (resumable): the temporary folder, as the recipe's
-    training states (:func:`compbook.binding.recipe.default_checkpoint`); ``binding/coverage`` ->
-    ``<tmp>/compbook-sweeps/binding-coverage``."""
-    return Path(tempfile.gettempdir()) / "compbook-sweeps" / name.replace("/", "-")
+    """Where a sweep's records are kept between runs (resumable): :func:`compbook.sweeps.store_for` (Part B's store
+    ``binding``: ``data/binding/full/sweeps/`` in full mode, a temporary cache in CPU mode)."""
+    return sweeps.store_for(name, "binding")
 
 
 def _mode_device(mode: str) -> torch.device:

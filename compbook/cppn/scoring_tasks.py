@@ -51,10 +51,9 @@ _TWIN_FIELDS = ("target", "res", "steps", "lr", "optimizer", "normalize_grad", "
 
 
 def default_store(name: str) -> Path:
-    """Where a command keeps a sweep's records unless told (outside ``data/``): ``$COMPBOOK_SWEEPS/<name>``, else
-    ``~/.cache/compbook/sweeps/<name>``."""
-    root = os.environ.get("COMPBOOK_SWEEPS") or Path.home() / ".cache" / "compbook" / "sweeps"
-    return Path(root) / checks.non_empty_str(name, "name").replace("/", "-")
+    """Where a command keeps a sweep's records unless told: :func:`compbook.sweeps.store_for` (Part A's store
+    ``emc2``)."""
+    return sweeps.store_for(name, "emc2")
 
 
 def run_sweep(sweep: sweeps.Sweep, store=None, progress: bool = False, check: bool = True,

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .. import checks, config
+from .. import checks, sweeps
 from ..sweeps import Sweep
 from . import depth, experiments, prune, train
 from .network import CPPN, uniform_cppn
@@ -50,14 +49,12 @@ COMMAND = "python -m compbook.cppn experiments"
 
 # -- stores and targets --------------------------------------------------------------------------------------------
 def store_for(name: str, root=None) -> Path:
-    """The folder of sweep ``name``'s records: ``root / <name's last part>``; ``root`` default: the part's full-mode
-    store ``data/emc2/full`` in full mode (a registered folder), a temporary ``compbook-sweeps/cppn`` in CPU mode
-    (a cache the stored run resumes from; its product is ``data/emc2/partA_reread.json``)."""
+    """The folder of sweep ``name``'s records: ``root / <name's last part>``, or by default
+    :func:`compbook.sweeps.store_for` (full mode: ``data/emc2/full/sweeps/``, registered; CPU mode: a temporary
+    cache the stored run resumes from; its product is ``data/emc2/partA_reread.json``)."""
     checks.non_empty_str(name, "name")
     if root is None:
-        from ..paths import data_dir
-        root = (data_dir() / "emc2" / "full" if config.is_full()
-                else Path(tempfile.gettempdir()) / "compbook-sweeps" / "cppn")
+        return sweeps.store_for(name, "emc2")
     return Path(root) / checks.safe_name(name.rpartition("/")[2], "name")
 
 

@@ -12,14 +12,15 @@ controlled models (the paper's some 500), Part C's k x lambda x seeds of SAEs. E
 * :mod:`~compbook.sweeps.spec`: :class:`Sweep`, each config's key (:func:`config_key`), tasks (stacks);
 * :mod:`~compbook.sweeps.store`: one record per config, stored atomically (a folder artifact in ``data/``);
 * :mod:`~compbook.sweeps.backends`: ``local`` (in process or a process pool) and ``ray``;
-* :mod:`~compbook.sweeps.runner`: :func:`run`, :class:`Report`, :func:`load_records`;
+* :mod:`~compbook.sweeps.runner`: :func:`run`, :class:`Report`, :func:`load_records`, :func:`store_for` (where
+  a sweep's records go: full mode's store, or a resumable cache in CPU mode);
 * :mod:`~compbook.sweeps.cli`: the ``--backend local|ray --address ADDR`` options of every part's command.
 
 Ray is optional (``pip install 'compbook[sweeps]'``); without it the ``local`` backend runs everything.
 """
 
 from .cli import add_arguments, options
-from .runner import Report, load_records, run
+from .runner import Report, load_records, run, store_for
 from .spec import Sweep, config_key
 
-__all__ = ["Sweep", "Report", "run", "load_records", "config_key", "add_arguments", "options"]
+__all__ = ["Sweep", "Report", "run", "load_records", "store_for", "config_key", "add_arguments", "options"]

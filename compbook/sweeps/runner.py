@@ -9,6 +9,8 @@ configs: done, running, failed, and the time left.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .. import checks, config as mode
+from .. import checks, config as mode, paths
 from . import backends, store as rstore
 from .spec import Sweep, Task, per_task_from_memory, tasks_of
 
@@ -48,6 +50,23 @@ class Report:
             raise RuntimeError(f"sweep {self.sweep.name!r}: {len(self.failed)} of {len(self.sweep.keys)} configs "
                                "failed (the others are stored; run it again to retry them):\n" + "\n".join(lines))
         return self
+
+
+#: set to a folder, it holds every sweep's records (``<it>/<name>``), whatever the mode
+STORE_VARIABLE = "COMPBOOK_SWEEPS"
+
+
+def store_for(name: str, data_folder: str) -> Path:
+    """Where sweep ``name`` keeps its records unless told: ``$COMPBOOK_SWEEPS/<name>``; else in full mode the part's
+    full-mode store ``data/<data_folder>/full/sweeps/<name>`` (registered: the records are full mode's results);
+    in CPU mode ``<tmp>/compbook-sweeps/<name>`` (a cache a killed run resumes from; the part's command writes the
+    artifacts the chapters read). ``/`` in ``name`` becomes ``-``."""
+    leaf = paths.safe_name(checks.non_empty_str(name, "name").replace("/", "-"), "name")
+    if os.environ.get(STORE_VARIABLE):
+        return Path(os.environ[STORE_VARIABLE]) / leaf
+    if mode.is_full():
+        return paths.data_dir() / paths.safe_name(data_folder, "data_folder") / "full" / "sweeps" / leaf
+    return Path(tempfile.gettempdir()) / "compbook-sweeps" / leaf
 
 
 def load_records(store, sweep: Sweep | None = None) -> dict:
