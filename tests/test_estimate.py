@@ -169,7 +169,7 @@ def sweep_rows() -> dict:
     from compbook.cppn import fulltime as a
     from compbook.sae import fulltime as c
     return {"A: depth sweep (chapter 7, full mode)": a.ch07(), "A: EMC2 scoring by the VLM (chapter 5)": a.ch05(),
-            "B: coverage sweep (chapter 13, full mode)": b.ch13(), "B: the paper's ~500 controlled models":
+            "B: coverage sweep (chapter 13, full mode)": b.ch13(), "B: coverage sweep of the paper's size (513 models)":
             b.paper_sweep(), "C: k / lambda study (chapter 15, full mode)": c.ch15()}
 
 
@@ -180,9 +180,11 @@ def test_readme_sweep_table_is_the_functions():
     assert got == want, "README's sweep table differs; put this between its markers:\n" + want
 
 
-def test_paper_sweep_scales_with_its_models():
-    from compbook.binding import fulltime as b
-    one, many = estimate.seconds(b.paper_sweep(1), estimate.A100), estimate.seconds(b.paper_sweep(500), estimate.A100)
-    assert many == pytest.approx(500 * one, rel=0.05), "500 models: 500 times the FLOPs (launches shared in a stack)"
-    with pytest.raises(ValueError, match="n_models"):
-        b.paper_sweep(0)
+def test_paper_sweep_is_readmes_command():
+    from compbook.binding import fulltime as b, sweep
+    n_cov = len(estimate.sized(sweep.SweepConfig).coverages)
+    assert n_cov * 3 * 19 == 513, "README's command: --sizes 5 14 50 --seeds 0..18 at the full sweep's coverages"
+    one = estimate.seconds(b.paper_sweep((5,), 1), estimate.A100)
+    assert estimate.seconds(b.paper_sweep(), estimate.A100) == pytest.approx(3 * 19 * one, rel=0.05)
+    with pytest.raises(ValueError, match="seeds"):
+        b.paper_sweep(seeds=0)

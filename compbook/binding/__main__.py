@@ -71,13 +71,14 @@ def complexity(argv: Sequence[str]) -> int:
 def sweep(argv: Sequence[str]) -> int:
     """``sweep [--sizes ...]``, ``sweep --rescore``, ``sweep --recipe-check NAME=JSON``."""
     from .. import checks, sweeps
-    from ..paths import data_dir
     from .controlled import ControlledConfig
+    from .recipe_model import store_dir
     from .sweep import default_sweep, recipe_check, rescore, run_size
     from .tasks import default_store
     ap = argparse.ArgumentParser(prog=f"{PROG} sweep",
                                  description="Train the coverage sweep of controlled models (chapter 13).")
-    ap.add_argument("--out", default=str(data_dir() / "binding"))
+    ap.add_argument("--out", default=str(store_dir()),
+                    help="where each size's record goes (default: the mode's store, %(default)s)")
     ap.add_argument("--store", default=str(default_store()),
                     help="each model's record, kept as soon as its stack is trained: a run resumes with the models "
                          "missing there, and a model stored there is not trained again (default %(default)s)")
@@ -91,17 +92,21 @@ def sweep(argv: Sequence[str]) -> int:
                     help='train one model per --coverages with ControlledConfig(**JSON) for each of --sizes and '
                          'append binding on seen / unseen objects to OUT/recipes.json, e.g. '
                          '\'big={"n_layers": 2, "d_model": 64, "batch": 64, "lr": 0.002, "steps": 3000}\'')
-    ap.add_argument("--coverages", type=float, nargs="*", default=[0.2, 0.5, 0.9])
+    ap.add_argument("--coverages", type=float, nargs="*",
+                    help="coverages (default: the mode's sweep; --recipe-check: 0.2 0.5 0.9)")
+    ap.add_argument("--seeds", type=int, nargs="*", help="seeds per coverage (default: the mode's sweep)")
     sweeps.add_arguments(ap)
     args = ap.parse_args(argv)
     options = sweeps.options(args)
     torch.set_num_threads(args.threads)
     sw = default_sweep()
+    sw = replace(sw, coverages=tuple(args.coverages or sw.coverages), seeds=tuple(args.seeds or sw.seeds))
     if args.recipe_check:
         name, overrides = args.recipe_check.split("=", 1)
         path = Path(args.out) / "recipes.json"
         for v in args.sizes or sw.n_values:
-            out = recipe_check(ControlledConfig(n_values=v, **json.loads(overrides)), args.coverages)
+            cfg = ControlledConfig(n_values=v, **json.loads(overrides))
+            out = recipe_check(cfg, args.coverages or [0.2, 0.5, 0.9])
             done = checks.json_file(path, "recipe checks") if path.exists() else {}
             rows = done.get("rows", []) + [{"name": name, "n_objects": v ** 3} | out]
             results.write_json(path, {"rows": rows}, results.joined(done.get("made_by"), results.made_by(path)))

@@ -66,31 +66,28 @@ def ch12(subset: bool = False) -> list:
     return out
 
 
+def controlled_models(cfg, n_models: int) -> Work:
+    """``n_models`` controlled models of :class:`~compbook.binding.controlled.ControlledConfig` ``cfg`` (one
+    stack): scenes of two objects, their swap negatives and the object queries per step."""
+    seq = cfg.n_concepts * 2 + SCENE_TOKENS      # two objects of one token per concept
+    tokens = cfg.batch * (2 + cfg.n_swaps) * seq   # scenes, their swap negatives and the object queries
+    return transformer(cfg.n_layers, cfg.d_model, 4 * cfg.d_model, tokens, cfg.steps, n_models)
+
+
 def ch13(subset: bool = False) -> list:
     """Chapter 13: the coverage sweep, ``coverages x seeds`` controlled models per object-space size
     (:func:`compbook.binding.sweep.run_size`, stacks of same-size models), trained where not stored for these
     settings (counted here as one stack per size: the same work)."""
     sw, cfg = sized(sweep.SweepConfig, subset), sized(controlled.ControlledConfig, subset)
-    seq = cfg.n_concepts * 2 + SCENE_TOKENS      # two objects of one token per concept
-    tokens = cfg.batch * (2 + cfg.n_swaps) * seq   # scenes, their swap negatives and the object queries
-    return [transformer(cfg.n_layers, cfg.d_model, 4 * cfg.d_model, tokens, cfg.steps,
-                        len(sw.coverages) * len(sw.seeds)) for _ in sw.n_values]
+    return [controlled_models(cfg, len(sw.coverages) * len(sw.seeds)) for _ in sw.n_values]
 
 
-#: the paper's sweep behind the global-product correlation, at its scale: about ``paper.figure("n_models")``
-#: controlled models of the released code's size (6 layers x 256, ``d_ff`` 1024); steps and scenes per step are
-#: not in our sources: 50,000 steps of 512 scenes is our assumption
-PAPER_SWEEP = dict(n_layers=6, d_model=256, d_ff=1024, steps=50_000, batch=512)
-
-
-def paper_sweep(n_models: int | None = None) -> list:
-    """The paper's coverage sweep (``n_models``, default the paper's about 500) at :data:`PAPER_SWEEP`'s sizes,
-    scenes of two objects with chapter 13's swap negatives."""
-    from .paper import figure
-    n = checks.integer(figure("n_models") if n_models is None else n_models, "n_models")
-    cfg, s = sized(controlled.ControlledConfig), PAPER_SWEEP
-    tokens = s["batch"] * (2 + cfg.n_swaps) * (cfg.n_concepts * 2 + SCENE_TOKENS)
-    return [transformer(s["n_layers"], s["d_model"], s["d_ff"], tokens, s["steps"], n)]
+def paper_sweep(sizes=(5, 14, 50), seeds: int = 19) -> list:
+    """A sweep of the paper's size (about ``paper.figure("n_models")`` controlled models; README's command):
+    chapter 13's full-mode models, its nine coverages x ``seeds`` seeds for each of ``sizes``."""
+    sw, cfg = sized(sweep.SweepConfig), sized(controlled.ControlledConfig)
+    checks.integer(seeds, "seeds")
+    return [controlled_models(cfg, len(sw.coverages) * seeds) for _ in checks.sequence(sizes, "sizes")]
 
 
 def recipe_run(cfg) -> Work:
