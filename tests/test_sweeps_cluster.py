@@ -1,5 +1,6 @@
-"""The Ray backend on a real cluster on this machine: a head node and one worker node (two raylets, 1 CPU each,
-on this machine's address: Ray rewrites a 127.0.0.1 address to it), every part's tiny sweep through it, a worker node killed mid-sweep, a driver killed mid-sweep.
+"""The Ray backend on a real cluster on this machine: a head node and one worker node (two raylets, 1 CPU each:
+the head on this machine's address, the worker on the loopback address 127.0.0.2, so that a driver on this
+machine always joins the head node and the worker node can be killed under it), every part's tiny sweep through it, a worker node killed mid-sweep, a driver killed mid-sweep.
 
 Needs Ray (``pip install 'compbook[sweeps]'``, which ``make test`` installs); without it these tests skip and say
 so. Everything the module starts (nodes, drivers) is stopped at its end, and the test checks that no process of
@@ -27,6 +28,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'comp
 from ray.cluster_utils import Cluster  # noqa: E402
 
 NODE = dict(num_cpus=1, include_dashboard=False, object_store_memory=80 * 2 ** 20)
+WORKER_IP = "127.0.0.2"
 
 #: every part's tiny sweep (module, builder): the same code paths as the papers' sweeps, at seconds' sizes
 PART_SWEEPS = [("compbook.sweeps.toys", "toy_sweep"), ("compbook.cppn.tasks", "tiny_sweep"),
@@ -50,7 +52,7 @@ def _cluster_processes(session: str) -> list[int]:
 @pytest.fixture(scope="module")
 def cluster():
     c = Cluster(initialize_head=True, head_node_args=dict(NODE))
-    c.worker = c.add_node(**NODE)
+    c.worker = c.add_node(**NODE, node_ip_address=WORKER_IP)
     c.wait_for_nodes()
     session = c.head_node.get_session_dir_path()
     try:
