@@ -12,8 +12,8 @@
 * :func:`tiny_sweep`: the coverage sweep at a size that runs in seconds on one CPU (the runner's tests).
 
 A config holds everything that changes its result: the model's :class:`ControlledConfig` (or
-:class:`~compbook.binding.recipe_config.RecipeConfig`) whole, the coverage and seed, the split and scoring sizes, and the mode (full mode trains
-on a GPU where the worker has one).
+:class:`~compbook.binding.recipe_config.RecipeConfig`) whole, the coverage and seed, the split and scoring sizes,
+and the mode (full mode trains on a GPU where the worker has one).
 """
 
 from __future__ import annotations
