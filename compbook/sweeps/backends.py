@@ -132,8 +132,10 @@ class RayCluster:
         self.running: dict = {}
 
     def options(self, task: Task) -> dict:
-        """Ray resources of ``task``: CPUs, and a GPU share from its models' bytes on a cluster with GPUs."""
-        opts = {"num_cpus": self.cpus, "max_retries": 0}
+        """Ray options of ``task``: CPUs, a GPU share from its models' bytes on a cluster with GPUs, tasks spread
+        over the nodes (a sweep's tasks are independent: no node idles while the driver's is busy); no Ray
+        retries (the runner retries, one rule for both backends)."""
+        opts = {"num_cpus": self.cpus, "max_retries": 0, "scheduling_strategy": "SPREAD"}
         if self.gpus:
             opts["num_gpus"] = gpu_share(sum(self.sweep.bytes_of(c) for c in task.configs), self.gpu_memory_mb)
         return opts
