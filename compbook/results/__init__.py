@@ -380,6 +380,22 @@ def record(*files, command: str | None = None) -> None:
             _write_registry(folder, reg)
 
 
+def register_folder(path, command: str) -> None:
+    """Make folder ``path`` (of a registered data folder; others are skipped) one folder artifact made by
+    ``command``, unless a folder artifact already holds it: the files :func:`record` puts there later join it
+    (a sweep's records, one artifact however many)."""
+    folder = home(path)
+    if folder is None:
+        return
+    rel = relative(path, folder) + "/"
+    with _locked(folder):
+        reg = read_registry(folder)
+        name = artifact_of(reg, rel + "x.json")
+        if name is None or kind(reg["artifacts"][name]) != "folder":
+            reg["artifacts"][name_of(rel)] = {"path": rel, "command": command, "files": {}}
+            _write_registry(folder, reg)
+
+
 def _new_path(path: Path, rel: str) -> str:
     """The artifact path of a new file: the stem of a checkpoint (a ``.safetensors`` file or a ``.json`` beside
     one), else the file."""

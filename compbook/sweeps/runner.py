@@ -85,7 +85,8 @@ def _error_text(e: BaseException) -> str:
 def _choose_per_task(sweep: Sweep, missing: list, per_task: int | None, backend) -> int:
     if per_task is not None:
         return checks.integer(per_task, "per_task", minimum=1)
-    configs = [c for k, c in zip(sweep.keys, sweep.configs) if k in set(missing)]
+    wanted = set(missing)
+    configs = [c for k, c in zip(sweep.keys, sweep.configs) if k in wanted]
     gpus = getattr(backend, "gpus", 0)
     if gpus:
         memory = backend.gpu_memory_mb

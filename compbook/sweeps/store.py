@@ -93,21 +93,6 @@ def record_path(store, key: str) -> Path:
     return Path(store) / f"{key}.json"
 
 
-def _register_folder(store: Path, command: str) -> None:
-    """Make ``store`` one folder artifact of its data folder's registry (when it is in one and not yet)."""
-    folder = results.home(store)
-    if folder is None:
-        return
-    rel = results.relative(store, folder) + "/"
-    with results._locked(folder):
-        reg = results.read_registry(folder)
-        name = results.artifact_of(reg, rel + "x.json")
-        if name is not None and results.kind(reg["artifacts"][name]) == "folder":
-            return
-        reg["artifacts"][results.name_of(rel)] = {"path": rel, "command": command, "files": {}}
-        results._write_registry(folder, reg)
-
-
 def write_record(store, sweep_name: str, key: str, config: dict, record: dict, command: str | None = None) -> Path:
     """Store ``record`` (of ``config``, key ``key``) in folder ``store``, atomically and registered."""
     store = Path(store)
@@ -115,7 +100,7 @@ def write_record(store, sweep_name: str, key: str, config: dict, record: dict, c
     rest, tensors, kinds = split(record)
     header = {"sweep": sweep_name, "key": key, "config": _plain(config, "config"), "record": rest,
               "tensor_kinds": kinds}
-    _register_folder(store, command)
+    results.register_folder(store, command)
     return checkpoints.save(store / key, tensors, header, format=FORMAT, made_by=command)
 
 
