@@ -140,7 +140,7 @@ def _judges_parser() -> argparse.ArgumentParser:
     fill = sub.add_parser("fill", parents=[f],
                           help="ask a judge about every perturbation compositional_score evaluates; store it")
     fill.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
-    fill.add_argument("--retries", type=int, default=3, help="server judge: after a 429, a 5xx or a dropped connection")
+    fill.add_argument("--retries", dest="request_retries", type=int, default=3, help="server judge: on 429, 5xx, drops")
     sc = sub.add_parser("score", parents=[f],
                         help="the networks' EMC2 scores, one task each of compbook.sweeps (stored in --store)")
     sc.add_argument("--store", help="the runner's records (default: scoring_tasks.default_store)")
@@ -162,7 +162,7 @@ def _judge_choice(args) -> tuple[str, dict]:
                  ("image_size", args.image_size), ("max_unreadable", args.max_unreadable))
         return name, {k: v for k, v in given if v is not None} | {
             "revision": args.revision, "concurrency": args.concurrency, "timeout": args.timeout,
-            "retries": args.retries if args.command == "fill" else args.request_retries, "seed": args.request_seed}
+            "retries": args.request_retries, "seed": args.request_seed}
     if name != "vlm":
         return name, {} if args.threshold is None else {"threshold": args.threshold}
     given = (("model_id", args.model_id), ("prompt", args.prompt), ("max_new_tokens", args.max_new_tokens),

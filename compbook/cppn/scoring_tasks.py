@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from .. import checks, paths, sweeps
+from ..journal import canonical
 from . import emc2, picbreeder, store, twins as tw
 from .network import CPPN
 
@@ -94,10 +95,6 @@ def record_model(record: dict) -> CPPN:
                 [record[f"mask{l}"] for l in range(n)])
 
 
-def _canonical(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
 # -- SGD twins of the Picbreeder networks ------------------------------------------------------------------------------
 def twin_configs(recipe: tw.TwinRecipe, threads: int = 1) -> list[dict]:
     """One config per seed of ``recipe`` (chapter 5): the recipe's fields, ``seed``, ``stack`` (all its seeds,
@@ -123,9 +120,6 @@ def twin_sweep(recipes, res: int = 64, steps: int = 20000, seeds=(0, 1, 2), lr: 
     made = [r if isinstance(r, tw.TwinRecipe) else tw.TwinRecipe(r, res, steps, lr, list(seeds), **options)
             for r in recipes]
     configs = [c for r in made for c in twin_configs(r, threads)]
-    keys = [sweeps.config_key(c, TWIN_SWEEP) for c in configs]
-    if len(set(keys)) != len(keys):
-        raise ValueError("recipes: the same twin (target, res, steps, seed, recipe) is asked twice")
     return sweeps.Sweep(name=TWIN_SWEEP, configs=configs, run=train_twin, run_many=train_twin_stack,
                         group=twin_group, model_bytes=twin_bytes, command=command)
 
@@ -147,7 +141,7 @@ def _stack_recipe(config: dict) -> tw.TwinRecipe:
 
 def twin_group(config: dict) -> str:
     """Configs of one stack share a task (everything but the seed)."""
-    return _canonical({k: v for k, v in config.items() if k != "seed"})
+    return canonical({k: v for k, v in config.items() if k != "seed"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -418,8 +412,6 @@ def scoring_sweep(networks, concept: str | None = None, judge="ssim", delta: flo
     for n in networks:
         net = network_spec(n)
         configs.append({"network": net, "concept": _concept(net, concept)} | settings)
-    if len({_canonical(c) for c in configs}) != len(configs):
-        raise ValueError("networks: the same network is asked twice")
     return sweeps.Sweep(name=SCORING_SWEEP, configs=configs, run=score_network, run_many=score_networks,
                         group=judge_group, model_bytes=scoring_bytes, command=command)
 
@@ -432,7 +424,7 @@ def _check_score_config(config) -> None:
 
 def judge_group(config: dict) -> str:
     """Configs asking one judge share a task (a VLM is loaded once per task)."""
-    return _canonical([config["judge"], config["server"]])
+    return canonical([config["judge"], config["server"]])
 
 
 def scoring_bytes(config: dict) -> int:
