@@ -69,9 +69,14 @@ def by_mode(cpu, full, smoke=_UNSET):
     return smoke if smoke is not _UNSET and is_smoke() else full
 
 
-def device() -> torch.device:
-    """``cuda`` in full mode when a GPU is present, else ``cpu`` (CPU mode never uses a GPU: same numbers)."""
-    return torch.device("cuda" if is_full() and torch.cuda.is_available() else "cpu")
+def device(mode_name: str | None = None) -> torch.device:
+    """``cuda`` in full mode when a GPU is present, else ``cpu`` (CPU mode never uses a GPU: same numbers);
+    ``mode_name`` (one of :data:`MODES`; default this process's :func:`mode`): the device of that mode here (a
+    sweep's worker runs its config's mode); ``ValueError`` for another name."""
+    if mode_name is not None and mode_name not in MODES:
+        raise ValueError(f"config mode={mode_name!r}: expected one of {MODES}")
+    full = is_full() if mode_name is None else mode_name == "full"
+    return torch.device("cuda" if full and torch.cuda.is_available() else "cpu")
 
 
 #: the share of the machine's free memory a budget may take (our choice: room for Python, the kernel, plots)

@@ -178,19 +178,14 @@ def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool 
         if retrain or problem and config.is_full():
             if problem:
                 print(f"V = {v}: {problem}; training it now (python -m compbook.binding sweep makes it too)")
-            run_size(sweep, want, directory, store=None if retrain else _default_store())
+            from .tasks import default_store
+            run_size(sweep, want, directory, store=None if retrain else default_store())
         elif problem.startswith("not stored"):
             raise FileNotFoundError(f"V = {v}: {problem}; python -m compbook.binding sweep trains it")
         elif problem:
             raise ValueError(f"V = {v}: {problem}; python -m compbook.binding sweep retrains it")
         out[v] = load_sweep(v, directory)
     return out
-
-
-def _default_store():
-    """The runner's resumable store of the coverage sweep (:func:`compbook.binding.tasks.default_store`)."""
-    from .tasks import default_store
-    return default_store()
 
 
 def _stored_problem(directory: Path, n_values: int, want: ControlledConfig, sweep: SweepConfig) -> str:

@@ -45,14 +45,6 @@ def default_store(name: str = COVERAGE) -> Path:
     return sweeps.store_for(name, "binding")
 
 
-def _mode_device(mode: str) -> torch.device:
-    """The device of ``mode`` on this worker, by ``compbook.config.device``'s rule: a GPU in full mode when
-    there is one, else the CPU (CPU mode never uses a GPU)."""
-    if mode not in run_config.MODES:
-        raise ValueError(f"config mode={mode!r}: expected one of {run_config.MODES}")
-    return torch.device("cuda" if mode == "full" and torch.cuda.is_available() else "cpu")
-
-
 # ---------------------------------------------------------------- the coverage sweep (chapter 13)
 
 def coverage_configs(sweep: SweepConfig, cfg: ControlledConfig) -> list[dict]:
@@ -90,7 +82,7 @@ def parse_config(config: dict) -> tuple[ControlledConfig, SweepConfig]:
     one = SweepConfig(coverages=(config["coverage"],), seeds=(checks.integer(config["seed"], "config['seed']", 0),),
                       n_values=(cfg.n_values,), max_scenes=config["max_scenes"], test_scenes=config["test_scenes"],
                       probe_scenes=config["probe_scenes"])
-    _mode_device(config["mode"])
+    run_config.device(config["mode"])
     return cfg, one
 
 
@@ -125,7 +117,7 @@ def train_stack(configs: list) -> list[dict]:
     cfg = parsed[0][0]
     splits = [sweep_splits(one, cfg.n_values, cfg.n_concepts)[0][0] for _, one in parsed]
     seeds = [one.seeds[0] for _, one in parsed]
-    res = train_controlled(cfg, splits, seeds, progress=False, device=_mode_device(configs[0]["mode"]))
+    res = train_controlled(cfg, splits, seeds, progress=False, device=run_config.device(configs[0]["mode"]))
     out = []
     for m, ((_, one), split) in enumerate(zip(parsed, splits)):
         params = {k: v[m:m + 1] for k, v in res.params.items()}
@@ -212,7 +204,7 @@ def train_recipe_task(config: dict) -> dict:
         raise ValueError(f"config: fields {sorted(config)}, expected {sorted(fields)} and optionally "
                          f"'checkpoint_dir' (recipe_sweep makes them)")
     cfg = checks.from_fields(RecipeConfig, config["recipe"], "config['recipe']")
-    device = _mode_device(config["mode"])
+    device = run_config.device(config["mode"])
     name = stem_for(cfg, ".", config["prefix"]).name
     ckpt = (default_checkpoint(cfg, name) if config.get("checkpoint_dir") is None
             else Path(config["checkpoint_dir"]) / f"{name}_state")

@@ -103,8 +103,8 @@ def fit_stack(saes, data: SAEData, cfgs, progress: bool = False, schedule=None, 
     dev = torch.device(device) if device is not None else default_device()
     n, p = data.acts.shape[0], len(data.patch_idx)
     fixed = {}                                               # regions once per (count, exponent): the VLM is frozen
-    for c in cfgs:
-        key = (default_regions(c.n_regions, p), c.exponent)
+    keys = [(default_regions(c.n_regions, p), c.exponent) for c in cfgs]
+    for c, key in zip(cfgs, keys):
         if c.lam > 0 and not c.regions_every_step and key not in fixed:
             fixed[key] = data.regions(*key)
     params, w_dec = _stacked(saes, dev)
@@ -117,8 +117,7 @@ def fit_stack(saes, data: SAEData, cfgs, progress: bool = False, schedule=None, 
     for _ in tqdm(range(cfgs[0].steps), disable=not progress, desc=f"stack of {len(saes)} SAEs"):
         idx = [torch.randint(0, n, (min(cfgs[0].batch_images, n),), generator=g) for g in gens]
         regs = []
-        for c, i in zip(cfgs, idx):
-            key = (default_regions(c.n_regions, p), c.exponent)
+        for c, i, key in zip(cfgs, idx, keys):
             reg = None if c.lam == 0 else (patch_regions(data.attn[i], data.grid, *key) if c.regions_every_step
                                            else fixed[key][i])
             regs.append(None if reg is None else reg.to(dev))
