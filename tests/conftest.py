@@ -28,6 +28,15 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fers_files():
+    """Every file the book reads from FER's repository, checked by digest once per session: from ../shared/fer
+    where it is there, else downloaded into the cache (so tests that ask for them with ``download=False`` find
+    them). Fails, never skips, when they are neither local nor downloadable."""
+    from compbook.cppn import fer_files
+    return {rel: fer_files.fetch(rel) for rel in fer_files.SHA256}
+
+
 @pytest.fixture(scope="session")
 def genomes():
     """All three genomes; fails (does not skip) when they are neither local nor downloadable: the suite needs them."""
