@@ -441,5 +441,5 @@ def joined(old: str | None, command: str) -> str:
 
 
 # -- the one door: read a stored result, else make it (compbook.results.door) --------------------------------------------
-from .door import (MADE_LOG_VARIABLE, is_stored, made_path, stored_names, stored_or_made,  # noqa: E402
-                   stored_path)
+from .door import (MADE_LOG_VARIABLE, is_stored, local_path, made_path, stored_names,  # noqa: E402
+                   stored_or_made, stored_path)

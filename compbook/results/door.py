@@ -12,7 +12,8 @@ one outside it (a test's folder) is taken as it is.
   first (:func:`compbook.paths.data_file`). ``FileNotFoundError`` naming it when it is not stored.
 * :func:`is_stored` and :func:`stored_names` ask without reading: is a result stored, which stored files match a
   glob (the registry's too, outside a checkout).
-* :func:`made_path` is where a writer puts a result it makes (``data/<name>``, inside the data folder).
+* :func:`made_path` is where a writer puts a result it makes (``data/<name>``, inside the data folder);
+  :func:`local_path` is the stored one where there is one, else that place (a file read and extended: a cache).
 * :func:`stored_or_made` is "stored, else made": the stored result when it was made for the settings asked,
   else ``make()`` (or a refusal, at the caller's choice), the made result registered in the data folder's
   registry (the mode's store: ``data/`` in a checkout, the full-mode folder a caller names, the cache
@@ -74,15 +75,15 @@ def _registry() -> dict | None:
 
 
 def _registered_files(rel: str, reg: dict) -> list[str]:
-    """The registry's files of the result ``rel``: its artifact's (a file, a checkpoint), the one file of a
-    folder artifact, or every file under folder ``rel``."""
-    from . import name_of
+    """The registry's files of the result ``rel``: its artifact's (a file, a checkpoint), its own in a folder
+    artifact (a file, a checkpoint's two), or every file under folder ``rel``."""
+    from . import CHECKPOINT_SUFFIXES, name_of
     arts = reg["artifacts"]
     if name_of(rel) in arts:
         return sorted(arts[name_of(rel)]["files"])
-    if any(rel in a["files"] for a in arts.values()):
-        return [rel]
-    return sorted(f for a in arts.values() for f in a["files"] if f.startswith(rel + "/"))
+    own = {rel} | {rel + s for s in CHECKPOINT_SUFFIXES}
+    listed = sorted(f for a in arts.values() for f in a["files"] if f in own)
+    return listed or sorted(f for a in arts.values() for f in a["files"] if f.startswith(rel + "/"))
 
 
 def _outside_checkout() -> bool:
@@ -153,6 +154,12 @@ def made_path(name, what: str = "name") -> Path:
     if rel is not None and _GLOB & set(rel):
         raise ValueError(f"name={name!r}: a pattern is not a place to write")
     return path
+
+
+def local_path(name, what: str = "name") -> Path:
+    """The local path of ``name`` for a reader that may also write it (a judge cache, a choice file): the stored
+    result (:func:`stored_path`, fetched outside a checkout) when it is stored, else :func:`made_path`."""
+    return stored_path(name) if is_stored(made_path(name, what)) else made_path(name, what)
 
 
 # -- stored, else made ---------------------------------------------------------------------------------------------------
