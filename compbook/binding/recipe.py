@@ -30,7 +30,7 @@ from ..config import is_full
 from ..config import mode as run_mode
 from .recipe_config import RecipeConfig
 from .recipe_data import batch_queries, sample_recipe_scenes, split_objects
-from .recipe_eval import (StoredEvaluation, eval_sets, evaluate_recipe, evaluate_stored, floors, is_stored,
+from .recipe_eval import (StoredEvaluation, eval_sets, evaluate_recipe, evaluate_stored, floors,
                           paper_metric, swap_binding)
 from .recipe_model import FORMAT, RecipeEncoder, batch_loss, save_recipe, stem_for
 
@@ -184,6 +184,7 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
     """Train (resuming from ``checkpoint``, default :func:`default_checkpoint`), evaluate, store under ``out``
     (default :func:`~compbook.binding.recipe_model.store_dir`); the record."""
     stem = stem_for(cfg, out, prefix)
+    results.note_made(stem, "trained by run_one")
     ckpt = checkpoint or default_checkpoint(cfg, stem.name)
     model, record = train_and_evaluate(cfg, ckpt, run_device())
     if command:

@@ -440,6 +440,6 @@ def joined(old: str | None, command: str) -> str:
     return " ; ".join(parts + ([command] if command not in parts else []))
 
 
-# -- the one door: read a stored result, else make it (compbook.results.door) --------------------------------------------
-from .door import (MADE_LOG_VARIABLE, is_stored, local_path, made_path, stored_names,  # noqa: E402
-                   stored_or_made, stored_path)
+# -- the one door: read a stored result, else make it (compbook.results.door) --------------------------------------
+from .door import (MADE_LOG_VARIABLE, is_stored, local_path, made_path, note_made,  # noqa: E402
+                   stored_names, stored_or_made, stored_path)

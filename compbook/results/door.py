@@ -162,7 +162,7 @@ def local_path(name, what: str = "name") -> Path:
     return stored_path(name) if is_stored(made_path(name, what)) else made_path(name, what)
 
 
-# -- stored, else made ---------------------------------------------------------------------------------------------------
+# -- stored, else made ---------------------------------------------------------------------------------------------
 def _json(value):
     return json.loads(json.dumps(value))
 
@@ -205,6 +205,14 @@ def _listed(rel: str | None) -> bool:
     if _GLOB & set(rel):
         return any(_matches(f, rel) for a in reg["artifacts"].values() for f in a["files"])
     return bool(_registered_files(rel, reg))
+
+
+def note_made(name, why: str) -> None:
+    """Say that the result ``name`` is being made: a line in ``$COMPBOOK_MADE_LOG`` (when set) if the registry
+    lists it (:func:`stored_or_made` says it itself; a maker outside it, e.g. a command's trainer, calls this)."""
+    path, rel = _where(name)
+    if os.environ.get(MADE_LOG_VARIABLE) and _listed(rel):
+        log_made(rel, why)
 
 
 def log_made(name: str, why: str) -> None:
@@ -253,6 +261,8 @@ def stored_or_made(key, settings, make: Callable[[], Any], *, store=None, record
         raise ValueError(f"stale must be one of {STALE}, got {stale!r}")
     if settings is not None and recorded is None:
         raise ValueError("recorded: needed with settings (it reads the settings a stored result was made for)")
+    if settings is not None and _GLOB & set(str(key)):
+        raise ValueError(f"key={key!r}: a pattern's matches are not compared with settings (pass settings=None)")
     if store is not None:
         key = Path(store) / key if isinstance(store, os.PathLike) else f"{store}/{key}"
     path, rel = _where(key)
@@ -265,7 +275,7 @@ def stored_or_made(key, settings, make: Callable[[], Any], *, store=None, record
         if why.startswith("stored for other") and (stale == "refuse" or not may_make):
             raise ValueError(f"{name}: {why}; a stored result is never served for other settings"
                              + (f"; {command} makes it again" if command else ""))
-        if _listed(rel):
+        if os.environ.get(MADE_LOG_VARIABLE) and _listed(rel):
             log_made(name, why)
         if log:
             log(f"{name}: {why}; making it here" + (f" (as {command} does)" if command else ""))

@@ -103,6 +103,7 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
     Another setting (e.g. full mode) gets its own files. ``"train s"`` is the stored training time.
     ``trainer``: the training function (default :func:`~compbook.sae.s2ae.train_sae`; e.g.
     :func:`compbook.sae.refopt.train_sae_reference`, whose config type adds its own fields to the key)."""
+    from .. import results
     from .topk import save_sae
 
     checks.instance(cfg, "cfg", SAETrainConfig)
@@ -124,6 +125,7 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
         if stored:
             runs.append(load_stored(c, name, path))
             continue
+        results.note_made(path, "not stored")
         res = (trainer or train_sae)(train, c, progress=progress)
         save_sae(res.sae, path, {**want, "seconds": res.seconds})
         runs.append({"method": method_name(c.lam), "seed": c.seed, "sae": res.sae, "train s": res.seconds})

@@ -285,9 +285,10 @@ def tiny_sweep():
 
 # -- the study's runs: the runner's records, else the SAEs stored before it, else run ------------------------------
 def records_store(store: str):
-    """The folder of the runner's records of SAE store ``store``: ``data/<store>/sweep/``."""
+    """The folder of the runner's records of SAE store ``store``: ``data/<store>/sweep/`` (registered records are
+    fetched outside a checkout: :func:`compbook.results.local_path`)."""
     from .. import results
-    return results.made_path(f"{store}/{RECORDS}", "store")
+    return results.local_path(f"{store}/{RECORDS}", "store")
 
 
 def forget(where, keys) -> None:
