@@ -19,6 +19,8 @@ one outside it (a test's folder) is taken as it is.
   registry (the mode's store: ``data/`` in a checkout, the full-mode folder a caller names, the cache
   ``~/.cache/compbook/data`` outside a checkout). A stored result made for other settings is never served.
 
+Import it as ``from compbook.results import door`` (``door.stored_path("emc2/counting.json")``).
+
 Test hook: when ``make`` runs for a result the registry lists (one that should have been read, not made), a JSON
 line ``{"name": ..., "why": ...}`` is appended to the file named by ``$COMPBOOK_MADE_LOG`` when it is set.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import paths
+from . import CHECKPOINT_SUFFIXES, home, name_of, read_registry, record, verify
 
 #: Set to a file, every make of a result the registry lists appends a JSON line to it (``name``, ``why``).
 MADE_LOG_VARIABLE = "COMPBOOK_MADE_LOG"
@@ -67,7 +70,6 @@ def _present(path: Path) -> bool:
 
 def _registry() -> dict | None:
     """The data folder's registry (downloaded outside a checkout), or None where the folder has none."""
-    from . import read_registry
     try:
         return read_registry(_folder())
     except FileNotFoundError:
@@ -77,7 +79,6 @@ def _registry() -> dict | None:
 def _registered_files(rel: str, reg: dict) -> list[str]:
     """The registry's files of the result ``rel``: its artifact's (a file, a checkpoint), its own in a folder
     artifact (a file, a checkpoint's two), or every file under folder ``rel``."""
-    from . import CHECKPOINT_SUFFIXES, name_of
     arts = reg["artifacts"]
     if name_of(rel) in arts:
         return sorted(arts[name_of(rel)]["files"])
@@ -225,7 +226,6 @@ def log_made(name: str, why: str) -> None:
 
 def _register(path: Path, rel: str | None) -> None:
     """Register each file of the made result ``path`` that its data folder's registry does not hold as it is."""
-    from . import home, record, verify
     if rel is None or home(path) is None:
         return
     if path.is_dir():
