@@ -232,5 +232,5 @@ def load_complexity(n_values: int, directory=None) -> dict:
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     name = f"complexity_V{n_values}.json"
     path = door.stored_path(Path(directory) / name if directory else f"binding/{name}",
-                               f"python -m compbook.binding complexity --n-values {n_values}")
+                            f"python -m compbook.binding complexity --n-values {n_values}")
     return checks.json_file(path, "complexity table")

@@ -214,7 +214,7 @@ def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bo
         run_one(cfg, prefix=prefix, command=f"COMPBOOK_MODE=full {command}")
 
     door.stored_or_made(stem, asdict(cfg), make, recorded=_recorded_config, may_make=is_full(),
-                           stale="refuse", command=command)
+                        stale="refuse", command=command)
     return evaluate_stored(stem, cfg, floors_here=floors_here)
 
 

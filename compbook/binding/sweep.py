@@ -183,8 +183,8 @@ def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool 
             run_size(sweep, want, directory, store=None if retrain else default_store())
 
         door.stored_or_made(f"controlled_V{v}", _asked(sweep, want), make, store=directory,
-                               recorded=_recorded, may_make=retrain or config.is_full(), stale="remake",
-                               remake=retrain, command=SWEEP_COMMAND)
+                            recorded=_recorded, may_make=retrain or config.is_full(), stale="remake",
+                            remake=retrain, command=SWEEP_COMMAND)
         out[v] = load_sweep(v, directory)
     return out
 

@@ -221,8 +221,8 @@ def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN
     recipe = TwinRecipe(target, res=checks.integer(res, "res"), steps=config.by_mode(100_000, 100_000, smoke=5),
                         seeds=[0, 1, 2], max_minutes=config.by_mode(70, None))
     door.stored_or_made(f"{FOLDER}/twin_{target}_{res}px_*steps_seed*.json", None,
-                           lambda: save_twins(recipe, *train_twins(recipe)), remake=retrain,
-                           command=f"python -m compbook.cppn twins --target {target} --res {res}")
+                        lambda: save_twins(recipe, *train_twins(recipe)), remake=retrain,
+                        command=f"python -m compbook.cppn twins --target {target} --res {res}")
     return load_twins(target, res=res)
 
 

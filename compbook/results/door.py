@@ -233,8 +233,8 @@ def _register(path: Path, rel: str | None) -> None:
     else:
         files = []
         for p in _matching(path, rel) if _is_pattern(path) else [path]:
-            stem = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
-            files += [q for q in (p, stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".safetensors"))
+            stem = p.with_suffix("") if p.suffix in CHECKPOINT_SUFFIXES else p
+            files += [q for q in (p, *(stem.with_name(stem.name + s) for s in CHECKPOINT_SUFFIXES))
                       if q.is_file() and q not in files]
     for f in files:
         try:
@@ -255,8 +255,8 @@ def stored_or_made(key, settings, make: Callable[[], Any], *, store=None, record
     It is made (``make()`` writes it at :func:`made_path`; its files are then registered in the data folder's
     registry) when ``remake``, when it is not stored, or when it was stored for other settings and ``stale`` is
     ``"remake"``; otherwise a result stored for other settings is a ``ValueError`` naming the fields that differ
-    (``stale="refuse"``). ``may_make=False``: nothing is made; a missing result is a ``FileNotFoundError``
-    naming it and ``command`` (what makes it). ``log``: says what is made and why."""
+    (``stale="refuse"``). ``may_make=False``: nothing is made unless ``remake``; a missing result is a
+    ``FileNotFoundError`` naming it and ``command`` (what makes it). ``log``: says what is made and why."""
     if stale not in STALE:
         raise ValueError(f"stale must be one of {STALE}, got {stale!r}")
     if settings is not None and recorded is None:

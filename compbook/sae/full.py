@@ -53,7 +53,7 @@ def table(cfg: PartCRun, name: str, log=print) -> pd.DataFrame:
     relative = cfg.table(name)
     if cfg.store != PartCRun.store:
         door.stored_or_made(relative, sizes_of(cfg), lambda: run(cfg, log=log), recorded=_recorded_sizes,
-                               stale="remake", command=f"{FULL_COMMAND} (every table, resumable)", log=log)
+                            stale="remake", command=FULL_COMMAND, log=log)
     return st.read_table(relative)
 
 

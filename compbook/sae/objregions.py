@@ -154,7 +154,7 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
 
     # stored (fetched outside a checkout) with the same recipe, else trained: a model of another recipe is retrained
     path = door.stored_or_made(_name(variant, layout), want, make, recorded=recorded, stale="remake",
-                                  remake=retrain, command="python -m compbook.sae objregions", log=None)
+                               remake=retrain, command="python -m compbook.sae objregions", log=None)
     return made["model"] if made else load_object_vlm(path, n_prefix, bidi)
 
 

@@ -458,7 +458,7 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
         made["models"] = _train_pair(recipe, progress)
 
     stems = [door.stored_or_made(f"{STORE}{suffix}", asdict(recipe), make, recorded=_recorded_recipe,
-                                    stale="remake", remake=retrain and not made, command="python -m compbook.sae vlm")
+                                 stale="remake", remake=retrain and not made, command="python -m compbook.sae vlm")
              for suffix in ("", "_text_only")]
     if made:
         return made["models"]
