@@ -268,3 +268,22 @@ def test_names_stay_inside_the_data_folder(scratch):
     outside = Path(scratch[0]).parent / "elsewhere.json"
     outside.write_text("{}")
     assert door.stored_path(outside) == outside          # a caller's own folder is taken as it is
+
+
+def test_a_cache_read_and_extended_is_fetched_when_stored_else_its_new_place(colab):
+    """``local_path``: the judge caches and the choice file (read, then filled) come from the repository when
+    it stores them, else they start where a writer puts them."""
+    from compbook.cppn.judges import semantic
+    cache, _ = colab
+    assert semantic.choice_path() == cache / "semantic/choice.json" and (cache / "semantic/choice.json").is_file()
+    _same_as_repository(cache, "semantic/choice.json")
+    new = door.local_path("judge_cache/a-new-judge-0123abcd.json")
+    assert new == cache / "judge_cache/a-new-judge-0123abcd.json" and not new.exists()
+
+
+def test_a_maker_outside_the_door_notes_what_it_makes(colab):
+    cache, log = colab
+    door.note_made("emc2/not_registered.json", "trained by a command")
+    assert log.read_text() == ""
+    door.note_made(door.made_path("binding/overfit_C2V5_cov0.8_s0"), "trained by run_one")
+    assert json.loads(log.read_text()) == {"name": "binding/overfit_C2V5_cov0.8_s0", "why": "trained by run_one"}
