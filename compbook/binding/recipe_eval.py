@@ -26,6 +26,7 @@ from .recipe_config import RecipeConfig
 from .recipe_data import (batch_queries, binding_scenes, concept_query_tokens, object_values, query_tokens,
                           recipe_scene_tokens, sample_recipe_scenes, split_objects, swap_sets)
 from .recipe_model import RecipeEncoder, load_recipe, store_dir
+from ..results import door
 
 
 def separation(logits, labels) -> np.ndarray:
@@ -234,8 +235,9 @@ class StoredEvaluation:
 
 
 def is_stored(stem) -> bool:
-    """Whether a recipe model is stored at ``stem`` (its JSON record exists)."""
-    return checkpoints.files(Path(stem))[0].exists()
+    """Whether a recipe model is stored at ``stem`` (its JSON record is there, or, outside a checkout, the
+    repository's registry lists it: :func:`compbook.door.is_stored`)."""
+    return door.is_stored(checkpoints.stem(stem))
 
 
 def evaluate_stored(stem, cfg: RecipeConfig | None = None, floors_here: bool = False) -> StoredEvaluation:

@@ -39,6 +39,7 @@ from .. import checks, paths, sweeps
 from ..journal import canonical
 from . import emc2, picbreeder, store, twins as tw
 from .network import CPPN
+from ..results import door
 
 TWIN_SWEEP = "cppn/twins"
 FER_TWIN_SWEEP = "cppn/fer-twins"
@@ -192,13 +193,13 @@ def train_twin(config: dict) -> dict:
 
 
 def _write(records, kind: str, folder) -> list[Path]:
-    folder = Path(folder) if folder is not None else paths.data_dir()
     records = list(records.values()) if isinstance(records, dict) else checks.sequence(records, "records")
     for r in records:
         if not isinstance(r, dict) or r.get("kind") != kind:
             got = r.get("kind") if isinstance(r, dict) else type(r).__name__
             raise ValueError(f"records: expected {kind} records, got {got!r}")
-    return [store.save_cppn(record_model(r), folder / r["stem"], r["metadata"], r["made_by"]) for r in records]
+    return [store.save_cppn(record_model(r), Path(folder) / r["stem"] if folder is not None else
+                            door.made_path(r["stem"]), r["metadata"], r["made_by"]) for r in records]
 
 
 def write_twins(records, folder=None) -> list[Path]:

@@ -27,6 +27,11 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
 * :mod:`compbook.results.upkeep` (``python -m compbook.results check|refresh|add|stamp|show``) checks every
   file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
 
+* :mod:`compbook.results.door` is the one door every part reads a stored result through
+  (``door.stored_path``, ``is_stored``, ``stored_names``) and makes one that is not stored (``door.stored_or_made``:
+  refused or made again, never served, when stored for other settings; ``door.made_path`` is where a writer
+  puts it): ``from compbook.results import door``.
+
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
 checkout (Colab), :func:`compbook.paths.data_file` downloads the registry and the files (from the repository, or
 ``$COMPBOOK_DATA_URL``), each file checked against the downloaded registry's digest before it is written.
@@ -433,3 +438,4 @@ def joined(old: str | None, command: str) -> str:
     extend."""
     parts = [c for c in (old or "").split(" ; ") if c]
     return " ; ".join(parts + ([command] if command not in parts else []))
+
