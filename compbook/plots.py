@@ -39,7 +39,7 @@ def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: in
     nrows = -(-n // ncols)
     # room for each row's titles (9 pt lines), so a title never eats into the image above or below it
     lines = max((str(t).count("\n") + 1 for t in titles), default=0) if titles is not None else 0
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, nrows * (size + 0.16 * lines) +
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, nrows * (size + 0.2 * lines) +
                                                     (0.4 if suptitle else 0)), squeeze=False)
     for k, ax in enumerate(axes.flat):
         ax.axis("off")
@@ -89,6 +89,71 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
     # numbers on the left and the title on top only
     fig.subplots_adjust(left=0.3 / (size * width), right=0.99, bottom=0.02, top=1 - 0.3 / height,
                         wspace=0.05, hspace=0.05)
+    return fig
+
+
+def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_layer: int = 6,
+                       size: float = 1.35, title: str | None = None):
+    """A readable sample of ``maps`` (from ``CPPN.feature_maps``): for each layer in ``layers`` (0-based), the
+    ``per_layer`` neurons whose maps vary most over the grid (constant maps left out), in neuron order, one row
+    per layer labelled
+    "layer l" (1-based, as the chapters count hidden layers). Tiles of ``size`` inches stay readable at the page's
+    width, where a grid of every neuron would shrink each to a few pixels."""
+    maps = checks.sequence(maps, "maps")
+    layers = [checks.integer(l, "layers[]", 0, len(maps) - 1) for l in checks.sequence(layers, "layers", 1)]
+    per_layer = checks.integer(per_layer, "per_layer", 1, 12)
+    size = checks.real(size, "size", 0, 100, low_open=True)
+    fig, axes = plt.subplots(len(layers), per_layer, figsize=(size * per_layer + 0.5, size * len(layers) +
+                                                               (0.35 if title else 0)), squeeze=False)
+    for row, l in zip(axes, layers):
+        layer = checks.instance(maps[l], f"maps[{l}]", torch.Tensor, " (width, H, W)")
+        spread = (layer.flatten(1).max(1).values - layer.flatten(1).min(1).values)
+        keep = sorted(i for i in torch.argsort(spread, descending=True)[:per_layer].tolist()
+                      if float(spread[i]) > 1e-6)          # constant maps (idle padding) are left out
+        for ax in row:
+            ax.set_xticks([]), ax.set_yticks([])
+            for s in ax.spines.values():
+                s.set_visible(False)
+        for ax, i in zip(row, keep):
+            ax.imshow(_np(layer[i]), cmap="RdBu_r", vmin=-1, vmax=1)
+        row[0].set_ylabel(f"layer {l + 1}", fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.2)
+    return fig
+
+
+def colouring_figure(groups: Sequence[Sequence[int]], r: int, colour, F):
+    """Chapter 2's construction in one picture: left, the co-occurrence graph of ``groups`` over ``r``
+    primitives on a circle (a line joins two primitives some node reads together), each dot in its colour;
+    right, the frame ``F (r, d)`` as a heat map, one row per primitive, its colour beside it: each colour's
+    rows use only that colour's block of coordinates."""
+    colour = np.asarray(colour)
+    F = checks.reals(F, "F", ndim=2)
+    palette = plt.cm.tab10.colors
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), gridspec_kw={"width_ratios": [1, 1.1]})
+    angle = 2 * np.pi * np.arange(r) / r
+    xy = np.stack([np.sin(angle), np.cos(angle)], 1)
+    ax = axes[0]
+    for g in groups:
+        for a in g:
+            for b in g:
+                if a < b:
+                    ax.plot(*xy[[a, b]].T, color="0.6", lw=1, zorder=1)
+    for i in range(r):
+        ax.scatter(*xy[i], s=260, color=palette[colour[i] % 10], edgecolor="k", zorder=2)
+        ax.annotate(str(i), xy[i], ha="center", va="center", fontsize=8, zorder=3)
+    ax.set_aspect("equal"), ax.axis("off")
+    ax.set_title("co-occurrence graph, coloured", fontsize=10)
+    ax = axes[1]
+    ax.imshow(np.abs(F), cmap="Greys", vmin=0, vmax=1, aspect="auto")
+    for i in range(r):
+        ax.add_patch(plt.Rectangle((-1.5, i - 0.5), 0.9, 1, color=palette[colour[i] % 10], clip_on=False))
+    ax.set_xlim(-1.6, F.shape[1] - 0.5)
+    ax.set_xticks(range(F.shape[1])), ax.set_yticks(range(r))
+    ax.set_xlabel("coordinate of R^d"), ax.set_ylabel("primitive")
+    ax.set_title("|F|: each colour its own coordinates", fontsize=10)
+    fig.tight_layout()
     return fig
 
 

@@ -138,3 +138,23 @@ def test_the_shared_plotting_functions_draw_legible_figures():
     _, ax = plt.subplots(figsize=(6, 3))
     plots.loss_curves({"SGD": np.linspace(1, 0.01, 100)}, ax=ax)
     assert legibility.problems(ax.figure, tight=True) == []
+
+
+def test_part_a_samples_and_the_colouring_figure_are_legible():
+    """compbook.plots' feature-map sample (readable tiles, constant maps left out) and chapter 2's colouring
+    figure, as the chapters call them."""
+    import torch
+    from compbook import plots
+    from compbook.cppn import frames
+    g = torch.Generator().manual_seed(0)
+    maps = [torch.rand(8, 24, 24, generator=g) * 2 - 1 for _ in range(4)]
+    maps[0][:5] = 0.25                                # five idle neurons: constant maps
+    fig = plots.feature_map_sample(maps, [0, 2, 3], title="feature maps")
+    assert legibility.problems(fig, tight=True) == []
+    assert sum(len(ax.images) for ax in fig.axes[:6]) == 3       # layer 1 shows only its 3 varying neurons
+    assert fig.get_size_inches()[0] / 6 >= 1.3                     # tiles of at least ~1.3 inches
+    r, d = 12, 6
+    ring = [tuple((i + j) % r for j in range(3)) for i in range(r)]
+    colour = frames.greedy_colouring(frames.cooccurrence(ring, r))
+    fig = plots.colouring_figure(ring, r, colour, frames.local_orthogonal_frame(ring, r, d, seed=0))
+    assert legibility.problems(fig, tight=True) == []

@@ -105,6 +105,18 @@ def test_lr_table_marks_the_best():
 
 
 # -- chapters 3 and 4 ------------------------------------------------------------------------------------------
+def test_rho_check_view_shows_ratios_that_agree():
+    tiny = tables.tiny_targets()
+    t = tables.rho_checks(tiny, 0.5, n_mc=2000)
+    v = tables.rho_check_view(t)
+    assert list(v.columns[:4]) == ["target", "W", "L", "edges N"] and len(v) == len(t)
+    assert (v["enumerated / closed form"] == 1.0).all()       # a last-digit split of two roundings cannot show
+    assert [float(x) for x in v["rho, closed form"]] == pytest.approx(list(t.closed_form), rel=1e-3)
+    assert np.allclose(v["Monte Carlo / closed form"], t.monte_carlo / t.closed_form, atol=5e-4)
+    with pytest.raises(ValueError, match="table"):
+        tables.rho_check_view(t.to_dict())
+
+
 def test_rho_checks_equal_the_chapters_loop():
     tiny = tables.tiny_targets()
     t = tables.rho_checks(tiny, 0.5, n_mc=2000)

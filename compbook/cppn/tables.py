@@ -229,6 +229,17 @@ def rho_checks(targets: dict, p: float = 0.5, n_mc: int = 200_000, max_edges: in
     return pd.DataFrame(rows)
 
 
+def rho_check_view(table: pd.DataFrame) -> pd.DataFrame:
+    """Chapter 3: :func:`rho_checks`' rows as the reader reads them: rho by the closed form (4 significant
+    digits), the enumerated and the Monte Carlo rho as ratios to it (1 is agreement: two printed numbers that
+    agree to rounding can differ in their last digit, ratios cannot)."""
+    t = checks.instance(table, "table", pd.DataFrame)
+    return pd.DataFrame({"target": t.target, "W": t.W, "L": t.L, "edges N": t.N,
+                         "rho, closed form": [f"{v:.4g}" for v in t.closed_form],
+                         "enumerated / closed form": (t.enumerated / t.closed_form).round(4),
+                         "Monte Carlo / closed form": (t.monte_carlo / t.closed_form).round(3)})
+
+
 def target_summary(names: Sequence[str] = ("skull", "butterfly", "apple"), p: float = 0.5) -> pd.DataFrame:
     """Chapter 3: per Picbreeder target its W_min, L*, edges, log10 rho at the sweet spot, and how many halvings
     of rho one more unit of width or one more layer costs there."""
