@@ -284,7 +284,8 @@ def check_deepest_target(answer) -> Checked:
     """Chapter 9: the name of the unknown target the depth line gives the deepest network."""
     from .experiments import unknown_targets
     if not isinstance(answer, str):
-        return not_an_answer(answer, "target name") or wrong(f"expected a target's name, got {type(answer).__name__}")
+        refused = not_an_answer(answer, "target name")      # a Checked that did not pass is falsy: no `or`
+        return refused if refused is not None else wrong(f"expected a target's name, got {type(answer).__name__}")
     full_size, _ = unknown_targets()
     predicted = {n: depth.predict_depth(img, rounded=False, extrapolate=True) for n, img in full_size.items()}
     want = max(predicted, key=predicted.get)
