@@ -99,21 +99,31 @@ def say(works, subset=None, page: str | None = None) -> str:
     settings: full mode, Colab's session limit where the T4's time exceeds :data:`COLAB_WARN_H`, and ``subset``'s
     T4 time (the works of ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
     a, t = seconds(works, A100), seconds(works, T4)
-    scale = (f"at the papers' scale it takes about {duration(a)} on one A100 GPU ({duration(t)} on a T4)."
+    on_a100, on_t4 = _kept(duration(a)), _kept(duration(t))
+    scale = (f"at the papers' scale it takes about {on_a100} on one A100 GPU ({on_t4} on a T4)."
              if a >= 60 else "at the papers' scale it takes under a minute on one GPU.")
     if page is None:
         first = scale[0].upper() + scale[1:]
     else:
         from .results import runtimes
         cpu, s = runtimes.page_seconds(page)
-        first = f"On {cpu} this page runs in about {_cpu_time(s)}; {scale}"
+        first = f"On {cpu} this page runs in about {_kept(_cpu_time(s))}; {scale}"
     steps = [f"{config.MODE_VARIABLE}=full on a GPU"]
     if t > COLAB_WARN_H * 3600:
         steps.append(f"longer than a free Colab session ({COLAB_LIMIT})")
     if subset is not None and seconds(subset, T4) < t:
-        steps.append(f"{SUBSET_HINT} runs a subset in about {duration(seconds(subset, T4))} on a T4")
+        steps.append(f"{SUBSET_HINT} runs a subset in about {_kept(duration(seconds(subset, T4)))} on a T4")
     import textwrap
-    return "\n".join(textwrap.wrap(first, 80) + textwrap.wrap(f"{REPRODUCE} " + "; ".join(steps) + ".", 80))
+    lines = textwrap.wrap(first, 80) + textwrap.wrap(f"{REPRODUCE} " + "; ".join(steps) + ".", 80)
+    return "\n".join(lines).replace(_NBSP, " ")
+
+
+_NBSP = "\u00a0"
+
+
+def _kept(words: str) -> str:
+    """``words`` (a time, ``30 min``) kept on one line when wrapped."""
+    return words.replace(" ", _NBSP)
 
 
 def _cpu_time(s: int) -> str:

@@ -93,6 +93,7 @@ def test_say_lines_fit_and_name_colab_and_subset():
     assert estimate.COLAB_LIMIT in " ".join(text.split())
     assert " ".join(text.split()).endswith(f"{estimate.SUBSET_HINT} runs a subset in about 40 min on a T4.")
     assert all(len(line) <= 80 for line in text.splitlines())
+    assert not [line for line in text.splitlines() if line.split()[0] in ("s", "min", "h")], "a time split"
     assert "Colab" not in estimate.say(short) and "subset" not in estimate.say(short, short)
     tiny = [estimate.Work(1.0)]
     assert "under a minute on one GPU" in estimate.say(tiny)

@@ -92,11 +92,11 @@ def page_seconds(page: str, rec: dict | None = None) -> tuple[str, int]:
     chapter's key as the parts' ``fulltime`` modules name it (``"ch07"``); the CPU is read off the record's
     ``where`` (``"a 2-core CPU"``; ``"a CPU"`` where it names no core count)."""
     rec = load() if rec is None else rec
-    stem = page
+    stem = checks.instance(page, "page", str)
     if re.fullmatch(r"ch\d\d", page):
         found = [s for s in rec["seconds"] if s.startswith(page[2:] + "_")]
         if len(found) != 1:
-            raise ValueError(f"page {page!r}: {len(found)} notebooks of the run-time record start with {page[2:]}_")
+            raise ValueError(f"page {page!r}: {len(found)} notebooks of the run-time record start {page[2:]}_")
         stem = found[0]
     cores = re.search(r"(\d+)-core", rec.get("where", ""))
     return (f"a {cores.group(1)}-core CPU" if cores else "a CPU"), seconds(stem, rec)
