@@ -64,7 +64,9 @@ def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_s
     max_scenes = checks.integer(max_scenes, "max_scenes")
     checks.real(val_fraction, "val_fraction", 0, 1, low_open=True, high_open=True)
     n_scenes = min(float(n_objects) ** k, max_scenes)
-    checks.check_budget(24.0 * n_objects + 2 * 4 * 8.0 * k * n_scenes,
+    # per split: the tuples (a Python tuple and list slot each, then arrays: 8 int64 copies of k ids at most,
+    # in np.unique's rejection sampling)
+    checks.check_budget(24.0 * n_objects + 2 * (96 + 64.0 * k) * n_scenes,
                         f"coverage_split: {n_objects} objects, up to {n_scenes:,.0f} scenes of {k} per split")
     n_train = int(math.floor(n_objects * coverage))
     if not 1 <= n_train < n_objects:

@@ -180,7 +180,9 @@ DEFAULT_ACTIVATIONS = ("gaussian", "sin", "tanh", "identity")
 def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict[str, int]:
     """Activation counts for one layer of ``width`` neurons, dealt round-robin over ``names`` (our choice)."""
     width = checks.integer(width, "width")
-    checks.check_budget(16.0 * width * width, f"mixed_layout(width={width}): a layer of {width:,} neurons")
+    # a network with a width x width layer: 16 bytes a weight (network.check_size), its inputs and outputs too
+    checks.check_budget(16.0 * width * (width + 8) + 8.0 * width,
+                        f"mixed_layout(width={width}): a layer of {width:,} neurons")
     names = checks.sequence(names, "names (activations)")
     for n in names:
         from .network import check_activation

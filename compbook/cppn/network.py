@@ -70,8 +70,9 @@ def layout_from_counts(counts: Mapping[str, int]) -> list[str]:
         if n < 0:
             raise ValueError(f"layout_from_counts: negative count {n} for {name!r}")
         sizes[name] = n
-    checks.check_budget(8 * sum(sizes.values()), f"layout_from_counts({sizes!r:.80}): a layer of "
-                                                   f"{sum(sizes.values()):,} neurons")
+    # the list (8 bytes a slot, grown by up to 1/8) and the largest [name] * n it is extended by
+    checks.check_budget(9.0 * sum(sizes.values()) + 8.0 * max(sizes.values(), default=0),
+                        f"layout_from_counts({sizes!r:.80}): a layer of {sum(sizes.values()):,} neurons")
     for name, n in sizes.items():
         layer += [name] * n
     return layer

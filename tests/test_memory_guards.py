@@ -1,0 +1,151 @@
+"""Every memory guard's estimate is an upper bound of what its call really allocates.
+
+A guard is a call site that estimates the bytes a call will need and asks the budget
+(:func:`compbook.checks.check_budget`, or :func:`compbook.checks.allocation` which asks it) before allocating.
+Since the budget is the machine's free memory, a low estimate no longer protects: the call passes the guard and
+fails in the allocator, or the kernel kills the process. Here each guard's call runs at a small size (a few MiB)
+while the test records the bytes its guards asked for; :mod:`memory_probe` measures what the call allocated
+(torch's CPU allocator through the profiler, Python and NumPy through ``tracemalloc``; see its docstring), and
+the largest estimate asked must be at least that peak. The inputs are built before the measured call, so only
+the call's own buffers count.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from memory_probe import measure
+
+from compbook import checks, scenes as sc, stats
+from compbook.binding import controlled, data as bdata, decomposition, probes, recipe_data, recipe_model, splits, \
+    symbolic
+from compbook.binding.recipe_config import RecipeConfig
+from compbook.cppn import claims, depth, fer, frames, network, panel, tables, volume_ratio
+from compbook.sae import metrics, regions, s2ae, topk
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+MB = 2 ** 20
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _fer_network(arch):
+    depth_, counts = fer.parse_arch(arch)
+    return network.uniform_cppn(depth_, sum(counts.values()), counts)
+
+
+def _controlled_cfg(**kw):
+    return controlled.ControlledConfig(**kw)
+
+
+# name -> setup() returning the call to measure (inputs built by setup, outside the measurement), or
+# (setup, words): the guard judged is the one whose message holds ``words`` (a check made before a build: the call
+# builds what it guards)
+CASES = {
+    # -- shared
+    "stats.pooled_draws": lambda: (lambda p=_rng().random(200), n=_rng().integers(1, 50, 200):
+                                   lambda: stats.pooled_draws(p, n, 2000, _rng()))(),
+    "stats.mean_ci": lambda: (lambda v=_rng().random(300): lambda: stats.mean_ci(v, 2000))(),
+    "scenes.pad_sequences": lambda: (lambda s=[np.arange(i % 50 + 1) for i in range(20_000)]:
+                                     lambda: sc.pad_sequences(s, 0))(),
+    "scenes.all_pairs": lambda: lambda: sc.all_pairs(np.arange(500)),
+    "scenes.sample_scenes": lambda: lambda: sc.sample_scenes(np.arange(50), 20_000, (1, 4)),
+    "scenes.render_images": lambda: (lambda s=np.array([[0, 1]] * 64): lambda: sc.render_images(
+        sc.clevr2d(), s, res=32))(),
+    # -- binding
+    "binding.controlled.object_tokens": lambda: (lambda cfg=_controlled_cfg(), o=_rng().integers(0, 125, 50_000):
+                                                 lambda: controlled.object_tokens(cfg, o))(),
+    "binding.decomposition.object_vectors": lambda: (
+        lambda z=_rng().standard_normal((4000, 64)), s=_rng().integers(0, 200, (4000, 2)):
+        lambda: decomposition.object_vectors(z, s, 200))(),
+    "binding.decomposition.design": lambda: (
+        lambda s=_rng().integers(0, 100, (5000, 2)), v=_rng().integers(0, 5, (5000, 6)):
+        lambda: decomposition.design(s, v, "objects", 100))(),
+    "binding.recipe_data.sample_recipe_scenes": lambda: (lambda cfg=RecipeConfig():
+                                                         lambda: recipe_data.sample_recipe_scenes(
+                                                             cfg, np.arange(100), 100_000, _rng()))(),
+    "binding.symbolic.encode": lambda: (lambda t=symbolic.SymbolicTokens(3, 5), o=_rng().integers(0, 125, 50_000):
+                                        lambda: t.encode(o))(),
+    "binding.symbolic.encode_batch": lambda: (
+        lambda t=symbolic.SymbolicTokens(3, 5), s=[list(_rng(i).integers(0, 125, 2)) for i in range(5000)]:
+        lambda: t.encode_batch(s))(),
+    "binding.data.build_pairs": lambda: (lambda sp=sc.clevr2d(): lambda: bdata.build_pairs(
+        sp, [[0, 1]] * 32, [2, 3], res=32))(),
+    "binding.splits.coverage_split": lambda: lambda: splits.coverage_split(500, 0.5, max_scenes=20_000),
+    "binding.recipe_model.sinusoid": lambda: lambda: recipe_model.sinusoid(2000, 256),
+    # -- cppn
+    # a check before a build: the network of FER's arch (uniform_cppn of its depth and counts)
+    "cppn.fer.parse_arch": (lambda: lambda: _fer_network("3;tanh:300,gaussian:100"),
+                            "arch"),
+    "cppn.frames.orthonormal_frame": lambda: lambda: frames.orthonormal_frame(100, 400, seed=0),
+    "cppn.frames.simplex_etf": lambda: lambda: frames.simplex_etf(300),
+    "cppn.frames.cooccurrence": lambda: lambda: frames.cooccurrence([[0, 1, 2], [3, 4]], 2000),
+    "cppn.claims.difference": lambda: (lambda a={"k_n": [[3, 10]] * 50, "score": 0.3},
+                                       b={"k_n": [[5, 10]] * 50, "score": 0.5}:
+                                       lambda: claims.difference(a, b, 4000))(),
+    "cppn.panel.groups_from_counts": lambda: lambda: panel.groups_from_counts([[300, 1000]] * 1000),
+    # a check before a build: one width x width layer of these activations
+    "cppn.depth.mixed_layout": (lambda: lambda: network.uniform_cppn(2, 400, depth.mixed_layout(400)),
+                                "mixed_layout"),
+    "cppn.network.layout_from_counts": lambda: lambda: network.layout_from_counts({"sin": 100_000, "tanh": 50_000}),
+    "cppn.network.uniform_cppn": lambda: lambda: network.uniform_cppn(4, 300),
+    # -- sae
+    "sae.topk.TopKSAEConfig": lambda: lambda: topk.TopKSAE(64, 2048, 8),
+    "sae.regions.grid_distance": lambda: lambda: regions.grid_distance(16, 16),
+    "sae.regions.region_distance": lambda: (lambda a=torch.rand(8, 64, 64): lambda: regions.region_distance(
+        a, (8, 8)))(),
+    "sae.regions.average_linkage": lambda: (lambda d=torch.rand(4, 64, 64): lambda: regions.average_linkage(d, 8))(),
+    "sae.metrics.region_purity": lambda: (lambda r=torch.randint(0, 20, (64, 256)), l=torch.randint(-1, 4, (64, 256)):
+                                          lambda: metrics.region_purity(r, l))(),
+    "sae.s2ae.batch_penalties": lambda: (lambda z=torch.rand(16, 64, 512), r=torch.randint(0, 20, (16, 64)):
+                                         lambda: s2ae.batch_penalties(z, r))(),
+    "sae.s2ae.sparse_penalties": lambda: (
+        lambda v=torch.rand(16, 64, 8), i=torch.randint(0, 2048, (16, 64, 8)), r=torch.randint(0, 20, (16, 64)):
+        lambda: s2ae.sparse_penalties(v, i, r, 2048))(),
+}
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    """The bytes every guard asked the budget for, in order (check_budget is what allocation() asks too)."""
+    seen = []
+    real = checks.check_budget
+
+    def recording(n_bytes, what, budget_mb=None, device=None):
+        seen.append((float(n_bytes) + checks.CALL_BYTES, what))
+        return real(n_bytes, what, budget_mb, device)
+
+    monkeypatch.setattr(checks, "check_budget", recording)
+    return seen
+
+
+def test_the_probe_sees_known_allocations():
+    """The probe sees a torch tensor, a NumPy array and Python objects of known size, freed or kept."""
+    assert measure(lambda: torch.empty(2 * MB, dtype=torch.uint8))["torch"] == 2 * MB
+    assert 2 * MB <= measure(lambda: np.empty(2 * MB, np.uint8))["python"] < 2 * MB + 4096
+    assert measure(lambda: [object() for _ in range(10_000)])["python"] >= 16 * 10_000
+
+    def transient():
+        a = torch.empty(3 * MB, dtype=torch.uint8)
+        del a
+        return torch.empty(MB, dtype=torch.uint8)
+    m = measure(transient)
+    assert m["torch"] == 3 * MB, "the peak, not what is left at the end"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_estimate_bounds_what_the_call_allocates(name, asked):
+    setup, words = CASES[name] if isinstance(CASES[name], tuple) else (CASES[name], "")
+    call = setup()
+    result = measure(call, record=asked)
+    judged = [n for n, what in asked if words in what]
+    assert judged, f"{name}: no guard asked the budget ({asked})"
+    estimate = max(judged)
+    print(f"{name}: estimate {estimate / MB:.2f} MiB, allocated {result['peak'] / MB:.2f} MiB "
+          f"(torch {result['torch'] / MB:.2f}, python {result['python'] / MB:.2f})")
+    assert result["peak"] >= 0.25 * MB, f"{name}: too small a case to judge ({result['peak']:,} bytes)"
+    assert estimate >= result["peak"], (f"{name}: the guard estimated {estimate / MB:.2f} MiB, the call allocated "
+                                        f"{result['peak'] / MB:.2f} MiB")
