@@ -18,11 +18,16 @@ import torch
 from memory_probe import measure
 
 from compbook import checks, scenes as sc, stats
-from compbook.binding import controlled, data as bdata, decomposition, probes, recipe_data, recipe_model, splits, \
-    symbolic
+from compbook import images
+from compbook.binding import controlled, data as bdata, decomposition, probes, recipe, recipe_checks, recipe_data, \
+    recipe_model, splits, symbolic, tasks as btasks, train as btrain
+from compbook.binding.encoders import EncoderConfig
+from compbook.binding.scoring import SweepConfig
 from compbook.binding.recipe_config import RecipeConfig
-from compbook.cppn import claims, depth, fer, frames, network, panel, tables, volume_ratio
-from compbook.sae import metrics, regions, s2ae, topk
+from compbook.cppn import claims, depth, emc2, fer, frames, labelling, network, optim, panel, tables, volume_ratio
+from compbook.cppn.judges import semantic
+from compbook.sae import data as sdata, hf_interpret, interpret, metrics, objregions, regions, s2ae, stack, \
+    topk, vlm
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 MB = 2 ** 20
@@ -39,6 +44,80 @@ def _fer_network(arch):
 
 def _controlled_cfg(**kw):
     return controlled.ControlledConfig(**kw)
+
+
+def _sae_data(n=48, grid=(6, 6), text=4, d_in=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    p = grid[0] * grid[1]
+    attn = torch.softmax(torch.randn(n, p, p, generator=g), -1)
+    return s2ae.SAEData(torch.randn(n, p + text, d_in, generator=g), torch.ones(n, p + text, dtype=torch.bool),
+                        torch.arange(p), grid, attn)
+
+
+def _sae_cfg(**kw):
+    return s2ae.SAETrainConfig(**{"d_sae": 512, "k": 8, "lam": 0.01, "steps": 2, "batch_images": 16, **kw})
+
+
+def _fit_sae(cfg):
+    data = _sae_data()
+    return lambda: s2ae.fit_sae(topk.TopKSAE(32, cfg.d_sae, cfg.k, seed=0), data, cfg, progress=False)
+
+
+def _fit_stack(cfgs):
+    data = _sae_data()
+    return lambda: stack.fit_stack([topk.TopKSAE(32, c.d_sae, c.k, seed=0) for c in cfgs], data, cfgs,
+                                   device="cpu")
+
+
+def _controlled(**kw):
+    cfg = controlled.ControlledConfig(**{"steps": 2, "batch": 32, "eval_every": 2, "eval_scenes": 16, **kw})
+    split = splits.coverage_split(cfg.tokens.space.n_objects, 0.5, max_scenes=200)
+    return lambda: controlled.train_controlled(cfg, [split, split], [0, 1], progress=False, device="cpu")
+
+
+def _recipe(**kw):
+    cfg = RecipeConfig(**{"steps": 2, "batch": 32, "eval_every": 2, "eval_scenes": 16, "eval_batches": 1,
+                          "n_values": 10, **kw})
+    return lambda: recipe.train_recipe(cfg, progress=False, device="cpu")
+
+
+def _dual(n_models=2):
+    enc = EncoderConfig(res=32, channels=(8, 16, 16), width=32, d_out=32)
+    space = sc.clevr2d()
+    data = bdata.build_pairs(space, sc.all_pairs(np.arange(8)), res=32)
+    cfg = btrain.DualTrainConfig(steps=2, batch=16, eval_every=2, warmup=1)
+    return lambda: btrain.train_stack(enc, cfg, data, n_models)
+
+
+def _depth_sweep():
+    target = np.random.default_rng(0).random((16, 16, 3))
+    return lambda: depth.depth_sweep(target, [1, 2], width=16, seeds=(0, 1), steps=2)
+
+
+def _sweep():
+    sweep = SweepConfig(coverages=(0.5,), seeds=(0,), n_values=(5,), max_scenes=20_000)
+    cfg = controlled.ControlledConfig()
+    return lambda: (btasks.coverage_configs(sweep, cfg), splits.coverage_split(125, 0.5, max_scenes=20_000))
+
+
+def _vr_target():
+    return tables.tiny_targets()["fan-in"]
+
+
+_SCENES = {}
+
+
+def _scenes():
+    if not _SCENES:
+        _SCENES["s"] = sdata.make_scenes(24, seed=0)
+    return _SCENES["s"]
+
+
+def _vlm_cfg(**kw):
+    s = _scenes()
+    return vlm.TinyVLMConfig(**{"vocab_size": len(s.vocab), "patch_dim": s.patches.shape[-1], "grid": s.grid,
+                                "max_text": s.tokens.shape[1], "d_model": 64, "n_layers": 2, "n_heads": 4,
+                                "d_mlp": 128, "pad_id": s.vocab.pad_id, **kw})
 
 
 # name -> setup() returning the call to measure (inputs built by setup, outside the measurement), or
@@ -75,6 +154,22 @@ CASES = {
     "binding.data.build_pairs": lambda: (lambda sp=sc.clevr2d(): lambda: bdata.build_pairs(
         sp, [[0, 1]] * 32, [2, 3], res=32))(),
     "binding.splits.coverage_split": lambda: lambda: splits.coverage_split(500, 0.5, max_scenes=20_000),
+    "binding.controlled.train_controlled": _controlled,
+    "binding.recipe.train_recipe": _recipe,
+    "binding.recipe_checks.TokenOracle": lambda: (lambda cfg=RecipeConfig(n_values=20):
+                                                  lambda: recipe_checks.TokenOracle(cfg))(),
+    "binding.recipe_model.TokenEncoder": lambda: (lambda cfg=RecipeConfig(d_model=128, d_ff=512):
+                                                  lambda: recipe_model.TokenEncoder(cfg))(),
+    "binding.probes.fit_probe (additive)": lambda: (
+        lambda v=_rng().integers(0, 5, (2000, 2, 3)), y=_rng().standard_normal((2000, 32)):
+        lambda: probes.fit_probe("additive", v, y, sweeps=2))(),
+    "binding.train.train_stack": _dual,
+    "binding.train.DualStack": lambda: (lambda enc=EncoderConfig(res=32, channels=(8, 16, 16), width=64):
+                                        lambda: btrain.DualStack(enc, 3, device="cpu"))(),
+    # a check before the sweep's splits are drawn
+    "binding.tasks.coverage_configs": (_sweep, "max_scenes"),
+    "images.as_target": lambda: (lambda t=np.random.default_rng(0).random((4, 128, 128, 3)):
+                                 lambda: images.as_target(t))(),
     "binding.recipe_model.sinusoid": lambda: lambda: recipe_model.sinusoid(2000, 256),
     # -- cppn
     # a check before a build: the network of FER's arch (uniform_cppn of its depth and counts)
@@ -91,6 +186,27 @@ CASES = {
     "cppn.depth.mixed_layout": (lambda: lambda: network.uniform_cppn(2, 400, depth.mixed_layout(400)),
                                 "mixed_layout"),
     "cppn.network.layout_from_counts": lambda: lambda: network.layout_from_counts({"sin": 100_000, "tanh": 50_000}),
+    "cppn.depth.depth_sweep": _depth_sweep,
+    "cppn.depth.peak_frequencies": lambda: (lambda sw=depth.DepthSweep(
+        [{"depth": d, "seed": s, "loss": 1.0, "score": float(_rng(s).random()), "n_weights": 1}
+         for d in range(1, 9) for s in range(12)], {}): lambda: sw.peak_frequencies(2000))(),
+    "cppn.judges.semantic.prepare": lambda: (lambda im=torch.rand(16, 96, 96, 3): lambda: semantic.prepare(im))(),
+    "cppn.judges.semantic.train_classifier": lambda: lambda: semantic.train_classifier(1, 32, progress=False),
+    "cppn.labelling.contact_sheet": lambda: (lambda im=np.random.default_rng(0).random((24, 64, 64, 3)):
+                                             lambda: labelling.contact_sheet(im, list(range(24)), "apple"))(),
+    "cppn.optim.against_torch_muon": lambda: lambda: optim.against_torch_muon(5, (256, 128)),
+    "cppn.emc2.render_perturbations": lambda: (lambda m=network.uniform_cppn(3, 8, seed=0):
+                                               lambda: emc2.render_perturbations(
+                                                   m, [(1, 0, 0)] * 16, torch.linspace(-1, 1, 16), res=64))(),
+    "cppn.emc2.weight_sweep": lambda: (lambda m=network.uniform_cppn(3, 8, seed=0): lambda: emc2.weight_sweep(
+        m, (1, 0, 0), torch.linspace(-1, 1, 16), res=64))(),
+    "cppn.tables.rho_checks": lambda: (lambda t={"chain": tables.tiny_targets()["chain"]}:
+                                       lambda: tables.rho_checks(t, n_mc=20_000, max_edges=8, sizes=range(1, 3)))(),
+    "cppn.volume_ratio.network_shapes": lambda: (lambda t=_vr_target(): lambda: volume_ratio.network_shapes(
+        t, 3, 20_000))(),
+    "cppn.volume_ratio.embed": lambda: (lambda t=_vr_target(): lambda: volume_ratio.embed(t, 300, 4))(),
+    "cppn.volume_ratio.rho_monte_carlo": lambda: (lambda t=_vr_target(): lambda: volume_ratio.rho_monte_carlo(
+        t, 4, 4, n=20_000))(),
     "cppn.network.uniform_cppn": lambda: lambda: network.uniform_cppn(4, 300),
     # -- sae
     "sae.topk.TopKSAEConfig": lambda: lambda: topk.TopKSAE(64, 2048, 8),
@@ -102,6 +218,27 @@ CASES = {
                                           lambda: metrics.region_purity(r, l))(),
     "sae.s2ae.batch_penalties": lambda: (lambda z=torch.rand(16, 64, 512), r=torch.randint(0, 20, (16, 64)):
                                          lambda: s2ae.batch_penalties(z, r))(),
+    "sae.s2ae.fit_sae (S2AE)": lambda: _fit_sae(_sae_cfg()),
+    "sae.s2ae.fit_sae (regions every step)": lambda: _fit_sae(_sae_cfg(regions_every_step=True)),
+    "sae.s2ae.fit_sae (TopK)": lambda: _fit_sae(_sae_cfg(lam=0.0)),
+    "sae.stack.fit_stack": lambda: _fit_stack([_sae_cfg(), _sae_cfg(lam=0.0, seed=1)]),
+    "sae.vlm.train_vlm": lambda: (lambda cfg=_vlm_cfg(), s=_scenes(): lambda: vlm.train_vlm(
+        cfg, s, vlm.VLMTrainConfig(steps=2, batch=16), progress=False))(),
+    "sae.vlm.extract": lambda: (lambda m=vlm.TinyVLM(_vlm_cfg()), s=_scenes(): lambda: vlm.extract(
+        m, (s.patches, s.tokens), 1))(),
+    "sae.vlm.caption_accuracy": lambda: (lambda m=vlm.TinyVLM(_vlm_cfg()), s=_scenes(): lambda: vlm.caption_accuracy(
+        m, s, 16))(),
+    "sae.vlm.TinyVLMConfig": lambda: (lambda cfg=_vlm_cfg(d_model=128, d_mlp=512):
+                                      lambda: vlm.TinyVLMConfig(**cfg.__dict__) and vlm.TinyVLM(cfg))(),
+    "sae.objregions.ObjectVLM": lambda: (lambda cfg=_vlm_cfg(d_model=128, d_mlp=512):
+                                         lambda: objregions.ObjectVLM(cfg, 2000))(),
+    "sae.data.make_scenes": lambda: lambda: sdata.make_scenes(16, seed=0),
+    "sae.interpret.region_masks": lambda: (lambda z=torch.rand(16, 16, 64) * (torch.rand(16, 16, 64) > 0.5),
+                                           refs=torch.randint(0, 16, (32, 4)):
+                                           lambda: interpret.region_masks(z, refs, list(range(32)), (4, 4), 96))(),
+    "sae.hf_interpret.masked_image": lambda: (lambda im=np.random.default_rng(0).random((128, 128, 3)),
+                                              m=np.random.default_rng(1).random((128, 128)) > 0.5:
+                                              lambda: hf_interpret.masked_image(im, m, 1024))(),
     "sae.s2ae.sparse_penalties": lambda: (
         lambda v=torch.rand(16, 64, 8), i=torch.randint(0, 2048, (16, 64, 8)), r=torch.randint(0, 20, (16, 64)):
         lambda: s2ae.sparse_penalties(v, i, r, 2048))(),

@@ -175,7 +175,7 @@ class SAETrainConfig:
         checks.integer(self.steps, "steps")
         checks.integer(self.batch_images, "batch_images")
         checks.real(self.lr, "lr", 0, low_open=True)
-        # a lower bound of one step's buffers (dense pre-activation codes, one token per image, float64)
+        # one token per image (a floor: fit_sae checks one step's buffers with the data's sizes, step_bytes)
         checks.check_budget(8.0 * d_sae * checks.integer(self.batch_images, "batch_images"), f"d_sae={d_sae}")
 
 
@@ -328,6 +328,22 @@ def check_data(data, d_in: int | None = None, needs_attention: bool = False, nam
     return data
 
 
+def step_bytes(cfg: SAETrainConfig, d_in: int, n_images: int, n_tokens: int, n_patches: int) -> float:
+    """Bytes one SAE holds while :func:`fit_sae` trains it on ``n_images`` of ``n_tokens`` tokens (``n_patches``
+    image patches), float32: its weights' gradients, Adam's two moments and the decoder's renormalisation (4
+    copies of the 2 d_in d_sae weights); a batch's activations, codes and reconstructions with autograd's saved
+    tensors and their gradients (10 d_in + 6 d_sae floats a token, measured); with ``cfg.lam > 0`` the penalties
+    twice over (their backward), and the regions: 7 float64 (P, P) distances an image (region_distance's, then
+    average_linkage's copies), for every image at once unless ``cfg.regions_every_step``."""
+    b = min(cfg.batch_images, n_images)
+    out = 4.0 * (4 * 2 * d_in * cfg.d_sae + b * n_tokens * (10 * d_in + 6 * cfg.d_sae))
+    if cfg.lam > 0:
+        g = default_regions(cfg.n_regions, n_patches)
+        out += 2 * (24.0 * b * n_patches * cfg.k + 24.0 * b * g * cfg.d_sae)
+        out += 56.0 * (b if cfg.regions_every_step else n_images) * n_patches ** 2
+    return out
+
+
 def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = True, schedule=None,
             clip: float | None = None, desc: str = "SAE") -> TrainResult:
     """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
@@ -345,11 +361,13 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = T
     if clip is not None:
         checks.real(clip, "clip", 0, low_open=True)
     n, p = data.acts.shape[0], len(data.patch_idx)
+    dev = device()                                           # cuda in full mode on a GPU, else cpu
+    checks.check_budget(step_bytes(cfg, sae.cfg.d_in, n, data.acts.shape[1], p),
+                        f"training an SAE of d_sae={cfg.d_sae} on batches of {cfg.batch_images} images", device=dev)
     n_regions = default_regions(cfg.n_regions, p)
     regions = None
     if cfg.lam > 0 and not cfg.regions_every_step:
         regions = data.regions(n_regions, cfg.exponent)      # the VLM is frozen: same attention, same regions
-    dev = device()                                           # cuda in full mode on a GPU, else cpu
     sae.to(dev)
     pidx = data.patch_idx.to(dev)
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)

@@ -55,11 +55,16 @@ class TinyVLMConfig:
         checks.integer(self.pad_id, "pad_id", 0, self.vocab_size - 1)
         checks.seed(self.seed)
         checks.boolean(self.text_only, "text_only")      # a string such as "no" would be true
+        checks.check_budget(4.0 * 4 * self.n_weights, f"a TinyVLM of d_model={self.d_model}, "
+                            f"n_layers={self.n_layers}, d_mlp={self.d_mlp}, vocab_size={self.vocab_size} "
+                            f"(weights, gradients and Adam's moments)")
+
+    @property
+    def n_weights(self) -> float:
+        """About how many weights a model of this config has (an upper bound of the layers' biases and norms)."""
         d = self.d_model
-        n = (self.n_layers * (4 * d * d + 2 * d * self.d_mlp) + 2 * self.vocab_size * d
-             + (self.patch_dim + self.grid[0] * self.grid[1] + self.max_text) * d)
-        checks.check_budget(4.0 * 4 * n, f"a TinyVLM of d_model={d}, n_layers={self.n_layers}, d_mlp={self.d_mlp}, "
-                                         f"vocab_size={self.vocab_size} (weights, gradients and Adam's moments)")
+        return float(self.n_layers * (4 * d * d + 2 * d * self.d_mlp + 16 * d) + 2 * self.vocab_size * d
+                     + (self.patch_dim + self.grid[0] * self.grid[1] + self.max_text) * d)
 
     @property
     def n_patches(self) -> int:
