@@ -286,3 +286,64 @@ def test_estimate_bounds_what_the_call_allocates(name, asked):
     assert result["peak"] >= 0.25 * MB, f"{name}: too small a case to judge ({result['peak']:,} bytes)"
     assert estimate >= result["peak"], (f"{name}: the guard estimated {estimate / MB:.2f} MiB, the call allocated "
                                         f"{result['peak'] / MB:.2f} MiB")
+
+
+# -- region labels: any values of the same partition cost the same, under the machine's budget -------------------
+def _spread(labels, seed=0):
+    """``labels`` mapped one to one onto large values (up to 10^9): the same partition of every row."""
+    values = torch.as_tensor(np.random.default_rng(seed).choice(10 ** 9, size=int(labels.max()) + 1, replace=False))
+    return values[labels]
+
+
+def test_penalties_and_purity_read_only_the_partition():
+    g = torch.Generator().manual_seed(0)
+    z, r = torch.rand(4, 16, 8, generator=g), torch.randint(0, 5, (4, 16), generator=g)
+    big = _spread(r)
+    assert int(big.max()) > 10 ** 6
+    for a, b in zip(s2ae.batch_penalties(z, r), s2ae.batch_penalties(z, big)):
+        torch.testing.assert_close(a, b)
+    v, i = torch.rand(4, 16, 3, generator=g), torch.randint(0, 32, (4, 16, 3), generator=g)
+    for a, b in zip(s2ae.sparse_penalties(v, i, r, 32), s2ae.sparse_penalties(v, i, big, 32)):
+        torch.testing.assert_close(a, b)
+    labels = torch.randint(-1, 3, (4, 16), generator=g)
+    assert metrics.region_purity(r, labels) == metrics.region_purity(big, _spread(labels + 1, 1) - 1)
+    # the renumbering keeps each row's partition and order, and the labels below P
+    d = regions.dense_labels(big)
+    assert int(d.max()) < 16
+    for row, new in zip(big, d):
+        assert torch.equal(row[:, None] == row[None, :], new[:, None] == new[None, :])
+        assert torch.equal(row[:, None] < row[None, :], new[:, None] < new[None, :])
+
+
+def test_labels_up_to_1e9_are_cheap_under_the_machine_budget(monkeypatch):
+    """The case that passed a low estimate under the machine's budget (15,259 MiB asked, 32,000 MB allocated
+    by one_hot): with the budget unpinned, it now allocates a few KiB, and the guards' estimates bound that."""
+    monkeypatch.delenv(checks.MEMORY_BUDGET_VARIABLE, raising=False)
+    assert checks.memory_budget_mb() >= checks.MEMORY_BUDGET_MB      # the machine's share, as a reader gets it
+    z, labels = torch.rand(2, 2, 8), torch.full((2, 2), 10 ** 9)
+    calls = {"batch_penalties": lambda: s2ae.batch_penalties(z, labels),
+             "sparse_penalties": lambda: s2ae.sparse_penalties(z[..., :2], torch.zeros(2, 2, 2).long(), labels, 16),
+             "region_purity": lambda: metrics.region_purity(labels, labels)}
+    seen, real = [], checks.check_budget
+    monkeypatch.setattr(checks, "check_budget", lambda n, what, budget_mb=None, device=None:
+                        seen.append(n) or real(n, what, budget_mb, device))
+    for name, call in calls.items():
+        m = measure(call, record=seen)
+        assert m["peak"] < 2 ** 16, f"{name}: {m['peak']:,} bytes for 4 patches"
+        assert seen and max(seen) + checks.CALL_BYTES >= m["peak"], name
+        assert max(seen) < 2 ** 16, f"{name}: asked for {max(seen):,.0f} bytes"
+    torch.testing.assert_close(s2ae.batch_penalties(z, labels)[0], s2ae.batch_penalties(z, labels * 0)[0])
+
+
+def test_the_budget_override_still_refuses(monkeypatch):
+    """``$COMPBOOK_MEMORY_BUDGET_MB`` still decides: a call that fits the machine is refused under a smaller set
+    budget, with a ValueError naming the variable, before anything is allocated; unset, a call whose buffers
+    exceed the machine's memory is refused too."""
+    v, i, r = torch.rand(8, 64, 4), torch.randint(0, 4096, (8, 64, 4)), torch.randint(0, 20, (8, 64))
+    monkeypatch.setenv(checks.MEMORY_BUDGET_VARIABLE, "1")
+    with pytest.raises(ValueError, match="over the memory budget of 1 MiB.*COMPBOOK_MEMORY_BUDGET_MB"):
+        s2ae.sparse_penalties(v, i, r, 4096)
+    monkeypatch.delenv(checks.MEMORY_BUDGET_VARIABLE)
+    assert len(s2ae.sparse_penalties(v, i, r, 4096)) == 2
+    with pytest.raises(ValueError, match="sparse_penalties.*over the memory budget"):
+        s2ae.sparse_penalties(v, i, r, 10 ** 12)
