@@ -1,13 +1,15 @@
 """Every memory guard's estimate is an upper bound of what its call really allocates.
 
-A guard is a call site that estimates the bytes a call will need and asks the budget
-(:func:`compbook.checks.check_budget`, or :func:`compbook.checks.allocation` which asks it) before allocating.
-Since the budget is the machine's free memory, a low estimate no longer protects: the call passes the guard and
-fails in the allocator, or the kernel kills the process. Here each guard's call runs at a small size (a few MiB)
-while the test records the bytes its guards asked for; :mod:`memory_probe` measures what the call allocated
-(torch's CPU allocator through the profiler, Python and NumPy through ``tracemalloc``; see its docstring), and
-the largest estimate asked must be at least that peak. The inputs are built before the measured call, so only
-the call's own buffers count.
+A guard is a call site that estimates the bytes a call will need and asks a budget
+(:func:`compbook.checks.check_budget`, or :func:`compbook.checks.allocation` which asks it; and the render
+budget's :func:`compbook.checks.check_render_size`) before allocating. Since the memory budget is the machine's
+free memory, a low estimate no longer protects: the call passes the guard and fails in the allocator, or the
+kernel kills the process. Here each guard's call runs at a small size (a few MiB) while the test records the
+bytes its guards asked for; :mod:`memory_probe` measures what the call allocated (torch's CPU allocator through
+the profiler, Python and NumPy through ``tracemalloc``; see its docstring), and the largest estimate asked must
+be at least that peak. The inputs are built before the measured call, so only the call's own buffers count.
+PIL's image memory is seen by neither tool: the guards of calls that build PIL images count it from PIL's
+layout (4 bytes a pixel for RGB), unmeasured here.
 """
 
 import math
@@ -21,10 +23,11 @@ from compbook import checks, scenes as sc, stats
 from compbook import images
 from compbook.binding import controlled, data as bdata, decomposition, probes, recipe, recipe_checks, recipe_data, \
     recipe_model, splits, symbolic, tasks as btasks, train as btrain
-from compbook.binding.encoders import EncoderConfig
+from compbook.binding.encoders import DualEncoder, EncoderConfig
 from compbook.binding.scoring import SweepConfig
 from compbook.binding.recipe_config import RecipeConfig
-from compbook.cppn import claims, depth, emc2, fer, frames, labelling, network, optim, panel, tables, volume_ratio
+from compbook.cppn import claims, depth, emc2, fer, frames, labelling, network, optim, panel, picbreeder, \
+    tables, volume_ratio
 from compbook.cppn.judges import semantic
 from compbook.sae import data as sdata, hf_interpret, interpret, metrics, objregions, regions, s2ae, stack, \
     topk, vlm
@@ -67,6 +70,11 @@ def _fit_stack(cfgs):
     data = _sae_data()
     return lambda: stack.fit_stack([topk.TopKSAE(32, c.d_sae, c.k, seed=0) for c in cfgs], data, cfgs,
                                    device="cpu")
+
+
+def _no_grad(fn, *args):
+    with torch.no_grad():
+        return fn(*args)
 
 
 def _controlled(**kw):
@@ -164,6 +172,12 @@ CASES = {
         lambda v=_rng().integers(0, 5, (2000, 2, 3)), y=_rng().standard_normal((2000, 32)):
         lambda: probes.fit_probe("additive", v, y, sweeps=2))(),
     "binding.train.train_stack": _dual,
+    # a check before a build: one dual encoder's weights
+    "binding.train.n_parameters": (lambda: (lambda enc=EncoderConfig(res=32, channels=(16, 32, 32), width=64):
+                                            lambda: (btrain.n_parameters(enc), DualEncoder(enc)))(), "one dual encoder"),
+    "binding.probes.fit_probe (object_product)": lambda: (
+        lambda v=_rng().integers(0, 5, (2000, 2, 3)), y=_rng().standard_normal((2000, 32)):
+        lambda: probes.fit_probe("object_product", v, y, sweeps=2, restarts=2))(),
     "binding.train.DualStack": lambda: (lambda enc=EncoderConfig(res=32, channels=(8, 16, 16), width=64):
                                         lambda: btrain.DualStack(enc, 3, device="cpu"))(),
     # a check before the sweep's splits are drawn
@@ -207,6 +221,19 @@ CASES = {
     "cppn.volume_ratio.embed": lambda: (lambda t=_vr_target(): lambda: volume_ratio.embed(t, 300, 4))(),
     "cppn.volume_ratio.rho_monte_carlo": lambda: (lambda t=_vr_target(): lambda: volume_ratio.rho_monte_carlo(
         t, 4, 4, n=20_000))(),
+    # -- the render budget's guards
+    "render: cppn.network.CPPN.render": lambda: (lambda m=network.uniform_cppn(4, 16, seed=0): lambda: m.render(128))(),
+    "render: cppn.network.CPPN.render (no grad)": lambda: (lambda m=network.uniform_cppn(4, 16, seed=0):
+                                                           lambda: _no_grad(m.render, 128))(),
+    "render: cppn.network.coordinate_grid": lambda: lambda: network.coordinate_grid(256),
+    "render: cppn.picbreeder.render": lambda: (lambda g=picbreeder.load_genome("apple", download=False):
+                                               lambda: picbreeder.render(g, 128))(),
+    "render: scenes.render_scene": lambda: (lambda sp=sc.clevr2d(): lambda: sc.render_scene(sp, (5, 13), res=128))(),
+    "render: images.resize": lambda: (lambda im=np.random.default_rng(0).random((64, 64, 3)):
+                                      lambda: images.resize(im, 256))(),
+    "render: images.to_square": lambda: (lambda im=np.random.default_rng(0).random((96, 128, 3)):
+                                         lambda: images.to_square(im, 200))(),
+    "cppn.network.check_size": (lambda: lambda: network.uniform_cppn(3, 300), "hidden layers"),
     "cppn.network.uniform_cppn": lambda: lambda: network.uniform_cppn(4, 300),
     # -- sae
     "sae.topk.TopKSAEConfig": lambda: lambda: topk.TopKSAE(64, 2048, 8),
@@ -247,7 +274,8 @@ CASES = {
 
 @pytest.fixture
 def asked(monkeypatch):
-    """The bytes every guard asked the budget for, in order (check_budget is what allocation() asks too)."""
+    """The bytes every guard asked for, in order: the memory budget (check_budget, which allocation() asks too)
+    and the render budget (check_render_size: res^2 x values a pixel x bytes a value x batch)."""
     seen = []
     real = checks.check_budget
 
@@ -256,6 +284,14 @@ def asked(monkeypatch):
         return real(n_bytes, what, budget_mb, device)
 
     monkeypatch.setattr(checks, "check_budget", recording)
+    real_render = checks.check_render_size
+
+    def render(res, values_per_pixel, bytes_per_value, what, budget_mb=None, batch=1):   # the render budget's ask
+        out = real_render(res, values_per_pixel, bytes_per_value, what, budget_mb, batch)
+        seen.append((float(out) ** 2 * values_per_pixel * bytes_per_value * max(int(batch), 1), what))
+        return out
+
+    monkeypatch.setattr(checks, "check_render_size", render)
     return seen
 
 
