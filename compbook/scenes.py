@@ -98,9 +98,7 @@ def pad_sequences(seqs, pad_id: int, length: int | None = None, name: str = "seq
     seqs = [checks.integers(s, f"{name}[{i}]", 0, ndim=1) for i, s in enumerate(checks.sequence(seqs, name))]
     pad_id = checks.integer(pad_id, "pad_id", 0)
     length = max(len(s) for s in seqs) if length is None else checks.integer(length, "length")
-    # the padded array, and the checked int64 copies of the sequences (NumPy arrays of ~112 bytes and a slot)
-    checks.check_budget(8.0 * len(seqs) * length + sum(s.nbytes for s in seqs) + 160.0 * len(seqs),
-                        f"{name}: {len(seqs)} sequences padded to length {length}")
+    checks.check_budget(8.0 * len(seqs) * length + sum(s.nbytes + 160.0 for s in seqs), f"{name}: padding to {length}")
     out = np.full((len(seqs), length), pad_id, dtype=np.int64)
     for i, s in enumerate(seqs):
         if len(s) > length:
@@ -510,19 +508,12 @@ def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) ->
     if px < MIN_OBJECT_PX:
         raise ValueError(f"resolution={res!r}: too small to draw the shapes of layout {layout!r} "
                          f"(objects would be {px:.1f} px wide, need >= {MIN_OBJECT_PX:g})")
-    checks.check_render_size(res, _scene_values(layout), 8, f"a {layout!r} scene at {res} px")
+    checks.check_render_size(res, scene_bytes(1, layout) / 8, 8, f"a {layout!r} scene at {res} px")
     return res
 
 
-def _scene_values(layout: str) -> float:
-    """Float64 values per pixel one scene's render holds at its peak: coverage per slot, colour and image, and
-    the supersampled crop of one object."""
-    return len(LAYOUTS[layout][0]) + 5 + 12 * (LAYOUTS[layout][1] * SUPERSAMPLE) ** 2
-
-
-def scene_bytes(res: int, layout: str = "pair") -> float:
-    """Bytes of one scene's render buffers at ``res`` px (for the estimates of callers that render many)."""
-    return 8.0 * _scene_values(layout) * float(res) ** 2
+def scene_bytes(res: int, layout: str = "pair") -> float:   # float64 coverage per slot, colour, image, a crop
+    return 8.0 * (len(LAYOUTS[layout][0]) + 5 + 12 * (LAYOUTS[layout][1] * SUPERSAMPLE) ** 2) * float(res) ** 2
 
 
 def _check_scene(space, objects, slots, layout, res):
@@ -569,25 +560,19 @@ def render_images(space: ObjectSpace, scenes, res: int = 64, layout: str = "pair
     """Images only, for training: ``scenes`` (N, k) object ids -> (N, res, res, 3) float32."""
     checks.instance(space, "space", ObjectSpace)
     res = check_resolution(res, layout, space)
-    shape = np.shape(scenes) if isinstance(scenes, np.ndarray) else None
-    if shape is not None and len(shape) == 2:      # the budget before any copy of a large array
-        _check_images(shape[0], res, layout)
+    per_image, one = 12.0 * res * res, scene_bytes(res, layout)     # float32 images, one scene's render buffers
+    if isinstance(scenes, np.ndarray) and scenes.ndim == 2:         # the budget before any copy of a large array
+        checks.check_budget(per_image * len(scenes) + one, f"render_images: {len(scenes)} images at {res} px")
     scenes = checks.integers(scenes, "scenes")
     if scenes.ndim != 2 or not scenes.size:
         raise ValueError(f"scenes: need an (N, k) array of object ids, N, k >= 1, got shape {scenes.shape}")
-    _check_images(len(scenes), res, layout, scenes.nbytes)
+    checks.check_budget(per_image * len(scenes) + one + 2 * scenes.nbytes, f"render_images: {len(scenes)} images")
     checks.index(scenes, "scenes", space.n_objects, "the object space")
     out = np.empty((len(scenes), res, res, 3), np.float32)
     for i, objs in enumerate(scenes):
         objs, sl, _ = _check_scene(space, objs, slots, layout, res)
         out[i] = _compose(space, objs, sl, layout, res)[0]
     return out
-
-
-def _check_images(n: int, res: int, layout: str, ids_bytes: float = 0.0) -> None:
-    """The budget of :func:`render_images`: ``n`` float32 images, one scene's render, two copies of the ids."""
-    checks.check_budget(12.0 * n * res * res + scene_bytes(res, layout) + 2 * ids_bytes,
-                        f"render_images: {n} images at {res} px")
 
 
 def all_pairs(object_ids) -> np.ndarray:
