@@ -164,7 +164,8 @@ def design(scenes, values, kind: str, n_objects: int) -> np.ndarray:
     # the identity matrices, the one-hot columns per slot and their concatenation (float64)
     checks.check_budget(8.0 * (2 * len(scenes) * scenes.shape[1] + max(n_objects, width)) * width
                         + 2.0 * (scenes.nbytes + values.nbytes),
-                        f"design of {width} columns")
+                        f"design of {width} columns (n_objects={n_objects}, values up to "
+                        f"{values.max() if values.size else 0})")
     cols = []
     for s in range(scenes.shape[1]):
         if kind == "objects":
