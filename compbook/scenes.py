@@ -98,7 +98,7 @@ def pad_sequences(seqs, pad_id: int, length: int | None = None, name: str = "seq
     seqs = [checks.integers(s, f"{name}[{i}]", 0, ndim=1) for i, s in enumerate(checks.sequence(seqs, name))]
     pad_id = checks.integer(pad_id, "pad_id", 0)
     length = max(len(s) for s in seqs) if length is None else checks.integer(length, "length")
-    checks.check_budget(8.0 * len(seqs) * length + sum(s.nbytes + 160.0 for s in seqs), f"{name}: padding to {length}")
+    checks.check_budget(8.0 * len(seqs) * length + sum(s.nbytes + 160.0 for s in seqs), f"{name}: to length {length}")
     out = np.full((len(seqs), length), pad_id, dtype=np.int64)
     for i, s in enumerate(seqs):
         if len(s) > length:
