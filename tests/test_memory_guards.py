@@ -251,6 +251,8 @@ CASES = {
     "sae.stack.fit_stack": lambda: _fit_stack([_sae_cfg(), _sae_cfg(lam=0.0, seed=1)]),
     "sae.vlm.train_vlm": lambda: (lambda cfg=_vlm_cfg(), s=_scenes(): lambda: vlm.train_vlm(
         cfg, s, vlm.VLMTrainConfig(steps=2, batch=16), progress=False))(),
+    "sae.vlm.train_vlm (wide)": lambda: (lambda cfg=_vlm_cfg(d_model=256, d_mlp=1024), s=_scenes(): lambda: vlm.train_vlm(
+        cfg, s, vlm.VLMTrainConfig(steps=2, batch=4), progress=False))(),
     "sae.vlm.extract": lambda: (lambda m=vlm.TinyVLM(_vlm_cfg()), s=_scenes(): lambda: vlm.extract(
         m, (s.patches, s.tokens), 1))(),
     "sae.vlm.caption_accuracy": lambda: (lambda m=vlm.TinyVLM(_vlm_cfg()), s=_scenes(): lambda: vlm.caption_accuracy(
