@@ -21,7 +21,6 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 
 

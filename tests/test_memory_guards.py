@@ -12,8 +12,6 @@ PIL's image memory is seen by neither tool: the guards of calls that build PIL i
 layout (4 bytes a pixel for RGB), unmeasured here.
 """
 
-import math
-
 import numpy as np
 import pytest
 import torch
