@@ -223,6 +223,8 @@ CASES = {
     "render: cppn.network.CPPN.render": lambda: (lambda m=network.uniform_cppn(4, 16, seed=0): lambda: m.render(128))(),
     "render: cppn.network.CPPN.render (no grad)": lambda: (lambda m=network.uniform_cppn(4, 16, seed=0):
                                                            lambda: _no_grad(m.render, 128))(),
+    "render: cppn.network.CPPN.feature_maps": lambda: (lambda m=network.uniform_cppn(4, 16, seed=0):
+                                                       lambda: m.feature_maps(128))(),
     "render: cppn.network.coordinate_grid": lambda: lambda: network.coordinate_grid(256),
     "render: cppn.picbreeder.render": lambda: (lambda g=picbreeder.load_genome("apple", download=False):
                                                lambda: picbreeder.render(g, 128))(),
