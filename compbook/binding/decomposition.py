@@ -45,7 +45,9 @@ def object_vectors(Z, scenes, n_objects: int, per_slot: bool = False) -> np.ndar
     Z = _z(Z)
     scenes = _check_rows(Z, scenes)
     n_objects = checks.integer(n_objects, "n_objects")
-    checks.check_budget(3 * 8.0 * scenes.shape[1] * n_objects * Z.shape[1], f"object_vectors of {n_objects} objects")
+    # Z as float64 (torch's copy, NumPy's, the centred one and np.add.at's), per slot the sums, counts, averages
+    checks.check_budget(8.0 * (5 * Z.size + (3 * scenes.shape[1] + 2) * n_objects * Z.shape[1]),
+                        f"object_vectors of {n_objects} objects")
     if scenes.size and (not np.issubdtype(scenes.dtype, np.integer) or scenes.min() < 0 or scenes.max() >= n_objects):
         raise ValueError(f"scenes: object ids must be integers in [0, {n_objects}), got {scenes.dtype} in "
                          f"[{scenes.min()}, {scenes.max()}]")
@@ -159,8 +161,11 @@ def design(scenes, values, kind: str, n_objects: int) -> np.ndarray:
     n_objects = checks.integer(n_objects, "n_objects")
     scenes = checks.integers(scenes, "scenes", 0, n_objects - 1, ndim=2)
     width = n_objects if kind == "objects" else int((values.max(0) + 1).sum()) if values.size else 0
-    checks.check_budget(8.0 * (len(scenes) * scenes.shape[1] + max(n_objects, width)) * width,
-                        f"design of {width} columns")
+    # the identity matrices, the one-hot columns per slot and their concatenation (float64)
+    checks.check_budget(8.0 * (2 * len(scenes) * scenes.shape[1] + max(n_objects, width)) * width
+                        + 2.0 * (scenes.nbytes + values.nbytes),
+                        f"design of {width} columns (n_objects={n_objects}, values up to "
+                        f"{values.max() if values.size else 0})")
     cols = []
     for s in range(scenes.shape[1]):
         if kind == "objects":

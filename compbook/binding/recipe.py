@@ -103,11 +103,15 @@ def train_recipe(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None,
     with torch.device("meta"):
         n_weights = sum(p.numel() for p in RecipeEncoder(cfg).parameters())
     n_tokens = cfg.max_objects * (cfg.n_concepts + 2) + 1
-    # one step's activations: the batch's scenes and the query set, each token (4 d_model + d_ff) per layer
-    tokens = cfg.batch * n_tokens + (cfg.n_object_queries + cfg.n_concept_queries) * (cfg.n_concepts + 2)
-    acts = tokens * (4 * cfg.d_model + cfg.d_ff) * cfg.n_layers
-    checks.check_budget(4.0 * (4 * n_weights + acts), f"training a recipe model of d_model={cfg.d_model}, "
-                                                      f"batch={cfg.batch}", device=device)
+    # the weights, their init, gradients and AdamW's moments (5 copies); one step's activations: the batch's
+    # scenes and the query set, each token (8 d_model + 2 d_ff) per layer with its attention probabilities
+    # (n_heads x length), twice (forward and backward)
+    n_query = cfg.n_concepts + 2
+    acts = ((cfg.batch * n_tokens * (8 * cfg.d_model + 2 * cfg.d_ff + cfg.n_heads * n_tokens)
+             + (cfg.n_object_queries + cfg.n_concept_queries) * n_query * (8 * cfg.d_model + 2 * cfg.d_ff
+                                                                           + cfg.n_heads * n_query)) * cfg.n_layers)
+    checks.check_budget(4.0 * (5 * n_weights + 2 * acts), f"training a recipe model of d_model={cfg.d_model}, "
+                                                          f"batch={cfg.batch}", device=device)
     torch.manual_seed(cfg.seed)
     model = RecipeEncoder(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
