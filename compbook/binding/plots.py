@@ -1,5 +1,5 @@
 """Figures of chapters 10-13: scenes with their masks, one scene's logits, recognition per split, the 3-D MDS, scenes
-as sums (a grid), decoding through the probe's MLP, the swap test against coverage."""
+as sums (arrows that agree), decoding through the probe's MLP, the swap test against coverage."""
 
 from __future__ import annotations
 
@@ -114,67 +114,35 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     return fig
 
 
-# -- chapter 11: scenes as sums, seen as a grid -------------------------------------------------------------------
-def sum_plane(Z) -> tuple[np.ndarray, np.ndarray]:
-    """The plane in which a grid of scenes Z (L, R, D) (left object x right object) spreads most: its first axis
-    the main direction of the left objects' effects (row means), its second that of the right objects' effects
-    (column means) made orthogonal to the first. Returns (centre (D,), axes (2, D))."""
-    Z = np.asarray(Z, float)
-    if Z.ndim != 3 or min(Z.shape[:2]) < 2:
-        raise ValueError(f"Z: need (L, R, D) scene embeddings with L, R >= 2, got shape {Z.shape}")
-    centre = Z.mean((0, 1))
-    rows, cols = Z.mean(1) - centre, Z.mean(0) - centre
-    x = np.linalg.svd(rows, full_matrices=False)[2][0]
-    y = np.linalg.svd(cols - np.outer(cols @ x, x), full_matrices=False)[2][0]
-    return centre, np.stack([x, y])
-
-
-def sum_grid(ax, Z, sums=None, left_names=(), right_names=(), title: str = ""):
-    """One encoder's grid of scenes Z (L, R, D) drawn in :func:`sum_plane`: a dot per scene, a coloured line
-    joining the scenes that share their left object, a grey line those that share their right object. An additive
-    embedding (z = mu + a_left + b_right) draws parallelograms: changing the right object moves every scene by
-    the same arrow. ``sums`` (L, R, D): the fitted mu + u_left + u_right, drawn as open circles."""
-    Z = np.asarray(Z, float)
-    centre, axes = sum_plane(Z)
-    P = (Z - centre) @ axes.T                                       # (L, R, 2)
-    colours = plt.cm.tab10(np.arange(len(P)))
-    for j in range(P.shape[1]):
-        ax.plot(P[:, j, 0], P[:, j, 1], color="0.6", lw=0.8, zorder=1)
-    for i, c in enumerate(colours):
-        ax.plot(P[i, :, 0], P[i, :, 1], color=c, lw=1.5, marker="o", ms=4, zorder=2,
-                label=left_names[i] if len(left_names) else None)
-    if sums is not None:
-        Q = (np.asarray(sums, float) - centre) @ axes.T
-        ax.scatter(Q[..., 0].ravel(), Q[..., 1].ravel(), s=45, facecolors="none", edgecolors="k", lw=0.7,
-                   zorder=3, label="the sum's prediction")
-    for j, name in enumerate(right_names):
-        ax.annotate(name, P[-1, j], fontsize=8, xytext=(4, -3), textcoords="offset points", color="0.3")
-    ax.set_title(title, fontsize=9)
-    ax.set_xticks([]), ax.set_yticks([])
-    ax.set_xlabel("left object's direction", fontsize=8)
-    ax.set_ylabel("right object's direction", fontsize=8)
-    ax.margins(0.18)
-
-
-def sum_grids_figure(panels: dict, left_names, right_names, width: float = 7.0):
-    """Chapter 11's opening figure: :func:`sum_grid` per encoder, ``panels`` ``{title: (Z, sums or None)}``; the
-    legend (the left objects, and the sums) under the panels, off the data."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(width, width / len(panels) + 0.9), squeeze=False)
-    for ax, (title, (Z, sums)) in zip(axes[0], panels.items()):
-        sum_grid(ax, Z, sums, left_names, right_names if ax is axes[0][0] else (), title)
-    handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, [f"left: {n}" if n in left_names else n for n in names], loc="lower center",
-               ncols=min(len(names), 5), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+# -- chapter 11: scenes as sums, seen as arrows that agree ---------------------------------------------------------
+def arrows_figure(cosines: dict, width: float = 7.0):
+    """Chapter 11's opening figure: per embedding (a row), the spread of :func:`~compbook.binding.decomposition.
+    arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the first to the third quartile, whiskers
+    from the 5th to the 95th percentile, the median written beside it."""
+    names = list(cosines)
+    fig, ax = plt.subplots(figsize=(width, 0.55 * len(names) + 1.0))
+    data = [np.asarray(cosines[k], float) for k in names]
+    ax.boxplot(data, vert=False, whis=(5, 95), showfliers=False, widths=0.6,
+               medianprops=dict(color="tab:red", lw=2))
+    for i, c in enumerate(data, start=1):
+        ax.annotate(f"median {round(float(np.median(c)), 2) + 0.0:.2f}",       # + 0.0: no "-0.00" (np.percentile(c, 5), i), xytext=(-6, 0),
+                    textcoords="offset points", ha="right", va="center", fontsize=8)
+    ax.set_yticks(range(1, len(names) + 1), names, fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(-1, 1.02)
+    ax.axvline(0, color="0.7", lw=0.8, zorder=0)
+    ax.set_xlabel("cosine between the two arrows (1: the same arrow, 0: unrelated)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
     return fig
 
 
-def level1_figure(level1, embeddings, width: float = 7.0):
+def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
     """Chapter 11: Level I R^2 and retrieval per embedding, bars = how the object vectors were estimated;
     ``level1`` a DataFrame with columns embedding, object vectors, R2, retrieval. Both axes run 0..1; the legend
     sits under the panels."""
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
-    for ax, (what, label) in zip(axes, (("R2", "R²"), ("retrieval", "retrieval (top-1 of 576)"))):
+    for ax, (what, label) in zip(axes, (("R2", "R²"), ("retrieval", f"retrieval (top-1 of {n_scenes})"))):
         wide = level1.pivot(index="embedding", columns="object vectors", values=what).loc[list(embeddings)]
         wide.plot.bar(ax=ax, rot=0, legend=False, width=0.8)
         ax.set_title(f"Level I: {label}", fontsize=9)
@@ -195,19 +163,21 @@ def decoding_figure(table, references: dict, width: float = 7.0):
     ``references`` ``{"concept": (value, label), "object": (value, label)}`` drawn as red dotted lines. The legend
     sits right of the panels."""
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
+    widths = np.log2([w for w in table["width"].unique() if w > 0])
+    span = max(np.ptp(widths), 1)
     for ax, what in zip(axes, ("concept", "object")):
         for w, g in table.groupby("width"):
             real = w == 0
             ax.plot(g.coverage, g[what], marker="o", ms=3, lw=2 if real else 1,
-                    color="k" if real else plt.cm.viridis(np.log2(w) / 12),
+                    color="k" if real else plt.cm.viridis(0.85 * (np.log2(w) - widths.min()) / span),
                     label="the encoder itself" if real else f"MLP, width {w}")
         value, label = references[what]
         ax.axhline(value, color="tab:red", ls=":", lw=1.5, label=label)
         ax.set_xlabel("coverage", fontsize=9)
-        ax.set_title(f"{what} decoding, held-out objects", fontsize=9)
+        ax.set_title(f"{what} decoding", fontsize=9)
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=8)
-    axes[0].set_ylabel("accuracy", fontsize=9)
+    axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
     handles, names = [], []
     for ax in axes:
         for h, n in zip(*ax.get_legend_handles_labels()):
