@@ -125,7 +125,8 @@ def arrows_figure(cosines: dict, width: float = 7.0):
     ax.boxplot(data, vert=False, whis=(5, 95), showfliers=False, widths=0.6,
                medianprops=dict(color="tab:red", lw=2))
     for i, c in enumerate(data, start=1):
-        ax.annotate(f"median {round(float(np.median(c)), 2) + 0.0:.2f}",       # + 0.0: no "-0.00" (np.percentile(c, 5), i), xytext=(-6, 0),
+        median = round(float(np.median(c)), 2) + 0.0            # + 0.0: no "-0.00"
+        ax.annotate(f"median {median:.2f}", (np.percentile(c, 5), i), xytext=(-6, 0),
                     textcoords="offset points", ha="right", va="center", fontsize=8)
     ax.set_yticks(range(1, len(names) + 1), names, fontsize=9)
     ax.invert_yaxis()
