@@ -122,7 +122,10 @@ def arrows_figure(cosines: dict, width: float = 7.0):
     names = list(cosines)
     fig, ax = plt.subplots(figsize=(width, 0.55 * len(names) + 1.0))
     data = [np.asarray(cosines[k], float) for k in names]
-    ax.boxplot(data, vert=False, whis=(5, 95), showfliers=False, widths=0.6,
+    import inspect                      # matplotlib >= 3.10 names it orientation; `vert` is deprecated there
+    horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(ax.boxplot).parameters
+                  else {"vert": False})
+    ax.boxplot(data, **horizontal, whis=(5, 95), showfliers=False, widths=0.6,
                medianprops=dict(color="tab:red", lw=2))
     for i, c in enumerate(data, start=1):
         median = round(float(np.median(c)), 2) + 0.0            # + 0.0: no "-0.00"
