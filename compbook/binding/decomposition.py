@@ -11,6 +11,8 @@ concept values of each object. All fits work on centred embeddings (mu = the mea
   :func:`removal_ablation` subtracts it (or the same fit with scene labels permuted, the control) and probes.
 * :func:`edit_retrieval`: z' = z_s - u_o + u_o' (o' = o with one concept changed), top-1 retrieval.
 * :func:`mds3`: 3-D metric MDS on cosine distances (scikit-learn).
+* :func:`arrow_agreement`: the parallelogram test (does changing the left object move a scene by the same arrow
+  whatever the right object is?).
 """
 
 from __future__ import annotations
@@ -243,3 +245,23 @@ def mds3(vectors, seed: int = 0) -> np.ndarray:
     np.fill_diagonal(d, 0)
     mds = MDS(n_components=3, metric="precomputed", random_state=seed, n_init=1, init="random")
     return mds.fit_transform(d)
+
+
+def arrow_agreement(Z, n_objects: int, n_draws: int = 2000, seed: int = 0) -> np.ndarray:
+    """Scenes as sums, tested on parallelograms. ``Z`` (n*n, D): embeddings of every ordered scene (left, right),
+    row ``left * n + right``. For ``n_draws`` random left objects l != l' and right objects r != r': the cosine
+    between the arrow z(l, r) - z(l', r) and the arrow z(l, r') - z(l', r') (the same change of the left object,
+    beside two different right objects). A sum z = mu + a_left + b_right gives 1 exactly; unrelated scene vectors
+    give about 0. Returns (n_draws,) cosines."""
+    n = checks.integer(n_objects, "n_objects", 2)
+    n_draws = checks.integer(n_draws, "n_draws")
+    Z = _z(Z)
+    if len(Z) != n * n:
+        raise ValueError(f"Z: need the {n * n} ordered scenes of {n} objects (row left * n + right), got {len(Z)}")
+    g = np.random.default_rng(seed)
+    G = Z.reshape(n, n, -1)
+    l, r = g.integers(0, n, n_draws), g.integers(0, n, n_draws)
+    l2, r2 = (l + g.integers(1, n, n_draws)) % n, (r + g.integers(1, n, n_draws)) % n
+    a, b = G[l, r] - G[l2, r], G[l, r2] - G[l2, r2]
+    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    return (a * b).sum(-1) / np.maximum(norm, 1e-12)
