@@ -250,7 +250,8 @@ def at_display(record: dict, displayed_in: float, what=("fonts", "tiles")) -> li
     if small:
         out.append(f"{sum(n for _, n, _ in small)} text element(s) at {small[0][0] * scale:.1f} pt on the page "
                    f"(at least {MIN_FONT_PT:g} pt), e.g. {small[0][2]}")
-    tiny = [(w, kind, n) for w, kind, n in record.get("tiles", []) if "tiles" in what and w * scale < MIN_TILE_IN - 0.005]
+    tiny = [(w, kind, n) for w, kind, n in record.get("tiles", [])
+            if "tiles" in what and w * scale < MIN_TILE_IN - 0.005]
     if tiny:
         out.append(f"{sum(n for *_, n in tiny)} image tile(s) {tiny[0][0] * scale:.2f} in wide on the page "
                    f"(at least {MIN_TILE_IN:g} in), e.g. a {tiny[0][1]}")
