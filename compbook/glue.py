@@ -85,6 +85,8 @@ def readable(table, digits: int = 4):
 
 def _cell(value, digits: int, whole: bool) -> str:
     import pandas as pd
+    if isinstance(value, (list, tuple)):        # a list in a cell (per-seed values): each number alike
+        return "[" + ", ".join(_cell(v, digits, False) for v in value) + "]"
     if value is None or (not isinstance(value, (str, bytes)) and np.ndim(value) == 0 and pd.isna(value)):
         return "n/a"
     if isinstance(value, (bool, np.bool_)):

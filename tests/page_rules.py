@@ -79,8 +79,8 @@ def _fields(line: str) -> list[tuple[int, int]]:
 def text_table_problems(text: str) -> list[str]:
     """Columns of a text table that run together. A text table: three or more consecutive non-empty lines whose
     cells (text separated by two or more spaces) mostly come in one number, two or more (the full rows); its
-    columns are where the full rows' cells lie. Two columns run together where a cell of any row reaches
-    from one column into the next: one space or none between them (``2 2 101.562e-02`` under
+    columns are where the full rows' cells lie. Two columns run together where a cell of a row between the
+    first and the last full row reaches from one column into the next: one space or none between them (``2 2 101.562e-02`` under
     ``n  k  W  ratio``, ``default the paper's ...`` where ``default`` is a column padded to its width)."""
     out = []
     lines = text.splitlines()
@@ -103,7 +103,9 @@ def _block_problems(lines: list[str]) -> list[str]:
     if m < 2 or len(full) < 3 or len(full) < 0.5 * len(rows):
         return []
     spans = [(min(r[k][0] for r in full), max(r[k][1] for r in full)) for k in range(m)]
-    for row, line in zip(rows, lines):
+    first = counts.index(m)
+    last = len(counts) - 1 - counts[::-1].index(m)
+    for row, line in list(zip(rows, lines))[first:last + 1]:     # a title or a note above or below is prose
         for start, end in row:
             hit = [k for k, (a, b) in enumerate(spans) if start < b and end > a]
             if len(hit) > 1:

@@ -63,12 +63,14 @@ def test_readable_rounds_to_four_significant_digits_and_writes_n_a():
     import page_rules
 
     df = pd.DataFrame({"r2": [0.785078, np.nan, -5.89123], "n": [12, 7, 70000],
-                       "big": [1234.5678, 12.3, 0.5], "name": ["a", None, "c"], "k": [1.0, 2.0, np.nan]})
+                       "big": [1234.5678, 12.3, 0.5], "name": ["a", None, "c"], "k": [1.0, 2.0, np.nan],
+                       "seeds": [[0.0333000011742115, 0.5], [1.0], []]})
     out = readable(df)
     assert out["r2"].tolist() == ["0.785", "n/a", "-5.891"]
     assert out["big"].tolist() == ["1235", "12.30", "0.500"]
     assert out["n"].tolist() == ["12", "7", "70,000"] and out["k"].tolist() == ["1", "2", "n/a"]
     assert out["name"].tolist() == ["a", "n/a", "c"]
+    assert out["seeds"].tolist() == ["[0.033, 0.500]", "[1.000]", "[]"]
     assert all(page_rules.cell_value_problems(v) == [] for v in out.to_numpy().ravel())
     assert readable(df["r2"]).shape == (3, 1)
     with pytest.raises(ValueError, match="digits"):
