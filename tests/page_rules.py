@@ -29,10 +29,21 @@ RULES = {
 }
 
 # -- the pages that still break a rule: (page, rule) -> why it is listed -------------------------------------
-_PAGES_A = "chapters 1-3, 5 and 9: their pages are being rewritten; remove the entry with the fix"
-_PAGES_B = "chapters 11-13: their pages are being rewritten; remove the entry with the fix"
-_PAGES_C = "chapters 15-16: their pages are being rewritten; remove the entry with the fix"
-EXPECTED: dict[tuple[str, str], str] = {}
+# Their pages are being rewritten by their owners; each owner removes a page's entries with its fix (a listed
+# page that obeys its rule fails the run, so a stale entry cannot stay).
+_OWNERS = {
+    "01": "chapters 1-3, 5 and 9 are being rewritten", "02": "chapters 1-3, 5 and 9 are being rewritten",
+    "03": "chapters 1-3, 5 and 9 are being rewritten", "05": "chapters 1-3, 5 and 9 are being rewritten",
+    "09": "chapters 1-3, 5 and 9 are being rewritten",
+    "11": "chapters 11-13 are being rewritten", "12": "chapters 11-13 are being rewritten",
+    "13": "chapters 11-13 are being rewritten",
+    "15": "chapters 15 and 16 are being rewritten", "16": "chapters 15 and 16 are being rewritten",
+}
+STILL_BREAKING: dict[str, tuple[str, ...]] = {
+}
+EXPECTED: dict[tuple[str, str], str] = {
+    (f"chapters/{stem}", rule): f"{_OWNERS[stem[:2]]}; remove this entry with the fix"
+    for stem, rules in STILL_BREAKING.items() for rule in rules}
 
 
 def expected(page: str, rule: str) -> str | None:
