@@ -41,9 +41,18 @@ _OWNERS = {
 }
 STILL_BREAKING: dict[str, tuple[str, ...]] = {
 }
+_NOTES = ("the notes' remaining tables (formatted by their own code, not glue.readable) and text tables are "
+          "still to round and space")
+
+
+def _owner(page: str) -> str:
+    name = page.split("/")[-1]
+    return _OWNERS.get(name[:2]) or (_NOTES if name.startswith("notes_") else "still to fix")
+
+
 EXPECTED: dict[tuple[str, str], str] = {
-    (f"chapters/{stem}", rule): f"{_OWNERS[stem[:2]]}; remove this entry with the fix"
-    for stem, rules in STILL_BREAKING.items() for rule in rules}
+    (page, rule): f"{_owner(page)}; remove this entry with the fix"
+    for page, rules in STILL_BREAKING.items() for rule in rules}
 
 
 def expected(page: str, rule: str) -> str | None:
