@@ -187,7 +187,7 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
     if paper:
         for p, rate in paper.items():
             axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1)
-            axes.flat[0].text(len(saes) - 0.5, rate, f"the paper, {p}", fontsize=8, ha="right", va="bottom")
+            axes.flat[0].text(len(saes) - 0.5, rate, f"the paper, {p}", fontsize=6, ha="right", va="bottom")
     axes.flat[0].set_ylabel("share of latents", fontsize=8)
     axes.flat[-1].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
