@@ -67,7 +67,7 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=9)
     axes[0][0].set_ylabel("accuracy (mean of the models)")
-    axes[0][-1].legend(fontsize=7, loc="upper right", ncol=2)
+    axes[0][-1].legend(fontsize=8, loc="upper right", ncol=2)
     fig.tight_layout()
     return fig
 

@@ -26,7 +26,7 @@ def show_scenes(scenes, idx, ncols: int = 4):
     for ax, i in zip(axes, idx):
         ax.imshow(scenes.images[i], interpolation="nearest")
         words = scenes.vocab.decode(scenes.tokens[i].tolist()).replace(" and ", "\nand ")
-        ax.set_title(words, fontsize=7)
+        ax.set_title(words, fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -99,7 +99,7 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
                        big, levels=[0.5], colors="red", linewidths=1.5)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=7)
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=8)
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
@@ -157,7 +157,7 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
         ax.set_title(c, fontsize=10)
         ax.set_xlabel("k", fontsize=8)
         ax.tick_params(labelsize=7)
-    axes.flat[min(1, len(columns) - 1)].legend(fontsize=6, loc="lower left")
+    axes.flat[min(1, len(columns) - 1)].legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     return fig
 
@@ -189,6 +189,6 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
             axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1)
             axes.flat[0].text(len(saes) - 0.5, rate, f"the paper, {p}", fontsize=6, ha="right", va="bottom")
     axes.flat[0].set_ylabel("share of latents", fontsize=8)
-    axes.flat[-1].legend(fontsize=7, loc="upper right")
+    axes.flat[-1].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
