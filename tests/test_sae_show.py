@@ -28,6 +28,22 @@ def test_rounded_keeps_four_significant_digits_and_writes_n_a():
         show.rounded([1.0])
 
 
+def test_pm_keeps_four_significant_digits_and_the_half_widths_precision():
+    assert show.pm(31.984, 0.013) == "31.98 ± 0.01"
+    assert show.pm(-25.857, 0.88, signed=True) == "-25.86 ± 0.88"
+    assert show.pm(0.0244, 0.0031, signed=True) == "+0.024 ± 0.003"
+    assert show.pm(32, 0) == "32.00 ± 0.00"
+    assert show.pm(0.5, float("nan")) == "0.5 (one seed)"
+    with pytest.raises(ValueError, match="half"):
+        show.pm(1.0, -0.1)
+    df = pd.DataFrame({"method": ["a"] * 3 + ["b"] * 3, "x": [1.0, 1.1, 0.9, 2.0, 2.0, 2.0]})
+    got = show.summary(df, ["x"])
+    assert got.loc["b", "x"] == "2.000 ± 0.000" and got.loc["a", "seeds"] == 3
+    reading = pd.DataFrame({"k": [8], "EV": [-0.0156], "EV ±": [0.0012]})
+    assert show.differences(reading).columns.tolist() == ["k", "EV"]
+    assert show.differences(reading).EV.iloc[0] == "-0.016 ± 0.001"
+
+
 def test_config_table_shows_values_not_a_repr():
     cfg = SAETrainConfig(d_sae=64, k=4, steps=10)
     table = show.config_table(cfg, k=(8, 32), lam=(0.0, 0.01))
@@ -46,13 +62,13 @@ def test_config_table_shows_values_not_a_repr():
 def test_reading_rule_picture_labels_each_case_with_reread():
     cases = [("a", 0.9, 0.3), ("b", 0.25, 0.1), ("c", -0.4, 0.2), ("d", 0.05, 0.2), ("e", 0.3, 0.5)]
     fig = show.plot_reading_rule(cases)
-    texts = [t.get_text() for t in fig.axes[0].texts]
+    texts = [t.get_text().replace("\n(", " (") for t in fig.axes[0].texts]
     want = [st.reread(m, h, 1, 1.0) for _, m, h in cases]
     assert texts == want
     assert {w.split()[0] for w in want} == {"reproduced", "direction", "not", "inconclusive"}
     # a drop (the paper's side below 0) reads the mirrored cases the same way
     fig = show.plot_reading_rule([(n, -m, h) for n, m, h in cases], paper_size=1.0, paper_sign=-1)
-    assert [t.get_text() for t in fig.axes[0].texts] == want
+    assert [t.get_text().replace("\n(", " (") for t in fig.axes[0].texts] == want
     with pytest.raises(ValueError, match="paper_sign"):
         show.plot_reading_rule(cases, paper_sign=0)
 

@@ -31,6 +31,45 @@ def rounded(df: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
     return df.apply(lambda col: col.map(cell)) if len(df) else df
 
 
+def pm(mean: float, half: float, signed: bool = False) -> str:
+    """``mean ± half`` for the page: decimals from the half-width (two significant digits of it, at most 3
+    decimals), and never more than 4 significant digits of the mean; "(one seed)" where ``half`` is not finite."""
+    mean, half = float(checks.real(mean, "mean")), float(half)
+    sign = "+" if signed else ""
+    if not math.isfinite(half):
+        return f"{mean:{sign}.4g} (one seed)"
+    if half < 0:
+        raise ValueError(f"half must be a half-width >= 0, got {half!r}")
+    decimals = 3 if half == 0 else min(3, max(0, 1 - math.floor(math.log10(half))))
+    if mean:
+        decimals = min(decimals, max(0, 3 - math.floor(math.log10(abs(mean)))))
+    return f"{mean:{sign}.{decimals}f} ± {half:.{decimals}f}"
+
+
+def summary(df: pd.DataFrame, columns) -> pd.DataFrame:
+    """Mean ± 95% t-interval half-width over the rows of each ``method`` of ``df`` (one row per seed), as
+    :func:`pm` writes them, and the number of seeds; one row per method (chapter 15's table at its k)."""
+    from ..stats import t_interval
+
+    checks.instance(df, "df", pd.DataFrame)
+    missing = ({"method"} | set(columns)) - set(df.columns)
+    if missing:
+        raise ValueError(f"columns: {sorted(missing)} not in df ({sorted(df.columns)})")
+    rows = {m: {**{c: pm(*t_interval(g[c].to_numpy(float))) for c in columns}, "seeds": len(g)}
+            for m, g in df.groupby("method", sort=False)}
+    return pd.DataFrame(rows).T
+
+
+def differences(reading: pd.DataFrame) -> pd.DataFrame:
+    """A table with ``"<c>"`` and ``"<c> ±"`` column pairs (a :func:`compbook.sae.study.reading_table`) with each
+    pair written as one signed :func:`pm` column."""
+    out = reading.copy()
+    for c in [c for c in reading.columns if f"{c} ±" in reading.columns]:
+        out[c] = [pm(m, h, signed=True) for m, h in zip(reading[c], reading[f"{c} ±"])]
+        out = out.drop(columns=f"{c} ±")
+    return out
+
+
 _SETTINGS = {   # SAETrainConfig field -> what it means on the page (chapter 15)
     "d_sae": "latents in the dictionary",
     "k": "TopK: latents kept per token",
@@ -251,7 +290,8 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
     return fig
 
 
-def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1):
+def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
+                      xlabel: str = "S2AE minus vanilla\n(dotted: half the paper's effect; dashed: all of it)"):
     """Chapter 15's reading rule as a picture: each case ``(label, mean, half)`` (a difference and its 95%
     half-width) drawn as an interval against 0, half the paper's effect and the paper's effect, with the reading
     that :func:`compbook.sae.study.reread` gives it on the right. ``paper_size`` > 0, ``paper_sign`` the side of 0
@@ -262,7 +302,7 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1):
     checks.real(paper_size, "paper_size", 0, low_open=True)
     if paper_sign not in (-1, 1):
         raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.42 * len(cases) + 1.1))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.45 * len(cases) + 1.0))
     colours = {"reproduced": "tab:green", "direction": "tab:olive", "not": "tab:red", "inconclusive": "tab:grey"}
     for i, case in enumerate(cases):
         label, mean, half = case
@@ -270,17 +310,20 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1):
         y = len(cases) - 1 - i
         colour = colours[verdict.split()[0]]
         ax.errorbar(mean, y, xerr=half, fmt="o", capsize=4, color=colour, ms=5)
-        ax.text(1.02, y, verdict, transform=ax.get_yaxis_transform(), va="center", fontsize=FONT + 1, color=colour)
+        ax.text(1.02, y, verdict.replace(" (", "\n("), transform=ax.get_yaxis_transform(), va="center", fontsize=FONT, color=colour)
     p = paper_sign * paper_size
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
     ax.axvline(p, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(sorted([0, p / 2, p]), [{0: "0", p / 2: "half the\npaper's effect", p: "the paper's\neffect"}[v]
-                                          for v in sorted([0, p / 2, p])], fontsize=FONT + 1)
+    ax.set_xticks(sorted([0, p / 2, p]))
+    ax.tick_params(axis="x", labelsize=FONT + 1)
     ax.set_yticks(range(len(cases)), [c[0] for c in reversed(cases)], fontsize=FONT + 1)
     ax.set_ylim(-0.6, len(cases) - 0.4)
-    ax.set_xlabel("S2AE minus vanilla, with its 95% interval", fontsize=FONT + 1)
-    fig.tight_layout(rect=(0, 0, 0.72, 1))       # room on the right for the readings
+    ax.set_xlabel(xlabel, fontsize=FONT + 1)
+    low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
+    ax.set_xlim(min(low, -0.6 * paper_size if p > 0 else 1.6 * p), max(high, 1.6 * p if p > 0 else 0.6 * paper_size))
+    fig.subplots_adjust(left=0.27, right=0.64, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
+    # room on the left for the cases' names and on the right for the readings
     return fig
 
 
