@@ -68,7 +68,8 @@ LAST_CELL = """\
 assert not OPENED_OUTSIDE, OPENED_OUTSIDE
 print("COLAB-CHECK opened nothing of the checkout")
 """
-# a cell that draws: a figure made, a plot helper or a slider (each such cell of a chapter shows a figure)
+# a cell that draws, outside a function it defines: a figure made, a plot helper or a slider (each such cell of
+# a chapter shows a figure)
 DRAWS = re.compile(r"\bplt\.(subplots|figure|imshow|plot)\(|\bplots\.\w+\(|\bframe_slider\(|\.imshow\(")
 FIGURE_MIMES = ("image/png", "image/svg+xml")
 GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`]+)`")
@@ -252,12 +253,23 @@ def shows_what_the_book_shows(nb) -> list[str]:
         for o in c.get("outputs", []):
             if o.output_type == "error":
                 found.append(f"{head}: {o.ename}: {o.evalue[:300]}")
-        if DRAWS.search(c.source) and not any(map(_figure, c.get("outputs", []))):
+        if DRAWS.search(_top_level(c.source)) and not any(map(_figure, c.get("outputs", []))):
             found.append(f"{head}: draws a figure in its source, none in its outputs")
     missing = glue_names(nb) - glued(nb)
     if missing:
         found.append(f"glue names the prose reads and the run did not glue: {sorted(missing)}")
     return found
+
+
+def _top_level(source: str) -> str:
+    """The cell's source without its function and class definitions (a ``def draw(...)`` draws when called)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:                         # IPython syntax (a magic): the lines that are not indented
+        return "\n".join(line for line in source.splitlines() if not line[:1].isspace())
+    return "\n".join(ast.get_source_segment(source, node) or "" for node in tree.body
+                     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
 
 def _figure(output) -> bool:
