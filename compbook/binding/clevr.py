@@ -14,7 +14,7 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from .. import checks, config, paths
+from .. import checkpoints, checks, config, results
 from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig
@@ -131,19 +131,35 @@ def load_or_train(swap_negatives: bool, retrain: bool = False, setup: Setup | No
     checks.boolean(retrain, "retrain")
     checks.boolean(save, "save")
     setup = default_setup() if setup is None else checks.instance(setup, "setup", Setup)
-    path = paths.data_file(checkpoint_name(swap_negatives, setup) + ".json").with_suffix("")
-    if not retrain and path.with_suffix(".json").exists():
-        stack = DualStack.load(path)
-        if stack.metadata.get("setup") != asdict(setup):
-            raise ValueError(f"setup: {path}.json holds models of setup {stack.metadata.get('setup')}, not "
-                             f"{asdict(setup)} (edited or misplaced?); pass retrain=True to train and replace it")
-        return stack, setup, stack.metadata
+    name = checkpoint_name(swap_negatives, setup)
+    if not save and (retrain or not results.is_stored(name)):
+        return _trained(setup, swap_negatives, None)
+    made = []
+    path = results.stored_or_made(
+        name, asdict(setup), lambda: made.append(_trained(setup, swap_negatives, results.made_path(name))),
+        recorded=_recorded_setup, remake=retrain,
+        command=f"load_or_train({swap_negatives}, retrain=True) (chapter 10's RETRAIN)")
+    if made:
+        return made[0]
+    stack = DualStack.load(path)
+    return stack, setup, stack.metadata
+
+
+def _recorded_setup(stem):
+    """The setup a stored stack was trained for (its sidecar's ``metadata.setup``)."""
+    from .train import FORMAT
+    return checks.mapping(checkpoints.read_header(stem, format=FORMAT).get("metadata"),
+                          f"{stem}.json: sidecar field 'metadata'").get("setup")
+
+
+def _trained(setup: Setup, swap_negatives: bool, path):
+    """Train the stack of ``setup`` (stored at ``path`` unless None): ``(stack, setup, info)``."""
     t0 = time.perf_counter()
     result, cfg = train(setup, swap_negatives)
     info = {"setup": asdict(setup), "train": asdict(cfg), "seconds": round(time.perf_counter() - t0, 1),
             "best_step": result.best_step.tolist(), "val": result.val.tolist(),
             "final_loss": result.losses[-1].tolist(), "lr_first_last": [result.lrs[0], result.lrs[-1]]}
-    if save:
+    if path is not None:
         result.stack.save(path, info)
     result.stack.metadata = info
     return result.stack, setup, info

@@ -225,11 +225,12 @@ def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) ->
 
 
 def load_complexity(n_values: int, directory=None) -> dict:
-    """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``."""
-    from ..paths import data_dir
+    """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``
+    (chapter 12; fetched outside a checkout, :func:`compbook.results.stored_path`)."""
+    from .. import results
 
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
-    path = Path(directory or data_dir() / "binding") / f"complexity_V{n_values}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found")
+    name = f"complexity_V{n_values}.json"
+    path = results.stored_path(Path(directory) / name if directory else f"binding/{name}",
+                               f"python -m compbook.binding complexity --n-values {n_values}")
     return checks.json_file(path, "complexity table")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checkpoints, checks
+from .. import checkpoints, checks, results
 from ..config import device as run_device
 from ..config import is_full
 from ..config import mode as run_mode
@@ -32,7 +32,7 @@ from .recipe_config import RecipeConfig
 from .recipe_data import batch_queries, sample_recipe_scenes, split_objects
 from .recipe_eval import (StoredEvaluation, eval_sets, evaluate_recipe, evaluate_stored, floors, is_stored,
                           paper_metric, swap_binding)
-from .recipe_model import RecipeEncoder, batch_loss, save_recipe, stem_for
+from .recipe_model import FORMAT, RecipeEncoder, batch_loss, save_recipe, stem_for
 
 
 def lr_factor(cfg: RecipeConfig, step: int) -> float:
@@ -197,16 +197,25 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
 
 def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bool = False) -> StoredEvaluation:
     """The model of ``cfg`` in the mode's store (:func:`~compbook.binding.recipe_model.stem_for`), evaluated here
-    (:func:`~compbook.binding.recipe_eval.evaluate_stored`): Part B's notes read their models so. In full mode a
-    model not stored yet is trained first (:func:`run_one`, resumable from its checkpoint) and stored; in CPU mode
-    the models are committed, and a missing one is a ``FileNotFoundError`` naming the command that trains it."""
+    (:func:`~compbook.binding.recipe_eval.evaluate_stored`): Part B's notes read their models so, through
+    :func:`compbook.results.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
+    trained first (:func:`run_one`, resumable from its checkpoint) and stored; in CPU mode the models are
+    committed, and a missing one is a ``FileNotFoundError`` naming the command that trains it. A model stored
+    for another config is a ``ValueError``."""
     checks.instance(cfg, "cfg", RecipeConfig)
     stem = stem_for(cfg, prefix=prefix)
-    if not is_stored(stem):
-        command = (f"python -m compbook.binding recipe --values {cfg.n_values} --coverages {cfg.coverage} "
-                   f"--steps {cfg.steps} --lr {cfg.lr:g} --prefix {prefix}")
-        if not is_full():
-            raise FileNotFoundError(f"{stem}: no model of this config is stored; {command} trains it")
-        print(f"{stem.name}: not stored yet, training it here ({cfg.steps:,} steps; resumable)")
+    command = (f"python -m compbook.binding recipe --values {cfg.n_values} --coverages {cfg.coverage} "
+               f"--steps {cfg.steps} --lr {cfg.lr:g} --prefix {prefix}")
+
+    def make():
+        print(f"{stem.name}: training it here ({cfg.steps:,} steps; resumable)")
         run_one(cfg, prefix=prefix, command=f"COMPBOOK_MODE=full {command}")
+
+    results.stored_or_made(stem, asdict(cfg), make, recorded=_recorded_config, may_make=is_full(),
+                           stale="refuse", command=command)
     return evaluate_stored(stem, cfg, floors_here=floors_here)
+
+
+def _recorded_config(stem) -> dict | None:
+    """The config a stored recipe model records (its JSON's ``config``)."""
+    return checkpoints.read_header(stem, format=FORMAT).get("config")

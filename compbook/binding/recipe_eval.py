@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .. import checkpoints, checks
+from .. import checkpoints, checks, results
 from ..stats import wilson
 from .recipe_config import RecipeConfig
 from .recipe_data import (batch_queries, binding_scenes, concept_query_tokens, object_values, query_tokens,
@@ -234,8 +234,9 @@ class StoredEvaluation:
 
 
 def is_stored(stem) -> bool:
-    """Whether a recipe model is stored at ``stem`` (its JSON record exists)."""
-    return checkpoints.files(Path(stem))[0].exists()
+    """Whether a recipe model is stored at ``stem`` (its JSON record is there, or, outside a checkout, the
+    repository's registry lists it: :func:`compbook.results.is_stored`)."""
+    return results.is_stored(checkpoints.stem(stem))
 
 
 def evaluate_stored(stem, cfg: RecipeConfig | None = None, floors_here: bool = False) -> StoredEvaluation:

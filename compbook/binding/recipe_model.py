@@ -25,8 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import checkpoints, checks, config
-from ..paths import data_dir
+from .. import checkpoints, checks, config, results
 from .recipe_config import RecipeConfig
 from .recipe_data import concept_query_tokens, query_tokens, recipe_scene_tokens
 
@@ -124,7 +123,9 @@ def save_recipe(model: RecipeEncoder, record: dict, stem: str | os.PathLike) -> 
 
 
 def load_recipe(stem: str | os.PathLike) -> tuple[RecipeEncoder, dict]:
-    """Inverse of :func:`save_recipe`: the model (eval mode) and its record."""
+    """Inverse of :func:`save_recipe`: the model (eval mode) and its record (a stored model is fetched first
+    outside a checkout: :func:`compbook.results.stored_path`)."""
+    stem = results.stored_path(checkpoints.stem(stem))
     record = checkpoints.read_header(stem, format=FORMAT)
     where = checkpoints.files(stem)[0]
     cfg = config_of(record, where)
@@ -156,7 +157,7 @@ def config_of(record, where) -> RecipeConfig:
 def store_dir() -> Path:
     """Where the recipe's models are stored: ``data/binding/`` in CPU mode, ``data/binding/full/`` in full
     mode (a full-size model never takes a CPU model's file name)."""
-    return data_dir() / config.by_mode(cpu="binding", full="binding/full")
+    return results.made_path(config.by_mode(cpu="binding", full="binding/full"))
 
 
 def stem_for(cfg: RecipeConfig, directory=None, prefix: str = "recipe") -> Path:

@@ -6,19 +6,19 @@ reads each model's unseen-object recognition on *test* scenes (held-out objects 
 a candidate) and fits the three probes of :mod:`compbook.binding.probes` to its scene embeddings (fitted on
 train scenes, R^2 on test scenes). Results go to ``data/binding/controlled_V{V}.safetensors`` (stacked weights)
 and ``.json`` (config, coverages, seeds, validation history, test recognition, probe fits, timings).
-:func:`load_sweep` reads them back.
+:func:`load_sweep` reads them back, :func:`load_sweeps` every size of a sweep (stored, else trained:
+:func:`compbook.results.stored_or_made`).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import checkpoints, checks, config, results
-from ..paths import data_dir
 from .controlled import ControlledConfig, subsample, swap_recognition, train_controlled
 from .probes import PROBE_KINDS
 from .recipe_model import store_dir
@@ -59,7 +59,8 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
 def load_sweep(n_values: int, directory=None) -> dict:
     """A saved size: the JSON record with ``config`` as :class:`ControlledConfig` and ``params`` (stacked)."""
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
-    path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}"
+    name = f"controlled_V{n_values}"
+    path = results.stored_path(Path(directory) / name if directory else f"binding/{name}", SWEEP_COMMAND)
     params, record = checkpoints.load(path, format=FORMAT)
     record["config"] = checks.from_fields(ControlledConfig, record.get("config"), f"{path}.json: config")
     record["params"] = params
@@ -92,7 +93,8 @@ def rescore(n_values: int, directory=None) -> dict:
     rec = load_sweep(n_values, directory)
     sweep, splits = record_splits(rec)
     rec.update(test_scores(rec["params"], rec["config"], splits, sweep))
-    path = Path(directory or data_dir() / "binding") / f"controlled_V{n_values}.json"
+    name = f"controlled_V{n_values}.json"
+    path = results.made_path(Path(directory) / name if directory else f"binding/{name}")
     results.write_json(path, {k: asdict(v) if k == "config" else v for k, v in rec.items() if k != "params"},
                        results.joined(rec.get("made_by"), results.made_by(path)))
     return rec
@@ -174,30 +176,33 @@ def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool 
     out = {}
     for v in sweep.n_values:
         want = replace(ControlledConfig.for_mode(), n_values=v)
-        problem = "" if retrain else _stored_problem(directory, v, want, sweep)
-        if retrain or problem and config.is_full():
-            if problem:
-                print(f"V = {v}: {problem}; training it now (python -m compbook.binding sweep makes it too)")
+
+        def make(want=want):
             from .tasks import default_store
             run_size(sweep, want, directory, store=None if retrain else default_store())
-        elif problem.startswith("not stored"):
-            raise FileNotFoundError(f"V = {v}: {problem}; python -m compbook.binding sweep trains it")
-        elif problem:
-            raise ValueError(f"V = {v}: {problem}; python -m compbook.binding sweep retrains it")
+
+        results.stored_or_made(f"controlled_V{v}", _asked(sweep, want), make, store=directory,
+                               recorded=_recorded, may_make=retrain or config.is_full(), stale="remake",
+                               remake=retrain, command=SWEEP_COMMAND)
         out[v] = load_sweep(v, directory)
     return out
 
 
-def _stored_problem(directory: Path, n_values: int, want: ControlledConfig, sweep: SweepConfig) -> str:
-    """Why the stored size ``n_values`` in ``directory`` cannot answer for ``want`` and ``sweep`` ("" if it can)."""
-    path = directory / f"controlled_V{n_values}.json"
-    if not path.is_file():
-        return f"not stored in {directory}"
-    header = checks.json_file(path, f"stored sweep V = {n_values}")
+#: the command that trains the sweep's sizes
+SWEEP_COMMAND = "python -m compbook.binding sweep"
+
+
+def _asked(sweep: SweepConfig, want: ControlledConfig) -> dict:
+    """The settings a stored size must record to answer for ``want`` and ``sweep`` (all but ``n_values``)."""
+    asked = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(sweep).items() if k != "n_values"}
+    return asked | {"config": asdict(want)}
+
+
+def _recorded(path: Path) -> dict:
+    """The settings the stored size at ``path`` records, the fields :func:`_asked` names."""
+    header = checks.json_file(checkpoints.files(path)[0], f"stored sweep {path.name}")
     stored = dict(header.get("sweep", {}), config=header.get("config"))
-    asked = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(sweep).items()} | {"config": asdict(want)}
-    diff = sorted(k for k in asked if k != "n_values" and stored.get(k) != asked[k])
-    return f"{path.name} was stored for other settings ({', '.join(diff)})" if diff else ""
+    return {k: stored.get(k) for k in [f.name for f in fields(SweepConfig)] + ["config"] if k != "n_values"}
 
 
 def correlation_text(value) -> str:

@@ -361,8 +361,8 @@ def labeller_claims(labelled: dict, rule: str = "separated") -> list[dict]:
 
 def load_labelled() -> dict:
     """The second labeller's stored validation run, ``data/semantic/validation_batch3.json``."""
-    from ..paths import data_dir
-    return checks.json_file(data_dir() / "semantic" / "validation_batch3.json", "stored validation")
+    from .. import results
+    return checks.json_file(results.stored_path("semantic/validation_batch3.json"), "stored validation")
 
 
 #: How the rows of :func:`fer_claims` begin (notes_part_a_claims counts them apart).
@@ -420,10 +420,10 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
 
 def load() -> tuple[dict, dict]:
     """``(reread.json, partA_reread.json)`` from ``data/emc2/``."""
-    from .experiments import stored_path
-    from ..paths import data_dir
-    return (checks.json_file(data_dir() / "emc2" / "reread.json", "stored re-read"),
-            checks.json_file(stored_path(), "stored Part A results"))
+    from .. import results
+    from .experiments import STORED_FILE
+    return (checks.json_file(results.stored_path("emc2/reread.json"), "stored re-read"),
+            checks.json_file(results.stored_path(STORED_FILE), "stored Part A results"))
 
 
 # -- chapter 5's readings: Picbreeder against SGD ---------------------------------------------------------------

@@ -234,16 +234,13 @@ def weight_stats(net: CountedNetwork) -> dict:
 def save(result: dict, command: str, path=None):
     """Write ``result`` with its ``made_by`` (``command``) to ``path`` (default ``data/emc2/counting.json``)."""
     from .. import results
-    from ..paths import data_dir
-    return results.write_json(data_dir() / FILE if path is None else path, result, command)
+    return results.write_json(results.made_path(FILE) if path is None else path, result, command)
 
 
 def load(path=None) -> dict:
     """A stored result (default ``data/emc2/counting.json``), verified against the registry where registered."""
-    from ..paths import data_dir
-    path = data_dir() / FILE if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found (make it: python -m compbook.cppn counting)")
+    from .. import results
+    path = results.stored_path(FILE if path is None else Path(path), "python -m compbook.cppn counting")
     return checks.json_file(path, "counting result")
 
 

@@ -341,9 +341,15 @@ STORED = {"6": dict(seeds=list(range(8)), sample=300), "7": dict(seeds=[0, 1, 2,
           "theory": dict(seeds=[], sample=None)}
 
 
+#: the stored run of chapters 6-9 under ``data/``
+STORED_FILE = "emc2/partA_reread.json"
+
+
 def stored_path():
-    from ..paths import data_dir
-    return data_dir() / "emc2" / "partA_reread.json"
+    """Where the stored run of chapters 6-9 is written (:func:`compbook.results.made_path`); readers fetch it by
+    :func:`compbook.results.stored_path` of :data:`STORED_FILE`."""
+    from .. import results
+    return results.made_path(STORED_FILE)
 
 
 def run_chapter6(seeds, sample: int | None, runs: list | None = None, cfg: PruningConfig | None = None) -> dict:

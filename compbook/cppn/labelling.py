@@ -134,8 +134,8 @@ def load_network(source: str):
     if source.startswith("fer:"):
         from . import fer
         return fer.load_fer(checks.choice(source.split(":", 1)[1], "source (fer:<name>)", fer.NAMES))
-    from ..paths import data_dir
-    return store.load_cppn(checks.safe_path(data_dir(), source, "source"))
+    from .. import results
+    return store.load_cppn(results.stored_path(results.made_path(source, "source")))
 
 
 def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: int = 22, per_sgd: int = 8,

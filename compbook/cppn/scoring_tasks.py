@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checks, paths, sweeps
+from .. import checks, paths, results, sweeps
 from ..journal import canonical
 from . import emc2, picbreeder, store, twins as tw
 from .network import CPPN
@@ -192,13 +192,13 @@ def train_twin(config: dict) -> dict:
 
 
 def _write(records, kind: str, folder) -> list[Path]:
-    folder = Path(folder) if folder is not None else paths.data_dir()
     records = list(records.values()) if isinstance(records, dict) else checks.sequence(records, "records")
     for r in records:
         if not isinstance(r, dict) or r.get("kind") != kind:
             got = r.get("kind") if isinstance(r, dict) else type(r).__name__
             raise ValueError(f"records: expected {kind} records, got {got!r}")
-    return [store.save_cppn(record_model(r), folder / r["stem"], r["metadata"], r["made_by"]) for r in records]
+    return [store.save_cppn(record_model(r), Path(folder) / r["stem"] if folder is not None else
+                            results.made_path(r["stem"]), r["metadata"], r["made_by"]) for r in records]
 
 
 def write_twins(records, folder=None) -> list[Path]:

@@ -29,8 +29,10 @@ from . import frames, panel, volume_ratio
 def stored(chapter: str) -> dict:
     """One chapter's stored run (``"chapter6"`` ... ``"chapter9"``, ``"theory"``) from
     ``data/emc2/partA_reread.json``."""
-    from .experiments import stored_path
-    data = checks.json_file(stored_path(), "stored Part A results")
+    from .. import results
+    from .experiments import STORED_FILE
+    data = checks.json_file(results.stored_path(STORED_FILE, "python -m compbook.cppn experiments --write"),
+                            "stored Part A results")
     if chapter not in data:
         raise ValueError(f"chapter must be one of {sorted(data)}, got {chapter!r}")
     return data[chapter]

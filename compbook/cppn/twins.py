@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from . import store, picbreeder, train
-from .. import checks, config, images, paths
+from .. import checks, config, images, results
 from .network import CPPN
 from .paper import figure
 
@@ -184,11 +184,10 @@ def twin_files(recipe: TwinRecipe, model: CPPN, losses, seconds: float, j: int) 
 def save_twins(recipe: TwinRecipe, models, losses, seconds, folder=None) -> list[Path]:
     """Write each twin (safetensors + JSON with the recipe, loss curve, final MSE and PSNR, :func:`twin_files`);
     returns JSON paths."""
-    folder = Path(folder) if folder is not None else paths.data_dir()
     out = []
     for j, model in enumerate(models):
         stem, meta, made_by = twin_files(recipe, model, losses, seconds, j)
-        out.append(store.save_cppn(model, folder / stem, meta, made_by))
+        out.append(store.save_cppn(model, _place(stem, folder), meta, made_by))
     return out
 
 
@@ -198,8 +197,7 @@ def stored_twins(target: str, folder=None, res: int | None = None) -> list[Path]
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     px = "*" if res is None else checks.integer(res, "res")
-    folder = Path(folder) if folder is not None else paths.data_dir()
-    return sorted((folder / FOLDER).glob(f"twin_{target}_{px}px_*steps_seed*.json"))
+    return _stored(f"twin_{target}_{px}px_*steps_seed*.json", folder)
 
 
 def load_twins(target: str, folder=None, res: int | None = None) -> list[CPPN]:
@@ -213,16 +211,32 @@ def load_twins(target: str, folder=None, res: int | None = None) -> list[CPPN]:
 
 
 def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN]:
-    """Chapter 5's SGD twins of ``target`` trained at ``res`` px: the stored ones, trained and stored first when
-    ``retrain`` or none are stored at ``res`` (full mode's 256 px): FER's recipe, 100,000 steps, seeds 0-2; a CPU
-    run stops at a plateau or after 70 minutes; the full-mode smoke trains them for 5 steps."""
+    """Chapter 5's SGD twins of ``target`` trained at ``res`` px: the stored ones (fetched outside a checkout),
+    trained and stored first when ``retrain`` or none are stored at ``res`` (full mode's 256 px): FER's recipe,
+    100,000 steps, seeds 0-2; a CPU run stops at a plateau or after 70 minutes; the full-mode smoke trains them
+    for 5 steps (:func:`compbook.results.stored_or_made`)."""
     checks.boolean(retrain, "retrain")
-    if retrain or not stored_twins(target, res=res):
-        recipe = TwinRecipe(target, res=res, steps=config.by_mode(100_000, 100_000, smoke=5),
-                            seeds=[0, 1, 2],
-                            max_minutes=config.by_mode(70, None))
-        save_twins(recipe, *train_twins(recipe))
+    checks.choice(target, "target", TARGETS)
+    recipe = TwinRecipe(target, res=checks.integer(res, "res"), steps=config.by_mode(100_000, 100_000, smoke=5),
+                        seeds=[0, 1, 2], max_minutes=config.by_mode(70, None))
+    results.stored_or_made(f"{FOLDER}/twin_{target}_{res}px_*steps_seed*.json", None,
+                           lambda: save_twins(recipe, *train_twins(recipe)), remake=retrain,
+                           command=f"python -m compbook.cppn twins --target {target} --res {res}")
     return load_twins(target, res=res)
+
+
+def _place(stem: str, folder=None) -> Path:
+    """Where a twin ``stem`` (``emc2/...``) is written: under ``folder``, else the data folder's (a writer's
+    target, :func:`compbook.results.made_path`)."""
+    return Path(folder) / stem if folder is not None else results.made_path(stem)
+
+
+def _stored(pattern: str, folder=None) -> list[Path]:
+    """JSON paths of the stored twins matching ``pattern`` in ``emc2/`` of ``folder`` (default: the data folder,
+    fetched outside a checkout: :func:`compbook.results.stored_names`), sorted by name."""
+    if folder is not None:
+        return sorted((Path(folder) / FOLDER).glob(pattern))
+    return [results.stored_path(n) for n in results.stored_names(f"{FOLDER}/{pattern}")]
 
 
 _STEM = re.compile(r"twin_(?P<target>[a-z]+)_(?P<res>\d+)px_(?P<steps>\d+)steps_seed(?P<seed>\d+)")
@@ -468,9 +482,8 @@ def fer_twin_files(recipe: FerTwinRecipe, model: CPPN, info: dict) -> tuple[str,
 def save_fer_twin(recipe: FerTwinRecipe, model: CPPN, info: dict, folder=None) -> Path:
     """Store a finished twin of FER's architecture under ``data/emc2/fertwin_<target>_seed<s>`` (safetensors +
     JSON with the recipe, seconds, losses and PSNR at 64 and 256 px, :func:`fer_twin_files`)."""
-    folder = Path(folder) if folder is not None else paths.data_dir()
     stem, meta, made_by = fer_twin_files(recipe, model, info)
-    return store.save_cppn(model, folder / stem, meta, made_by)
+    return store.save_cppn(model, _place(stem, folder), meta, made_by)
 
 
 def load_fer_twins(target: str, folder=None) -> list[CPPN]:
@@ -480,8 +493,7 @@ def load_fer_twins(target: str, folder=None) -> list[CPPN]:
 
 
 def stored_fer_twins(target: str, folder=None) -> list[Path]:
-    folder = Path(folder) if folder is not None else paths.data_dir()
-    return sorted((folder / FOLDER).glob(f"fertwin_{target}_seed*.json"))
+    return _stored(f"fertwin_{target}_seed*.json", folder)
 
 
 def fer_twin_report(folder=None) -> list[dict]:

@@ -27,6 +27,11 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
 * :mod:`compbook.results.upkeep` (``python -m compbook.results check|refresh|add|stamp|show``) checks every
   file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
 
+* :mod:`compbook.results.door` is the one door every part reads a stored result through
+  (:func:`stored_path`, :func:`is_stored`, :func:`stored_names`) and makes one that is not stored
+  (:func:`stored_or_made`: refused or made again, never served, when stored for other settings; :func:`made_path`
+  is where a writer puts it).
+
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
 checkout (Colab), :func:`compbook.paths.data_file` downloads the registry and the files (from the repository, or
 ``$COMPBOOK_DATA_URL``), each file checked against the downloaded registry's digest before it is written.
@@ -433,3 +438,8 @@ def joined(old: str | None, command: str) -> str:
     extend."""
     parts = [c for c in (old or "").split(" ; ") if c]
     return " ; ".join(parts + ([command] if command not in parts else []))
+
+
+# -- the one door: read a stored result, else make it (compbook.results.door) --------------------------------------------
+from .door import (MADE_LOG_VARIABLE, is_stored, local_path, made_path, stored_names,  # noqa: E402
+                   stored_or_made, stored_path)

@@ -135,14 +135,15 @@ def stored_sae(digest: str, cfg: SAETrainConfig, store: str, retrain: bool = Fal
     (:func:`data_digest`) in ``data/<store>/``: ``(want, name, path, stored)``, the sidecar's metadata it must
     hold, the file name under ``data/``, its path without suffix and whether it is stored (never when
     ``retrain``); ValueError when the file named for this question records another one."""
-    from ..paths import data_file
+    from .. import results
 
     want = {"data": digest, "train": dataclasses.asdict(cfg)}
     tag = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:8]
     name = f"{store}/lam{cfg.lam:g}_seed{cfg.seed}_{tag}".replace(".", "p")   # no dot: suffixes stay .json
-    path = data_file(f"{name}.json", download=not retrain).with_suffix("")
-    stored = path.with_suffix(".json").is_file() and not retrain
+    path = results.made_path(name)
+    stored = not retrain and results.is_stored(path)
     if stored:
+        results.stored_path(path)                                       # fetched outside a checkout
         meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
         if not isinstance(meta, dict) or {k: meta.get(k) for k in want} != json.loads(json.dumps(want)):
             raise ValueError(f"store: {path}.json is named for this question but records another data "
@@ -158,10 +159,10 @@ def stored_sae(digest: str, cfg: SAETrainConfig, store: str, retrain: bool = Fal
 def load_stored(cfg: SAETrainConfig, name: str, path) -> dict:
     """The run of :func:`stored_runs` for a stored SAE (:func:`stored_sae`'s ``name`` and ``path``):
     ``{"method", "seed", "sae", "train s"}``."""
-    from ..paths import data_file
+    from .. import results
     from .topk import load_sae
 
-    data_file(f"{name}.safetensors")                                     # fetched in Colab
+    results.stored_path(name)                                           # fetched outside a checkout
     meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
     return {"method": method_name(cfg.lam), "seed": cfg.seed, "sae": load_sae(path), "train s": meta["seconds"]}
 

@@ -32,8 +32,7 @@ import time
 
 import pandas as pd
 
-from .. import checks
-from ..paths import data_dir
+from .. import checks, results
 from .sizes import PartCRun
 
 
@@ -52,13 +51,18 @@ def table(cfg: PartCRun, name: str, log=print) -> pd.DataFrame:
     checks.instance(cfg, "cfg", PartCRun)
     relative = cfg.table(name)
     if cfg.store != PartCRun.store:
-        path = data_dir() / relative
-        stored = checks.json_file(path, f"stored table {relative}").get("sizes") if path.is_file() else None
-        if stored != sizes_of(cfg):
-            why = "not made yet" if not path.is_file() else "made for other sizes"
-            log(f"{relative}: {why}; making every table of python -m compbook.sae full here (resumable)")
-            run(cfg, log=log)
+        results.stored_or_made(relative, sizes_of(cfg), lambda: run(cfg, log=log), recorded=_recorded_sizes,
+                               stale="remake", command=f"{FULL_COMMAND} (every table, resumable)", log=log)
     return st.read_table(relative)
+
+
+#: the command that makes every table of a store
+FULL_COMMAND = "COMPBOOK_MODE=full python -m compbook.sae full"
+
+
+def _recorded_sizes(path):
+    """The sizes a stored table was made for (its ``sizes``; None when it records none)."""
+    return checks.json_file(path, f"stored table {path.name}").get("sizes")
 
 
 def run(cfg: PartCRun, retrain: bool = False, log=print, **options) -> dict:

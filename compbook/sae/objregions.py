@@ -133,8 +133,7 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     """The variant ``variant`` (a key of :data:`VARIANTS`) trained on ``layout`` scenes, from ``data/sae/objvlm/``
     when stored with the same recipe, else trained (``make_scenes(recipe.n_train, seed=recipe.train_seed,
     layout=layout)``) and stored. Metadata: recipe, layout, variant, held-out caption accuracy, seconds."""
-    from ..paths import data_file
-    from .data import make_scenes
+    from .. import results
 
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}")
@@ -143,13 +142,27 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     recipe = recipe or RECIPES[layout]
     n_prefix, bidi = VARIANTS[variant]
     want = {"recipe": asdict(recipe), "layout": layout, "n_prefix": n_prefix, "bidirectional": bidi}
-    path = data_file(f"{_name(variant, layout)}.json", download=not retrain).with_suffix("")
-    if not retrain and path.with_suffix(".json").is_file():
-        meta = checks.mapping(checkpoints.read_header(path, format=FORMAT).get("metadata"),
-                              f"{path}.json: sidecar field 'metadata'")
-        if {k: meta.get(k) for k in want} == want:                    # a model of another recipe is retrained
-            data_file(f"{_name(variant, layout)}.safetensors")          # fetched where there is no checkout
-            return load_object_vlm(path, n_prefix, bidi)
+    made = {}
+
+    def make():
+        made["model"] = _train_object_vlm(recipe, want, results.made_path(_name(variant, layout)), progress)
+
+    def recorded(stem):
+        meta = checks.mapping(checkpoints.read_header(stem, format=FORMAT).get("metadata"),
+                              f"{stem}.json: sidecar field 'metadata'")
+        return {k: meta.get(k) for k in want}
+
+    # stored (fetched outside a checkout) with the same recipe, else trained: a model of another recipe is retrained
+    path = results.stored_or_made(_name(variant, layout), want, make, recorded=recorded, stale="remake",
+                                  remake=retrain, command="python -m compbook.sae objregions", log=None)
+    return made["model"] if made else load_object_vlm(path, n_prefix, bidi)
+
+
+def _train_object_vlm(recipe: Recipe, want: dict, path, progress: bool) -> tuple[ObjectVLM, dict]:
+    """Train the object VLM ``want`` describes on its layout's scenes and store it at ``path``."""
+    from .data import make_scenes
+
+    layout, n_prefix, bidi = want["layout"], want["n_prefix"], want["bidirectional"]
     train = make_scenes(recipe.n_train, seed=recipe.train_seed, layout=layout)
     test = make_scenes(recipe.n_test, seed=recipe.test_seed, layout=layout)
     tcfg = VLMTrainConfig(steps=recipe.steps, batch=recipe.batch, lr=recipe.lr, seed=recipe.seed)

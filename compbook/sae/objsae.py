@@ -148,9 +148,9 @@ def paired_rows(df: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def merge_table(df: pd.DataFrame, relative: str = f"{STORE}/table.json") -> pd.DataFrame:
     """``df`` with the stored table's rows of the layouts ``df`` does not hold (a run per layout adds to it)."""
-    from ..paths import data_dir
+    from .. import results
 
-    if not (data_dir() / relative).is_file():
+    if not results.is_stored(results.made_path(relative, "relative")):
         return df
     old = st.read_table(relative)
     return pd.concat([old[~old.layout.isin(set(df.layout))], df], ignore_index=True)

@@ -269,9 +269,8 @@ def write_table(df: pd.DataFrame, relative: str, extend: bool = False, sizes: di
     before it serves the table) when given; ``extend``: the table holds rows of earlier runs, so its
     ``made_by`` keeps their commands. Returns the path."""
     from .. import results
-    from ..paths import data_dir
 
-    path = checks.safe_path(data_dir(), relative, "relative")
+    path = results.made_path(relative, "relative")
     command = None
     if extend and path.is_file():
         command = results.joined(checks.json_file(path, "stored table").get("made_by"), results.made_by(path))
@@ -283,9 +282,8 @@ def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
     """A table written by :func:`write_table` (e.g. chapter 15's study, read by chapter 16), loaded through the
     registry (:func:`compbook.results.load`)."""
     from .. import results
-    from ..paths import data_dir
 
-    checks.safe_path(data_dir(), relative, "relative")
+    checks.safe_path("data", relative, "relative")
     rows = results.load(relative.removesuffix(".json")).data["rows"]
     return pd.read_json(io.StringIO(json.dumps(rows)), orient="records")
 

@@ -286,8 +286,8 @@ def tiny_sweep():
 # -- the study's runs: the runner's records, else the SAEs stored before it, else run ------------------------------
 def records_store(store: str):
     """The folder of the runner's records of SAE store ``store``: ``data/<store>/sweep/``."""
-    from ..paths import data_dir
-    return checks.safe_path(data_dir(), f"{store}/{RECORDS}", "store")
+    from .. import results
+    return results.made_path(f"{store}/{RECORDS}", "store")
 
 
 def forget(where, keys) -> None:

@@ -449,18 +449,33 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
     """(tiny VLM, text-only baseline, metadata) from ``data/sae/``; trains and stores both when ``retrain``,
     when the files are missing or when their recipe differs from ``recipe``. Metadata holds the held-out caption
     accuracies of both, their training seconds and the recipe."""
-    from ..paths import data_file
-    from .data import make_scenes
+    from .. import results
 
     recipe = recipe or Recipe()
-    paths = {}
-    for name, suffix in (("vlm", ""), ("text", "_text_only")):
-        for ext in (".json", ".safetensors"):     # in Colab (no checkout) fetched from the repository
-            paths[name] = data_file(f"{STORE}{suffix}{ext}", download=not retrain).with_suffix("")
-    if not retrain and all(p.with_suffix(".json").is_file() for p in paths.values()):
-        (vlm, meta), (text, _) = load_vlm(paths["vlm"]), load_vlm(paths["text"])
-        if meta.get("recipe") == asdict(recipe):
-            return vlm, text, meta
+    made = {}
+
+    def make():
+        made["models"] = _train_pair(recipe, progress)
+
+    stems = [results.stored_or_made(f"{STORE}{suffix}", asdict(recipe), make, recorded=_recorded_recipe,
+                                    stale="remake", remake=retrain and not made, command="python -m compbook.sae vlm")
+             for suffix in ("", "_text_only")]
+    if made:
+        return made["models"]
+    (vlm, meta), (text, _) = load_vlm(stems[0]), load_vlm(stems[1])
+    return vlm, text, meta
+
+
+def _recorded_recipe(stem):
+    """The recipe a stored tiny VLM was trained with (its metadata's ``recipe``)."""
+    return checkpoints.read_header(stem, format=FORMAT).get("metadata", {}).get("recipe")
+
+
+def _train_pair(recipe: Recipe, progress: bool):
+    """Train the tiny VLM and its text-only baseline of ``recipe`` and store both: ``(vlm, text, metadata)``."""
+    from .. import results
+    from .data import make_scenes
+
     train = make_scenes(recipe.n_train, seed=recipe.train_seed)
     test = make_scenes(recipe.n_test, seed=recipe.test_seed)
     tcfg = VLMTrainConfig(steps=recipe.steps, batch=recipe.batch, lr=recipe.lr, seed=recipe.seed)
@@ -470,6 +485,6 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
             "accuracy": {"vlm": caption_accuracy(vlm, test), "text only": caption_accuracy(text, test)},
             "seconds": {"vlm": vinfo["seconds"], "text only": tinfo["seconds"]},
             "final loss": {"vlm": vinfo["losses"][-1], "text only": tinfo["losses"][-1]}}
-    save_vlm(vlm, paths["vlm"], meta)
-    save_vlm(text, paths["text"], meta)
+    save_vlm(vlm, results.made_path(STORE), meta)
+    save_vlm(text, results.made_path(f"{STORE}_text_only"), meta)
     return vlm, text, meta

@@ -65,7 +65,8 @@ def store_for(name: str, data_folder: str) -> Path:
     if os.environ.get(STORE_VARIABLE):
         return Path(os.environ[STORE_VARIABLE]) / leaf
     if mode.is_full():
-        return paths.data_dir() / paths.safe_name(data_folder, "data_folder") / "full" / "sweeps" / leaf
+        from .. import results
+        return results.made_path(f"{paths.safe_name(data_folder, 'data_folder')}/full/sweeps/{leaf}")
     return Path(tempfile.gettempdir()) / "compbook-sweeps" / leaf
 
 

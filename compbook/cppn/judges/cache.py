@@ -63,15 +63,21 @@ def cache_file_name(identity: str) -> str:
 
 
 def cache_folder() -> Path:
-    """The book's judge caches: ``data/judge_cache/`` (see :func:`compbook.paths.data_dir`)."""
-    from ...paths import data_dir
-    return data_dir() / CACHE_FOLDER
+    """The book's judge caches: ``data/judge_cache/`` (:func:`compbook.results.made_path`)."""
+    from ... import results
+    return results.made_path(CACHE_FOLDER)
 
 
 def cache_path(identity: str, folder=None) -> Path:
     """Where the cache of ``identity`` lives: ``folder`` (default :func:`cache_folder`) / :func:`cache_file_name`;
     a file named after a former name of the identity (:func:`former_identities`) when only that one exists."""
-    folder = Path(folder if folder is not None else cache_folder())
+    if folder is None:              # the book's: the stored file (fetched outside a checkout), else a new one
+        from ... import results
+        for name in (identity, *former_identities(identity)):
+            if results.is_stored(f"{CACHE_FOLDER}/{cache_file_name(name)}"):
+                return results.stored_path(f"{CACHE_FOLDER}/{cache_file_name(name)}")
+        return results.made_path(f"{CACHE_FOLDER}/{cache_file_name(identity)}")
+    folder = Path(folder)
     path = folder / cache_file_name(identity)
     if not path.exists():
         for old in former_identities(identity):
@@ -394,12 +400,12 @@ def stored_judge(identity: str, folder=None) -> CachedJudge | None:
     CPU), or None when this project has no such file (chapter 5)."""
     if folder is not None:
         path = cache_path(identity, folder)
-    else:
-        from ...paths import data_file
-        try:   # outside a checkout (Colab) the file is fetched from the repository
-            path = data_file(f"{CACHE_FOLDER}/{cache_file_name(identity)}")
-        except FileNotFoundError:
+    else:               # the book's file: fetched outside a checkout (Colab)
+        from ... import results
+        name = f"{CACHE_FOLDER}/{cache_file_name(identity)}"
+        if not results.is_stored(name):
             return None
+        path = results.stored_path(name)
     return CachedJudge(path, identity=identity) if path.exists() else None
 
 

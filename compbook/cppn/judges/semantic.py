@@ -261,9 +261,11 @@ WEIGHTS_FORMAT = "compbook-concept-cnn/1"
 
 def weights_path(folder=None) -> Path:
     """``data/semantic/concept_cnn.safetensors`` (or under ``folder``)."""
-    from ...paths import data_dir
+    from ... import results
     _check_folder(folder)
-    return Path(folder if folder is not None else data_dir() / FOLDER) / "concept_cnn.safetensors"
+    if folder is None:
+        return results.local_path(f"{FOLDER}/concept_cnn.safetensors")
+    return Path(folder) / "concept_cnn.safetensors"
 
 
 def load_classifier(path=None) -> tuple[ConceptNet, str]:
@@ -355,9 +357,11 @@ def _check_folder(folder):
 
 
 def choice_path(folder=None) -> Path:
-    from ...paths import data_dir
+    """``data/semantic/choice.json`` (or under ``folder``): the stored one, fetched outside a checkout, else where
+    ``python -m compbook.cppn semantic choose`` writes it."""
+    from ... import results
     _check_folder(folder)
-    return Path(folder if folder is not None else data_dir() / FOLDER) / "choice.json"
+    return results.local_path(f"{FOLDER}/choice.json") if folder is None else Path(folder) / "choice.json"
 
 
 #: the candidate kinds ``choice.json`` may name
