@@ -1,4 +1,5 @@
-"""Shared fixtures: the Picbreeder genomes (third-party data read from ../shared/picbreeder, never copied here)."""
+"""Shared fixtures: the Picbreeder genomes (third-party data: FER's files, from ../shared/fer or downloaded from FER's
+repository at a pinned commit and checked by digest; never copied here)."""
 
 import os
 
@@ -27,10 +28,19 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fers_files():
+    """Every file the book reads from FER's repository, checked by digest once per session: from ../shared/fer
+    where it is there, else downloaded into the cache (so tests that ask for them with ``download=False`` find
+    them). Fails, never skips, when they are neither local nor downloadable."""
+    from compbook.cppn import fer_files
+    return {rel: fer_files.fetch(rel) for rel in fer_files.SHA256}
+
+
 @pytest.fixture(scope="session")
 def genomes():
-    """All three genomes; fails (does not skip) when the data folder is missing: the suite needs it."""
-    return {name: picbreeder.load_genome(name, download=False) for name in GENOME_NAMES}
+    """All three genomes; fails (does not skip) when they are neither local nor downloadable: the suite needs them."""
+    return {name: picbreeder.load_genome(name) for name in GENOME_NAMES}
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +48,7 @@ def reference_renders():
     """The reference implementation's 256x256 renders, RGB floats in [0, 1]."""
     out = {}
     for name in GENOME_NAMES:
-        path = picbreeder.find_genome(name, download=False).with_suffix(".png")
+        path = picbreeder.fer_files.fetch(f"data/picbreeder_{name}/img.png")
         out[name] = np.asarray(Image.open(path).convert("RGB"), dtype=np.float64) / 255.0
     return out
 

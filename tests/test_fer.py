@@ -1,18 +1,23 @@
-"""FER's own SGD networks: the loader reproduces FER's renders, and bad files are refused by name."""
+"""FER's own SGD networks, read from FER's pickles: the loader reproduces FER's renders, and bad files are refused
+by name. FER's files come from ../shared/fer or are downloaded from FER's repository (tests/test_fer_files.py);
+without either these tests fail, they never skip."""
+
+import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from compbook import images, paths
-from compbook.cppn import fer, picbreeder
+from compbook import images
+from compbook.cppn import fer, fer_files, picbreeder
 from compbook.cppn.network import CPPN
 
-needs_data = pytest.mark.skipif(not fer.available(), reason="FER's networks (shared/picbreeder/fer_sgd/*.npz) "
-                                "are third-party data not in this repository, and no shared folder was found")
+#: The earlier conversion of FER's networks to .npz (``params``, ``arch``), kept beside the shared data: the
+#: pickles must give the very same networks.
+NPZ = Path(__file__).resolve().parents[2] / "shared" / "picbreeder" / "fer_sgd"
 
 
-@needs_data
 @pytest.mark.parametrize("name", fer.NAMES)
 def test_fer_network_renders_the_picbreeder_image(name):
     model = fer.load_fer(name)
@@ -21,25 +26,40 @@ def test_fer_network_renders_the_picbreeder_image(name):
     assert images.psnr(img, picbreeder.reference_render(name)) >= 33.0
 
 
-@needs_data
+@pytest.mark.parametrize("name", fer.NAMES)
+def test_the_pickles_give_the_networks_of_the_npz_conversion(name):
+    """FER's params.pkl / arch.pkl read here give the same weights and the same render as the earlier .npz
+    conversion of the same files (made with JAX installed, outside this project)."""
+    if not (NPZ / f"{name}.npz").is_file():
+        pytest.skip(f"the earlier conversion {NPZ / name}.npz is not on this machine (nothing to compare with)")
+    with np.load(NPZ / f"{name}.npz", allow_pickle=False) as z:
+        params, arch = z["params"], str(z["arch"])
+    old, new = fer.fer_cppn(params, arch), fer.load_fer(name)
+    assert new.activations == old.activations
+    assert all(torch.equal(a, b) for a, b in zip(new.weights, old.weights))
+    assert np.array_equal(fer._read(name)["params"], params)
+    with torch.no_grad():
+        assert torch.equal(new.render(96), old.render(96))
+
+
 def test_swapping_fer_inputs_breaks_the_render():
     """The input mapping matters (so the test above could fail): FER's y is our x."""
-    z = np.load(fer.find_fer("skull"))
-    ws = fer.params_to_weights(z["params"], str(z["arch"]))
+    z = fer._read("skull")
+    ws = fer.params_to_weights(z["params"], z["arch"])
     ws[0] = ws[0][:, [1, 0, 2, 3]]
-    m = CPPN(fer.arch_layout(str(z["arch"])), "hsv", ws)
+    m = CPPN(fer.arch_layout(z["arch"]), "hsv", ws)
     with torch.no_grad():
         assert images.psnr(m.render(128).double().numpy(),
                            picbreeder.render(picbreeder.load_genome("skull"), 128)) < 20
 
 
-@needs_data
 def test_fer_layout_and_info():
     m = fer.load_fer("skull")
     assert m.depth == 12 and m.widths == [22] * 12
     assert m.activations[0] == ["cache"] * 15 + ["gaussian"] * 4 + ["identity"] * 2 + ["sin"]
     info = fer.fer_info("skull")
     assert info["steps"] == 100000 and info["n_params"] == 4 * 22 + 11 * 22 * 22 + 22 * 3
+    assert "'seed': 2" in info["args"] and info["path"].endswith("data/sgd_skull/params.pkl")
 
 
 def _naive(params, arch):
@@ -84,67 +104,40 @@ def test_bad_arch_is_refused(arch):
         fer.parse_arch(arch)
 
 
-def test_unknown_name_and_missing_file(tmp_path):
+def test_unknown_name_and_bad_folders(tmp_path):
     with pytest.raises(ValueError, match="name must be one of"):
         fer.find_fer("cat")
+    with pytest.raises(ValueError, match="source must be one of"):
+        fer.load_fer("cat")
     with pytest.raises(FileNotFoundError):
-        fer.load_fer(tmp_path / "none.npz")
-    np.savez(tmp_path / "bad.npz", arch=np.array("2;sin:3"))
-    with pytest.raises(ValueError, match="missing"):
-        fer.load_fer(tmp_path / "bad.npz")
+        fer.load_fer(tmp_path / "none")
+    (tmp_path / "arch.pkl").write_bytes(pickle.dumps("2;sin:3"))
+    with pytest.raises(ValueError, match=r"missing \['params.pkl'\]"):
+        fer.load_fer(tmp_path)
+    (tmp_path / "params.pkl").write_bytes(pickle.dumps(np.zeros(5, np.float32)))
+    with pytest.raises(ValueError, match="params has 5 values but arch '2;sin:3' needs 30"):
+        fer.load_fer(tmp_path)
+    (tmp_path / "params.pkl").write_bytes(pickle.dumps({"Dense_0": np.zeros(5, np.float32)}))
+    with pytest.raises(ValueError, match="expected a flat array of FER's parameters, got dict"):
+        fer.load_fer(tmp_path)
 
 
-@needs_data
+def test_a_folder_of_fers_files_loads_like_the_name(tmp_path):
+    for f in fer.FILES:
+        (tmp_path / f).write_bytes(fer_files.fetch(f"data/sgd_apple/{f}").read_bytes())
+    a, b = fer.load_fer(tmp_path), fer.load_fer("apple")
+    assert all(torch.equal(x, y) for x, y in zip(a.weights, b.weights))
+
+
 @pytest.mark.parametrize("name", fer.NAMES)
 def test_fer_arch_constants_match_the_files(name):
     assert fer.fer_info(name)["arch"] == fer.FER_ARCH[name]
 
 
-
-# -- downloads (Colab): only from $COMPBOOK_PICBREEDER_URL, kept only when they read as FER's network -----------------
-@pytest.fixture
-def served(tmp_path, monkeypatch):
-    """FER's folder served as a file:// URL in $COMPBOOK_PICBREEDER_URL, no local folder: ``(source, cache)``."""
-    source, cache = tmp_path / "served", tmp_path / "cache"
-    (source / fer.FOLDER).mkdir(parents=True)
-    params = np.linspace(-1, 1, 4 * 3 + 3 * 3 + 3 * 3).astype(np.float32)
-    for n in fer.NAMES:
-        np.savez(source / fer.FOLDER / f"{n}.npz", params=params, arch=np.array("2;sin:3"))
-    monkeypatch.setattr(picbreeder, "cache_dir", lambda: cache)
-    monkeypatch.setattr(picbreeder, "_search_dirs", lambda: [cache])
-    monkeypatch.delenv(picbreeder.URL_VARIABLE, raising=False)
-    return source, cache
-
-
-def test_without_a_url_fer_is_absent_and_the_note_says_how_to_get_it(served):
-    assert fer.available() is False
-    assert "not found" in fer.source_note() and "COMPBOOK_PICBREEDER_URL" in fer.source_note()
-    with pytest.raises(FileNotFoundError, match=r"fer_sgd/skull\.npz not found.*COMPBOOK_PICBREEDER_URL"):
-        fer.load_fer("skull")
-
-
-def test_fer_networks_come_from_the_picbreeder_url(served, monkeypatch):
-    source, cache = served
-    monkeypatch.setenv(picbreeder.URL_VARIABLE, source.as_uri())
-    assert fer.available() is True and "skull, butterfly, apple found" in fer.source_note()
-    assert (cache / fer.FOLDER / "apple.npz").read_bytes() == (source / fer.FOLDER / "apple.npz").read_bytes()
-    assert fer.load_fer("skull").depth == 2
-
-
-@pytest.mark.parametrize("bad", ["pickle", "short", "junk"])
-def test_a_download_that_is_not_fers_network_is_refused(served, monkeypatch, bad):
-    source, cache = served
-    target = source / fer.FOLDER / "skull.npz"
-    if bad == "pickle":
-        np.savez(target, params=np.array([{"a": 1}], dtype=object), arch=np.array("2;sin:3"))
-    elif bad == "short":
-        np.savez(target, params=np.zeros(5, np.float32), arch=np.array("2;sin:3"))
-    else:
-        target.write_bytes(b"<html>Not Found</html>")
-    monkeypatch.setenv(picbreeder.URL_VARIABLE, source.as_uri())
-    with pytest.raises(paths.DownloadError, match=r"fer_sgd/skull\.npz: refused"):
-        fer.available()
-    assert not (cache / fer.FOLDER / "skull.npz").exists()
+def test_source_note_says_where_the_networks_are():
+    note = fer.source_note()
+    assert "skull, butterfly, apple" in note and "23a9c45" in note
+    assert ("found in " in note) or ("downloaded from " in note)
 
 
 # -- twins of FER's architecture ---------------------------------------------------------------------------------

@@ -1,12 +1,10 @@
 import io
-import shutil
 import zipfile
 
 import numpy as np
 import pytest
 import torch
 
-from compbook import paths
 from compbook.cppn import picbreeder
 from compbook.cppn.picbreeder import GenomeError, layerize, load_genome, parse_genome, render
 
@@ -194,54 +192,14 @@ def test_genome_path_that_is_a_directory(tmp_path):
 
 
 
-# -- downloads (Colab): $COMPBOOK_PICBREEDER_URL, else FER's repository for genomes; kept only when they parse ---------
-@pytest.fixture
-def served(tmp_path, monkeypatch):
-    """A copy of the shared folder as the download source (a file:// URL in $COMPBOOK_PICBREEDER_URL) and no
-    local folder: the only folder searched is an empty cache. Returns ``(source folder, cache)``."""
-    source = tmp_path / "served"
-    shutil.copytree(picbreeder.find_genome("skull", download=False).parent, source)
-    cache = tmp_path / "cache"
-    monkeypatch.setattr(picbreeder, "cache_dir", lambda: cache)
-    monkeypatch.setattr(picbreeder, "_search_dirs", lambda: [cache])
-    monkeypatch.setenv(picbreeder.URL_VARIABLE, source.as_uri() + "/")
-    return source, cache
-
-
-def test_genome_and_reference_render_come_from_the_picbreeder_url(served, genomes, reference_renders):
-    source, cache = served
-    assert load_genome("skull").links == genomes["skull"].links
-    assert (cache / "skull.zip").read_bytes() == (source / "skull.zip").read_bytes()
-    assert np.array_equal(picbreeder.reference_render("apple"), reference_renders["apple"])
-    assert (cache / "apple.png").is_file() and not list(cache.rglob("*.part"))
-
-
-@pytest.mark.parametrize("name, junk", [("skull.zip", b"PK\x03\x04 truncated"), ("skull.zip", b"<html>404</html>"),
-                                        ("skull.png", b"<html>404</html>")])
-def test_a_download_that_does_not_parse_is_refused_and_not_kept(served, name, junk):
-    source, cache = served
-    (source / name).write_bytes(junk)
-    with pytest.raises(paths.DownloadError, match=rf"served/{name}: refused .*COMPBOOK_PICBREEDER_URL"):
-        load_genome("skull") if name.endswith(".zip") else picbreeder.reference_render("skull")
-    assert not (cache / name).exists()
-
-
-def test_a_missing_download_names_the_url(served):
-    source, cache = served
-    (source / "butterfly.zip").unlink()
-    with pytest.raises(paths.DownloadError, match=r"served/butterfly\.zip failed.*COMPBOOK_PICBREEDER_URL"):
-        load_genome("butterfly")
-
-
-def test_without_the_url_genomes_come_from_fers_repository_and_nothing_else_downloads(served, monkeypatch):
-    monkeypatch.delenv(picbreeder.URL_VARIABLE)
-    asked = []
-    monkeypatch.setattr(paths, "fetch", lambda url, *a, **k: asked.append(url) or pytest.fail("stop"))
-    with pytest.raises(pytest.fail.Exception):
-        picbreeder.find_genome("apple")
-    assert asked == [picbreeder.DOWNLOAD_URL.format(name="apple")]
-    assert picbreeder.source_url("fer_sgd/skull.npz") is None
-    with pytest.raises(FileNotFoundError, match=r"skull\.png not found in .*COMPBOOK_PICBREEDER_URL"):
-        picbreeder.reference_render("skull")
-    with pytest.raises(FileNotFoundError, match="skull.zip not found"):
-        picbreeder.find_genome("skull", download=False)
+# -- where the files come from: FER's repository at a pinned commit, checked by digest (tests/test_fer_files.py) ---
+def test_the_genomes_and_renders_are_fers_files_at_the_pinned_commit(genomes, reference_renders):
+    import hashlib
+    from compbook.cppn import fer_files
+    for name in GENOME_NAMES:
+        path = picbreeder.find_genome(name)
+        assert path.name in (f"{name}.zip",) and hashlib.sha256(path.read_bytes()).hexdigest() == \
+            fer_files.SHA256[f"picbreeder_genomes/{name}.zip"]
+        assert np.array_equal(picbreeder.reference_render(name), reference_renders[name])
+    with pytest.raises(GenomeError, match="unknown genome name 'cat'"):
+        picbreeder.reference_render("cat")

@@ -1,48 +1,46 @@
 """FER's own SGD networks (Kumar et al. 2025): the paper's SGD side, loaded into a :class:`~compbook.cppn.CPPN`.
 
-FER publishes the SGD-trained CPPNs behind its figures; ``../shared/picbreeder/fer_sgd/<name>.npz`` holds them
-converted to numpy, unchanged in value (``../shared/picbreeder/README.md``). Facts about the format (FER's
-``src/cppn.py``, a flax module):
+FER publishes the SGD-trained CPPNs behind its figures in its repository as ``data/sgd_<name>/{arch,params,args}.pkl``
+(pickles). They are read from there, pinned and checked by digest (:mod:`compbook.cppn.fer_files`: a local
+``shared/fer/`` folder, else downloaded and cached), by an unpickler that builds only NumPy arrays and an
+``argparse.Namespace`` and runs nothing else (:mod:`compbook.cppn.fer_pickle`); no JAX. Facts about the format
+(FER's ``src/cppn.py``, a flax module):
 
-- ``arch`` is FER's architecture string ``"<depth>;<act>:<n>,<act>:<n>,..."``, e.g. the skull's
+- ``arch.pkl`` is FER's architecture string ``"<depth>;<act>:<n>,<act>:<n>,..."``, e.g. the skull's
   ``"12;cache:15,gaussian:4,identity:2,sin:1"``: 12 hidden layers, each with that activation mix in that order
   (15 cache neurons, then 4 gaussian, ...), no biases, then a dense layer to (h, s, v);
-- ``params`` is the flat float32 vector of jax's parameter dict in *sorted key order* (``Dense_0, Dense_1,
+- ``params.pkl`` is the flat float32 vector of jax's parameter dict in *sorted key order* (``Dense_0, Dense_1,
   Dense_10, Dense_11, ..., Dense_2, ...``: sorted as strings), each kernel stored ``(in, out)``; ours are
   ``(out, in)``, so every kernel is transposed;
+- ``args.pkl`` holds FER's training arguments (``seed``, ``arch``, ``n_iters``, ``lr``, ...);
 - FER's inputs are ``(y, x, d, bias)`` with FER's ``y`` varying along columns: FER's first input is our ``x``
   (columns), its second our ``y`` (rows). :data:`FER_INPUTS_AS_OURS` is that mapping (checked by the render:
   swapped, the skull renders at 8 dB instead of 33.7 dB).
-
-:func:`load_fer` finds a file the way genomes are found (:func:`compbook.cppn.picbreeder.find_shared`), or
-downloads it from ``$COMPBOOK_PICBREEDER_URL/fer_sgd/<name>.npz`` when that is set (kept only when it reads as
-FER's network). FER's own repository holds pickled jax arrays, which this project does not unpickle, so there is
-no other download: without either the loader says where it looked, and :func:`source_note` says so in a chapter.
 """
 
 from __future__ import annotations
 
-import io
+import argparse
 import os
 import re
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .. import checks
-from . import picbreeder
+from . import fer_files, fer_pickle
 from .network import ACTIVATIONS, CPPN, INPUT_NAMES, layout_from_counts
 
 NAMES = ("skull", "butterfly", "apple")
-FOLDER = "fer_sgd"
+#: FER's files of one network, in its folder ``data/sgd_<name>/`` (``args.pkl`` is optional in a folder you give).
+FILES = ("arch.pkl", "params.pkl", "args.pkl")
 #: FER's input order (fact, FER's code) and which of our inputs each one is.
 FER_INPUTS = ("y", "x", "d", "bias")
 FER_INPUTS_AS_OURS = {"y": "x", "x": "y", "d": "d", "bias": "bias"}
 N_OUT = 3   # FER's networks draw (h, s, v)
-#: FER's architecture strings for its SGD networks (fact: the ``arch`` of ``fer_sgd/<name>.npz``, FER's
-#: ``data/sgd_<name>/arch.pkl``), for twins of FER's architecture where the files are absent.
+#: FER's architecture strings for its SGD networks (fact: FER's ``data/sgd_<name>/arch.pkl``), for twins of FER's
+#: architecture that need no download.
 FER_ARCH = {"skull": "12;cache:15,gaussian:4,identity:2,sin:1",
             "butterfly": "16;cache:17,gaussian:4,sigmoid:1,sin:1",
             "apple": "33;cache:28,gaussian:3,sigmoid:5,sin:2"}
@@ -145,69 +143,83 @@ def fer_cppn(params, arch: str) -> CPPN:
     return CPPN(arch_layout(arch), color="hsv", weights=params_to_weights(params, arch))
 
 
-def find_fer(name: str) -> Path:
-    """The path of FER's SGD network ``name`` (``fer_sgd/<name>.npz`` in the folders genomes are found in, or
-    downloaded from ``$COMPBOOK_PICBREEDER_URL`` when set)."""
+def find_fer(name: str, download: bool = True) -> dict[str, Path]:
+    """FER's files of SGD network ``name``: ``{"arch.pkl": path, "params.pkl": path, "args.pkl": path}``, each
+    FER's ``data/sgd_<name>/<file>`` checked by digest, from a local ``shared/fer/`` or the cache after a download
+    (:func:`compbook.cppn.fer_files.fetch`)."""
     if name not in NAMES:
-        raise ValueError(f"name must be one of {NAMES} or a path to a .npz, got {name!r}")
-    return picbreeder.fetch_shared(f"{FOLDER}/{name}.npz", _check_npz)
+        raise ValueError(f"name must be one of {NAMES} or a folder holding FER's {', '.join(FILES)}, got {name!r}")
+    return {f: fer_files.fetch(f"data/sgd_{name}/{f}", download) for f in FILES}
 
 
-def _check_npz(raw: bytes) -> None:
-    """A download check: the bytes are FER's network (a .npz without pickles whose params fit its arch)."""
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            if not {"params", "arch"} <= set(z.files):
-                raise ValueError(f"not a FER network file (has {sorted(z.files)}, needs params and arch)")
-            params_to_weights(z["params"], str(z["arch"]))
-    except (OSError, EOFError, zipfile.BadZipFile) as e:
-        raise ValueError(f"not a .npz file ({e})") from None
+def _files_of(source) -> dict[str, Path]:
+    """A name's files (:func:`find_fer`), or those of a folder holding FER's ``arch.pkl`` and ``params.pkl``."""
+    if isinstance(source, str) and source in NAMES:
+        return find_fer(source)
+    if not isinstance(source, (str, os.PathLike)) or str(source) == "" or (
+            isinstance(source, str) and len(Path(source).parts) == 1 and not Path(source).exists()):
+        raise ValueError(f"source must be one of {NAMES} or a folder holding FER's {', '.join(FILES)}, "
+                         f"got {source!r}")
+    folder = Path(source)
+    if not folder.exists():
+        raise FileNotFoundError(f"source: {folder} does not exist (a folder holding FER's {', '.join(FILES)})")
+    if not folder.is_dir():
+        raise ValueError(f"source: {folder} is not a folder holding FER's network ({', '.join(FILES)})")
+    missing = [f for f in FILES[:2] if not (folder / f).is_file()]
+    if missing:
+        raise ValueError(f"{folder}: not a FER network folder (missing {missing})")
+    return {f: folder / f for f in FILES if (folder / f).is_file()}
 
 
 def _read(source) -> dict:
-    path = find_fer(source) if isinstance(source, str) and source in NAMES else Path(source)
-    if path.is_dir():
-        raise ValueError(f"source: {path} is a folder, not a FER network file (.npz)")
-    if not path.is_file():
-        raise FileNotFoundError(f"FER network file {path} not found")
-    with np.load(path, allow_pickle=False) as z:
-        missing = {"params", "arch"} - set(z.files)
-        if missing:
-            raise ValueError(f"{path}: not a FER network file (missing {sorted(missing)})")
-        return {k: z[k] for k in z.files} | {"path": path}
+    """``{"arch": str, "params": float32 (n,), "args": dict, "path": params.pkl}`` of a name or a folder."""
+    files = _files_of(source)
+    arch = fer_pickle.load(files["arch.pkl"])
+    params = fer_pickle.load(files["params.pkl"])
+    args = fer_pickle.load(files["args.pkl"]) if "args.pkl" in files else argparse.Namespace()
+    if not isinstance(arch, str):
+        raise ValueError(f"{files['arch.pkl']}: expected FER's architecture string, got {type(arch).__name__}")
+    if not isinstance(params, np.ndarray):
+        raise ValueError(f"{files['params.pkl']}: expected a flat array of FER's parameters, got "
+                         f"{type(params).__name__}")
+    if not isinstance(args, argparse.Namespace):
+        raise ValueError(f"{files['args.pkl']}: expected FER's argparse.Namespace, got {type(args).__name__}")
+    params_to_weights(params, arch)                       # the params fit the arch (ValueError naming both)
+    return {"arch": arch, "params": params, "args": vars(args), "path": files["params.pkl"]}
 
 
 def load_fer(source: str | os.PathLike) -> CPPN:
-    """FER's SGD network as a :class:`CPPN`: a name (``"skull"``, ``"butterfly"``, ``"apple"``) or a .npz path."""
+    """FER's SGD network as a :class:`CPPN`: a name (``"skull"``, ``"butterfly"``, ``"apple"``) or a folder
+    holding FER's ``arch.pkl`` and ``params.pkl``."""
     z = _read(source)
-    return fer_cppn(z["params"], str(z["arch"]))
+    return fer_cppn(z["params"], z["arch"])
 
 
 def fer_info(source: str | os.PathLike) -> dict:
-    """What FER's file says about its training: arch, args (text), steps, final and best loss."""
+    """What FER's files say about its training: arch, args (text), parameter count, steps (``n_iters``)."""
     z = _read(source)
-    losses = np.asarray(z.get("losses", np.zeros(0)), dtype=float)
-    return {"arch": str(z["arch"]), "args": str(z.get("args", "")), "n_params": int(z["params"].size),
-            "steps": int(losses.size), "final_loss": float(losses[-1]) if losses.size else None,
-            "best_loss": float(losses.min()) if losses.size else None, "path": str(z["path"])}
+    steps = z["args"].get("n_iters")
+    return {"arch": z["arch"], "args": str(z["args"]), "n_params": int(z["params"].size),
+            "steps": int(steps) if isinstance(steps, int) else None, "path": str(z["path"])}
 
 
-def available() -> bool:
-    """Whether all three FER networks are here: found in the shared folders, or downloaded from
-    ``$COMPBOOK_PICBREEDER_URL`` when it is set (a download that fails there is an error, not False). The chapters
-    and tests use it to decide what to skip; :func:`source_note` says why."""
-    if all(picbreeder.find_shared(f"{FOLDER}/{n}.npz") is not None for n in NAMES):
-        return True
-    if not os.environ.get(picbreeder.URL_VARIABLE):
+def available(download: bool = True) -> bool:
+    """Whether all three FER networks are here: found locally or (``download``) downloaded from FER's
+    repository (or ``$COMPBOOK_PICBREEDER_URL``). A download that fails or brings other bytes is an error
+    naming the URL, not False. The chapters say where they came from with :func:`source_note`."""
+    try:
+        return all(len(find_fer(n, download)) == len(FILES) for n in NAMES)
+    except FileNotFoundError:
         return False
-    return all(find_fer(n).is_file() for n in NAMES)
 
 
 def source_note() -> str:
-    """One line for a chapter: that FER's networks are here, or that they are not and how to get them."""
-    if all(picbreeder.find_shared(f"{FOLDER}/{n}.npz") is not None for n in NAMES):
-        return f"FER's SGD networks: {', '.join(NAMES)} found ({FOLDER}/ of the Picbreeder folder)"
-    return (f"FER's SGD networks not found (fer.find_fer('skull') says where it looked). FER publishes them "
-            f"as pickles, which this book does not read: set ${picbreeder.URL_VARIABLE} to a folder URL holding "
-            f"{FOLDER}/<name>.npz, or ${picbreeder.ENV_VARIABLE} to a local folder. The sections on them are "
-            f"skipped.")
+    """One line for a chapter: where FER's networks come from (a local folder or the cache of downloads)."""
+    paths = [p for n in NAMES for p in find_fer(n).values()]
+    if all(fer_files.cache_dir() in p.parents for p in paths):
+        url = fer_files.source_url("data/sgd_skull/params.pkl")[0].removesuffix("/data/sgd_skull/params.pkl")
+        where = f"downloaded from {url} into {fer_files.cache_dir()}"
+    else:
+        where = "found in " + ", ".join(sorted({str(p.parents[2]) for p in paths}))
+    return (f"FER's SGD networks ({', '.join(NAMES)}): FER's data/sgd_<name>/*.pkl at commit "
+            f"{fer_files.COMMIT[:7]}, {where}")

@@ -1,10 +1,10 @@
 """Picbreeder genomes: load, validate, render as a DAG, and layerize into a :class:`~compbook.cppn.CPPN` (chapter 1).
 
 The genomes (skull, butterfly, apple) are third-party data from FER's public repository; they are never copied into
-this project. :func:`load_genome` reads a path you give, or finds a name in ``$COMPBOOK_PICBREEDER``, in a
-``shared/picbreeder/`` folder beside the checkout, or (online only) downloads it into ``~/.cache/compbook`` from
-``$COMPBOOK_PICBREEDER_URL`` (a folder URL laid out as ``shared/picbreeder/``) or else FER's repository, kept
-only when it parses as a genome.
+this project. :func:`load_genome` reads a path you give, or a name: FER's ``picbreeder_genomes/<name>.zip``, found
+in a local folder (``$COMPBOOK_PICBREEDER``, ``shared/fer/`` or ``shared/picbreeder/`` beside the checkout) or
+downloaded from FER's repository at a pinned commit (or ``$COMPBOOK_PICBREEDER_URL``), checked against its pinned
+SHA-256 and cached (:mod:`compbook.cppn.fer_files` says where, in which order).
 """
 
 from __future__ import annotations
@@ -12,30 +12,24 @@ from __future__ import annotations
 import io
 import math
 import os
-import urllib.parse
 import zipfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
-from PIL import Image
 
-from .. import checks, paths
+from .. import checks
+from . import fer_files
 from .network import ACTIVATIONS, CPPN, INPUT_NAMES, outputs_to_rgb
 
-GENOMES = {"skull": 576, "butterfly": 4376, "apple": 5736}
-ENV_VARIABLE = "COMPBOOK_PICBREEDER"
-#: A folder URL laid out as ``shared/picbreeder/`` (``skull.zip``, ..., ``skull.png``, ``fer_sgd/skull.npz``):
-#: when set, every download of that folder's files comes from it instead of FER's repository.
-URL_VARIABLE = "COMPBOOK_PICBREEDER_URL"
-DOWNLOAD_URL = "https://raw.githubusercontent.com/akarshkumar0101/fer/master/picbreeder_genomes/{name}.zip"
+GENOMES = fer_files.GENOMES
+ENV_VARIABLE = fer_files.ENV_VARIABLE   # a local folder of FER's files
+URL_VARIABLE = fer_files.URL_VARIABLE   # a folder URL laid out as FER's repository
 MAX_XML_BYTES = 16 * 2**20  # the largest genome here is 79 kB; anything this big is not a genome
-MAX_SHARED_BYTES = 64 * 2**20  # the largest file of the Picbreeder folder (FER's apple network) is 0.5 MB
 #: Largest |link weight| a genome may hold (our choice: Picbreeder clamps weights to [-3, 3]; a weight of 1e308
 #: is finite but its products overflow, so it could only draw NaN).
 MAX_WEIGHT = 1e3
@@ -108,86 +102,22 @@ class Genome:
 
 
 # -- loading ---------------------------------------------------------------------------------------------------
-def _search_dirs() -> list[Path]:
-    dirs = [Path(os.environ[ENV_VARIABLE])] if os.environ.get(ENV_VARIABLE) else []
-    for start in (Path.cwd(), Path(__file__).resolve().parent):
-        dirs += [p / "shared" / "picbreeder" for p in (start, *start.parents)]
-    return dirs + [cache_dir()]
-
-
-def cache_dir() -> Path:
-    """Where downloaded files of the Picbreeder folder are kept: ``~/.cache/compbook/picbreeder``."""
-    return Path.home() / ".cache" / "compbook" / "picbreeder"
-
-
-def find_shared(relative: str) -> Path | None:
-    """The first file ``relative`` (e.g. ``"fer_sgd/skull.npz"``) in the folders genomes are found in
-    (``$COMPBOOK_PICBREEDER``, ``shared/picbreeder/`` beside the checkout or above the cwd, ``~/.cache``), or None."""
-    for d in _search_dirs():
-        if (d / relative).is_file():
-            return d / relative
-    return None
-
-
-def search_dirs() -> list[Path]:
-    """The folders :func:`find_genome` and :func:`find_shared` look in, in order."""
-    return _search_dirs()
-
-
-def source_url(relative: str) -> tuple[str, str] | None:
-    """``(url, setting)``: where file ``relative`` of the Picbreeder folder is downloaded from and the setting
-    that says so: ``$COMPBOOK_PICBREEDER_URL/<relative>`` when set (every file), else FER's repository for a
-    genome zip; None where there is no public source (FER's networks are pickles there, not read here)."""
-    if os.environ.get(URL_VARIABLE):
-        base = paths.base_url(URL_VARIABLE, "")
-        return f"{base}/{urllib.parse.quote(relative)}", f"${URL_VARIABLE}"
-    name = relative.removesuffix(".zip")
-    if name in GENOMES and relative.endswith(".zip"):
-        return DOWNLOAD_URL.format(name=name), f"${URL_VARIABLE} (unset: FER's repository)"
-    return None
-
-
-def fetch_shared(relative: str, check: Callable[[bytes], None], download: bool = True,
-                 max_bytes: int = MAX_SHARED_BYTES) -> Path:
-    """File ``relative`` of the Picbreeder folder: :func:`find_shared`, else (``download``) fetched from
-    :func:`source_url` into :func:`cache_dir`, kept only when ``check(bytes)`` passes (it raises ``ValueError``,
-    e.g. a genome that does not parse). ``FileNotFoundError`` naming the folders and both settings when it is
-    nowhere and has no source; :class:`compbook.paths.DownloadError` naming the URL when the download fails."""
-    found = find_shared(relative)
-    if found is not None:
-        return found
-    source = source_url(relative) if download else None
-    if source is None:
-        raise FileNotFoundError(f"{relative} not found in {[str(d) for d in _search_dirs()]}; set ${ENV_VARIABLE} "
-                                f"to a folder holding it, or ${URL_VARIABLE} to a folder URL laid out as "
-                                f"shared/picbreeder/ (skull.zip, ..., fer_sgd/skull.npz)")
-    return paths.fetch(source[0], cache_dir() / relative, source[1], check, max_bytes)
-
-
 def find_genome(name: str, download: bool = True) -> Path:
-    """The path of a named genome (``"skull"``, ``"butterfly"``, ``"apple"``), downloading it if allowed (kept
-    only when it parses as a genome)."""
+    """The path of a named genome (``"skull"``, ``"butterfly"``, ``"apple"``): FER's
+    ``picbreeder_genomes/<name>.zip``, found locally or downloaded and checked by digest
+    (:func:`compbook.cppn.fer_files.fetch`)."""
     if name not in GENOMES:
         raise GenomeError(f"unknown genome name {name!r}: expected a path or one of {sorted(GENOMES)}")
-    return fetch_shared(f"{name}.zip", lambda raw: parse_genome(_xml_bytes(raw, f"{name}.zip"), name, f"{name}.zip"),
-                        download)
+    return fer_files.fetch(f"picbreeder_genomes/{name}.zip", download)
 
 
-def _check_image(raw: bytes) -> None:
-    try:
-        with Image.open(io.BytesIO(raw)) as img:
-            img.verify()
-    except (OSError, SyntaxError) as e:
-        raise ValueError(f"not a readable image ({e})") from None
-
-
-def reference_render(name: str) -> np.ndarray:
+def reference_render(name: str, download: bool = True) -> np.ndarray:
     """The reference implementation's 256x256 render of a named genome, RGB floats ``(256, 256, 3)`` in [0, 1]
-    (``<name>.png`` of the Picbreeder folder; downloaded only from ``$COMPBOOK_PICBREEDER_URL``)."""
+    (FER's ``data/picbreeder_<name>/img.png``, found or downloaded like the genomes)."""
     from ..images import load_image
     if name not in GENOMES:
         raise GenomeError(f"unknown genome name {name!r}: expected one of {sorted(GENOMES)}")
-    return load_image(fetch_shared(f"{name}.png", _check_image))
+    return load_image(fer_files.fetch(f"data/picbreeder_{name}/img.png", download))
 
 
 def _read_xml_bytes(path: Path) -> bytes:
