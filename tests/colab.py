@@ -6,7 +6,7 @@
   comes before every site folder (an editable install of compbook there cannot shadow the wheel; a first cell
   checks where compbook comes from).
 * :class:`Host`: a local HTTP server on 127.0.0.1 standing in for this repository (``data/`` as
-  ``raw.githubusercontent.com/<owner>/<repo>/<branch>/data/``) and for the third-party files; each chapter gets
+  ``raw.githubusercontent.com/<owner>/<repo>/<branch>/data/``) and for FER's repository (the third-party files); each chapter gets
   its own URL prefix, so its requests are logged apart.
 * :func:`prepare` / :func:`execute` / :func:`strip`: a chapter with a first and a last cell inserted (an audit hook
   records every file of the checkout or the shared folder the kernel opens), executed by nbclient with a per-cell
@@ -38,8 +38,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-#: the folder standing in for the third-party host ($COMPBOOK_PICBREEDER_URL), laid out as compbook reads it
-THIRD_PARTY = SHARED / "picbreeder"
+#: the folder standing in for FER's repository ($COMPBOOK_PICBREEDER_URL), laid out as that repository is
+THIRD_PARTY = SHARED / "fer"
 HOST = "127.0.0.1"
 DATA_PREFIX = "/compbook/compbook/main/data/"         # as raw.githubusercontent.com/<owner>/<repo>/<branch>/data/
 THIRD_PARTY_PREFIX = "/third-party/"
@@ -284,26 +284,29 @@ def sha(path: Path) -> str:
 
 @dataclass
 class Outcome:
-    """One chapter's run: exit status, seconds (kernel start included), the run's stderr tail."""
+    """One chapter's run: exit status, seconds (kernel start included), the run's stderr tail, and whether the
+    test's checks of it passed (``checked``)."""
     name: str
     status: int
     seconds: float
     stderr: str = ""
     folder: Path = field(default=None)
+    checked: bool = False
 
 
 def junit(outcomes: list[Outcome], path: Path) -> Path:
-    """A JUnit-like report, one ``testcase`` per chapter with its seconds and a ``failure`` when it failed (what
-    ``python -m compbook.results runtimes`` reads)."""
+    """A JUnit-like report, one ``testcase`` per chapter with its seconds and a ``failure`` when it failed or
+    its checks did not pass (what ``python -m compbook.results runtimes`` reads)."""
     import xml.etree.ElementTree as ET
     suite = ET.Element("testsuite", name="colab", tests=str(len(outcomes)),
-                       failures=str(sum(o.status != 0 for o in outcomes)),
+                       failures=str(sum(o.status != 0 or not o.checked for o in outcomes)),
                        time=f"{sum(o.seconds for o in outcomes):.3f}")
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", classname="colab", file=f"chapters/{o.name}",
                              name=o.name, time=f"{o.seconds:.3f}")
-        if o.status:
-            ET.SubElement(case, "failure", message=f"{o.name} failed").text = o.stderr[-5000:]
+        if o.status or not o.checked:
+            ET.SubElement(case, "failure", message=f"{o.name} failed" if o.status else f"{o.name}: a check failed"
+                          ).text = o.stderr[-5000:]
     root = ET.Element("testsuites")
     root.append(suite)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
