@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from compbook import checkpoints, paths, results
+from compbook.results import door
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {"compbook/paths.py"}                    # and every module of compbook/results/
@@ -70,7 +71,7 @@ def colab(tmp_path, monkeypatch):
     cache, log = tmp_path / "home" / ".cache" / "compbook" / "data", tmp_path / "made.jsonl"
     monkeypatch.setenv(paths.DATA_VARIABLE, str(cache))
     monkeypatch.setenv(paths.DATA_URL_VARIABLE, (ROOT / "data").as_uri())
-    monkeypatch.setenv(results.MADE_LOG_VARIABLE, str(log))
+    monkeypatch.setenv(door.MADE_LOG_VARIABLE, str(log))
     monkeypatch.setattr(paths, "repository_root", lambda: None)
     log.write_text("")
     return cache, log
@@ -150,15 +151,15 @@ def test_part_b_notes_recipe_models_are_fetched_not_trained(colab, monkeypatch):
 
 def test_a_registered_folder_comes_whole_and_a_pattern_lists_the_registrys_files(colab):
     cache, _ = colab
-    folder = results.stored_path("sae/study/k8/")
+    folder = door.stored_path("sae/study/k8/")
     listed = json.loads((ROOT / "data/registry.json").read_text())["artifacts"]["sae/study/k8"]["files"]
     assert folder == cache / "sae/study/k8" and sorted(
         p.relative_to(cache).as_posix() for p in folder.rglob("*") if p.is_file()) == sorted(listed)
-    names = results.stored_names("emc2/twin_skull_64px_*steps_seed0.json")
+    names = door.stored_names("emc2/twin_skull_64px_*steps_seed0.json")
     assert names == sorted(f"{n}.json" for n in json.loads((ROOT / "data/registry.json").read_text())["artifacts"]
                            if n.startswith("emc2/twin_skull_64px_") and n.endswith("seed0")) and names
     assert not (cache / names[0]).exists(), "listing fetches nothing"
-    assert not results.is_stored("emc2/twin_skull_64px_1steps_seed0") and results.is_stored(names[0])
+    assert not door.is_stored("emc2/twin_skull_64px_1steps_seed0") and door.is_stored(names[0])
 
 
 # -- stored, else made: settings, the made-log, registration ----------------------------------------------------------
@@ -168,7 +169,7 @@ def scratch(tmp_path, monkeypatch):
     folder, log = tmp_path / "data", tmp_path / "made.jsonl"
     results.init(folder)
     monkeypatch.setenv(paths.DATA_VARIABLE, str(folder))
-    monkeypatch.setenv(results.MADE_LOG_VARIABLE, str(log))
+    monkeypatch.setenv(door.MADE_LOG_VARIABLE, str(log))
     log.write_text("")
     return folder, log
 
@@ -176,7 +177,7 @@ def scratch(tmp_path, monkeypatch):
 def _maker(name: str, settings: dict, calls: list):
     def make():
         calls.append(name)
-        results.write_json(results.made_path(name), {"settings": settings}, "python -m compbook.cppn test")
+        results.write_json(door.made_path(name), {"settings": settings}, "python -m compbook.cppn test")
     return make
 
 
@@ -187,34 +188,34 @@ def _settings(path):
 def test_stale_settings_are_refused_or_made_again_never_served(scratch):
     folder, log = scratch
     calls = []
-    path = results.stored_or_made("emc2/r.json", {"n": 1, "k": 2}, _maker("emc2/r.json", {"n": 1, "k": 2}, calls),
+    path = door.stored_or_made("emc2/r.json", {"n": 1, "k": 2}, _maker("emc2/r.json", {"n": 1, "k": 2}, calls),
                                   recorded=_settings, log=None)
     assert calls == ["emc2/r.json"] and _settings(path) == {"n": 1, "k": 2}
-    assert results.stored_or_made("emc2/r.json", {"n": 1, "k": 2}, _never, recorded=_settings) == path
+    assert door.stored_or_made("emc2/r.json", {"n": 1, "k": 2}, _never, recorded=_settings) == path
     with pytest.raises(ValueError, match=r"emc2/r\.json: stored for other settings \(n\).*never served"):
-        results.stored_or_made("emc2/r.json", {"n": 3, "k": 2}, _never, recorded=_settings)
+        door.stored_or_made("emc2/r.json", {"n": 3, "k": 2}, _never, recorded=_settings)
     with pytest.raises(ValueError, match="other settings"):
-        results.stored_or_made("emc2/r.json", {"n": 3, "k": 2}, _never, recorded=_settings, may_make=False,
+        door.stored_or_made("emc2/r.json", {"n": 3, "k": 2}, _never, recorded=_settings, may_make=False,
                                stale="remake")
-    results.stored_or_made("emc2/r.json", {"n": 3, "k": 2}, _maker("emc2/r.json", {"n": 3, "k": 2}, calls),
+    door.stored_or_made("emc2/r.json", {"n": 3, "k": 2}, _maker("emc2/r.json", {"n": 3, "k": 2}, calls),
                            recorded=_settings, stale="remake", log=None)
     assert calls == ["emc2/r.json"] * 2 and _settings(path) == {"n": 3, "k": 2}
     with pytest.raises(FileNotFoundError, match=r"emc2/q\.json: not stored.*python -m compbook\.cppn q makes it"):
-        results.stored_or_made("emc2/q.json", None, _never, may_make=False, command="python -m compbook.cppn q")
+        door.stored_or_made("emc2/q.json", None, _never, may_make=False, command="python -m compbook.cppn q")
     with pytest.raises(RuntimeError, match="stored nothing"):
-        results.stored_or_made("emc2/q.json", None, lambda: None, log=None)
+        door.stored_or_made("emc2/q.json", None, lambda: None, log=None)
     with pytest.raises(ValueError, match="stale"):
-        results.stored_or_made("emc2/r.json", None, _never, stale="serve")
+        door.stored_or_made("emc2/r.json", None, _never, stale="serve")
 
 
 def test_the_made_log_names_only_registered_results_that_were_made(scratch):
     folder, log = scratch
     calls = []
-    results.stored_or_made("emc2/a.json", None, _maker("emc2/a.json", {}, calls), log=None)
+    door.stored_or_made("emc2/a.json", None, _maker("emc2/a.json", {}, calls), log=None)
     assert log.read_text() == "", "a result the registry did not list was made: not logged"
-    results.stored_or_made("emc2/a.json", None, _never)
+    door.stored_or_made("emc2/a.json", None, _never)
     assert log.read_text() == "", "served: nothing made"
-    results.stored_or_made("emc2/a.json", None, _maker("emc2/a.json", {}, calls), remake=True, log=None)
+    door.stored_or_made("emc2/a.json", None, _maker("emc2/a.json", {}, calls), remake=True, log=None)
     assert [json.loads(x) for x in log.read_text().splitlines()] == [
         {"name": "emc2/a.json", "why": "asked to make it again"}]
 
@@ -224,12 +225,12 @@ def test_a_made_result_is_registered_in_its_store(scratch):
     folder, _ = scratch
 
     def make():
-        p = results.made_path("binding/full/m")
+        p = door.made_path("binding/full/m")
         p.parent.mkdir(parents=True)
         p.with_name("m.json").write_text("{}")
         p.with_name("m.safetensors").write_bytes(b"x")
 
-    results.stored_or_made("m", None, make, store="binding/full", log=None)
+    door.stored_or_made("m", None, make, store="binding/full", log=None)
     art = results.read_registry(folder)["artifacts"]["binding/full/m"]
     assert art["path"] == "binding/full/m" and sorted(art["files"]) == ["binding/full/m.json",
                                                                         "binding/full/m.safetensors"]
@@ -239,18 +240,18 @@ def test_a_made_result_is_registered_in_its_store(scratch):
 def test_outside_a_checkout_a_made_result_goes_to_the_cache_and_its_registry(colab):
     cache, log = colab
     calls = []
-    results.stored_or_made("emc2/new.json", {"n": 1}, _maker("emc2/new.json", {"n": 1}, calls),
+    door.stored_or_made("emc2/new.json", {"n": 1}, _maker("emc2/new.json", {"n": 1}, calls),
                            recorded=_settings, log=None)
     reg = results.read_registry(cache)
     assert "emc2/new" in reg["artifacts"] and "emc2/partA_reread" in reg["artifacts"]
     assert (cache / "emc2/new.json").is_file() and log.read_text() == ""
-    checkpoints.save(results.made_path("emc2/t"), {"w": torch.ones(2)}, {}, format="test/1")
-    assert results.is_stored("emc2/t")
+    checkpoints.save(door.made_path("emc2/t"), {"w": torch.ones(2)}, {}, format="test/1")
+    assert door.is_stored("emc2/t")
 
 
 def test_a_registered_result_made_in_colab_is_logged(colab):
     cache, log = colab
-    results.stored_or_made("binding/complexity_V5.json", None,
+    door.stored_or_made("binding/complexity_V5.json", None,
                            lambda: results.write_json(cache / "binding/complexity_V5.json", {"rows": []}),
                            remake=True, log=None)
     assert json.loads(log.read_text()) == {"name": "binding/complexity_V5.json", "why": "asked to make it again"}
@@ -259,11 +260,30 @@ def test_a_registered_result_made_in_colab_is_logged(colab):
 def test_names_stay_inside_the_data_folder(scratch):
     for bad in ("../x.json", "/etc/passwd", "", "a/../../b", 3):
         with pytest.raises(ValueError):
-            results.stored_path(bad)
+            door.stored_path(bad)
     with pytest.raises(ValueError, match="pattern"):
-        results.stored_path("emc2/*.json")
+        door.stored_path("emc2/*.json")
     with pytest.raises(FileNotFoundError, match=r"data/emc2/none\.json: not stored"):
-        results.stored_path("emc2/none.json")
+        door.stored_path("emc2/none.json")
     outside = Path(scratch[0]).parent / "elsewhere.json"
     outside.write_text("{}")
-    assert results.stored_path(outside) == outside          # a caller's own folder is taken as it is
+    assert door.stored_path(outside) == outside          # a caller's own folder is taken as it is
+
+
+def test_a_cache_read_and_extended_is_fetched_when_stored_else_its_new_place(colab):
+    """``local_path``: the judge caches and the choice file (read, then filled) come from the repository when
+    it stores them, else they start where a writer puts them."""
+    from compbook.cppn.judges import semantic
+    cache, _ = colab
+    assert semantic.choice_path() == cache / "semantic/choice.json" and (cache / "semantic/choice.json").is_file()
+    _same_as_repository(cache, "semantic/choice.json")
+    new = door.local_path("judge_cache/a-new-judge-0123abcd.json")
+    assert new == cache / "judge_cache/a-new-judge-0123abcd.json" and not new.exists()
+
+
+def test_a_maker_outside_the_door_notes_what_it_makes(colab):
+    cache, log = colab
+    door.note_made("emc2/not_registered.json", "trained by a command")
+    assert log.read_text() == ""
+    door.note_made(door.made_path("binding/overfit_C2V5_cov0.8_s0"), "trained by run_one")
+    assert json.loads(log.read_text()) == {"name": "binding/overfit_C2V5_cov0.8_s0", "why": "trained by run_one"}

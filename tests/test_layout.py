@@ -21,7 +21,8 @@ MAX_LINES = 600
 SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
           "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.exercises",
           "compbook.sliders", "compbook.scenes", "compbook.papers", "compbook.serving", "compbook.journal",
-          "compbook.results", "compbook.results.upkeep", "compbook.results.runtimes", "compbook.results.__main__",
+          "compbook.results", "compbook.results.door", "compbook.results.upkeep", "compbook.results.runtimes",
+          "compbook.results.__main__",
           "compbook.legibility", "compbook.estimate", "compbook.sweeps", "compbook.sweeps.spec", "compbook.sweeps.store",
           "compbook.sweeps.backends", "compbook.sweeps.runner", "compbook.sweeps.cli", "compbook.sweeps.toys",
           "compbook.sweeps.__main__"}

@@ -30,6 +30,7 @@ import torch
 
 from .. import results
 from ..cli import dispatch
+from ..results import door
 
 PROG = "python -m compbook.binding"
 
@@ -51,11 +52,10 @@ def clevr(argv: Sequence[str]) -> int:
 
 def complexity(argv: Sequence[str]) -> int:
     """``complexity [--n-values 5]``: the table for a saved sweep -> ``data/binding/complexity_V<n>.json``."""
-    from .. import results
     from .complexity import controlled_complexity, default_complexity
     from .sweep import load_sweep
     ap = argparse.ArgumentParser(prog=f"{PROG} complexity", description=complexity.__doc__)
-    ap.add_argument("--sweep-dir", default=str(results.made_path("binding")))
+    ap.add_argument("--sweep-dir", default=str(door.made_path("binding")))
     ap.add_argument("--n-values", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: fastest on a shared CPU)")
     args = ap.parse_args(argv)

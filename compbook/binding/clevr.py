@@ -14,13 +14,14 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from .. import checkpoints, checks, config, results
+from .. import checkpoints, checks, config
 from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig
 from .recognition import concept_recognition, recognise
 from .splits import coverage_split
 from .train import DualStack, DualTrainConfig, train_stack
+from ..results import door
 
 MAX_LEN = 12
 
@@ -132,11 +133,11 @@ def load_or_train(swap_negatives: bool, retrain: bool = False, setup: Setup | No
     checks.boolean(save, "save")
     setup = default_setup() if setup is None else checks.instance(setup, "setup", Setup)
     name = checkpoint_name(swap_negatives, setup)
-    if not save and (retrain or not results.is_stored(name)):
+    if not save and (retrain or not door.is_stored(name)):
         return _trained(setup, swap_negatives, None)
     made = []
-    path = results.stored_or_made(
-        name, asdict(setup), lambda: made.append(_trained(setup, swap_negatives, results.made_path(name))),
+    path = door.stored_or_made(
+        name, asdict(setup), lambda: made.append(_trained(setup, swap_negatives, door.made_path(name))),
         recorded=_recorded_setup, remake=retrain,
         command=f"load_or_train({swap_negatives}, retrain=True) (chapter 10's RETRAIN)")
     if made:

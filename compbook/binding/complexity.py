@@ -27,6 +27,7 @@ from .. import checks, config
 from ..config import ModeConfig
 from . import paper
 from .probes import check_values
+from ..results import door
 
 
 @dataclass(frozen=True)
@@ -226,11 +227,10 @@ def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) ->
 
 def load_complexity(n_values: int, directory=None) -> dict:
     """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``
-    (chapter 12; fetched outside a checkout, :func:`compbook.results.stored_path`)."""
-    from .. import results
+    (chapter 12; fetched outside a checkout, :func:`compbook.door.stored_path`)."""
 
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     name = f"complexity_V{n_values}.json"
-    path = results.stored_path(Path(directory) / name if directory else f"binding/{name}",
-                               f"python -m compbook.binding complexity --n-values {n_values}")
+    path = door.stored_path(Path(directory) / name if directory else f"binding/{name}",
+                            f"python -m compbook.binding complexity --n-values {n_values}")
     return checks.json_file(path, "complexity table")

@@ -24,15 +24,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checkpoints, checks, results
+from .. import checkpoints, checks
 from ..config import device as run_device
 from ..config import is_full
 from ..config import mode as run_mode
 from .recipe_config import RecipeConfig
 from .recipe_data import batch_queries, sample_recipe_scenes, split_objects
-from .recipe_eval import (StoredEvaluation, eval_sets, evaluate_recipe, evaluate_stored, floors, is_stored,
+from .recipe_eval import (StoredEvaluation, eval_sets, evaluate_recipe, evaluate_stored, floors,
                           paper_metric, swap_binding)
 from .recipe_model import FORMAT, RecipeEncoder, batch_loss, save_recipe, stem_for
+from ..results import door
 
 
 def lr_factor(cfg: RecipeConfig, step: int) -> float:
@@ -184,6 +185,7 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
     """Train (resuming from ``checkpoint``, default :func:`default_checkpoint`), evaluate, store under ``out``
     (default :func:`~compbook.binding.recipe_model.store_dir`); the record."""
     stem = stem_for(cfg, out, prefix)
+    door.note_made(stem, "trained by run_one")
     ckpt = checkpoint or default_checkpoint(cfg, stem.name)
     model, record = train_and_evaluate(cfg, ckpt, run_device())
     if command:
@@ -198,7 +200,7 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
 def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bool = False) -> StoredEvaluation:
     """The model of ``cfg`` in the mode's store (:func:`~compbook.binding.recipe_model.stem_for`), evaluated here
     (:func:`~compbook.binding.recipe_eval.evaluate_stored`): Part B's notes read their models so, through
-    :func:`compbook.results.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
+    :func:`compbook.door.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
     trained first (:func:`run_one`, resumable from its checkpoint) and stored; in CPU mode the models are
     committed, and a missing one is a ``FileNotFoundError`` naming the command that trains it. A model stored
     for another config is a ``ValueError``."""
@@ -211,8 +213,8 @@ def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bo
         print(f"{stem.name}: training it here ({cfg.steps:,} steps; resumable)")
         run_one(cfg, prefix=prefix, command=f"COMPBOOK_MODE=full {command}")
 
-    results.stored_or_made(stem, asdict(cfg), make, recorded=_recorded_config, may_make=is_full(),
-                           stale="refuse", command=command)
+    door.stored_or_made(stem, asdict(cfg), make, recorded=_recorded_config, may_make=is_full(),
+                        stale="refuse", command=command)
     return evaluate_stored(stem, cfg, floors_here=floors_here)
 
 

@@ -20,12 +20,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .. import checkpoints, checks, results
+from .. import checkpoints, checks
 from ..stats import wilson
 from .recipe_config import RecipeConfig
 from .recipe_data import (batch_queries, binding_scenes, concept_query_tokens, object_values, query_tokens,
                           recipe_scene_tokens, sample_recipe_scenes, split_objects, swap_sets)
 from .recipe_model import RecipeEncoder, load_recipe, store_dir
+from ..results import door
 
 
 def separation(logits, labels) -> np.ndarray:
@@ -235,8 +236,8 @@ class StoredEvaluation:
 
 def is_stored(stem) -> bool:
     """Whether a recipe model is stored at ``stem`` (its JSON record is there, or, outside a checkout, the
-    repository's registry lists it: :func:`compbook.results.is_stored`)."""
-    return results.is_stored(checkpoints.stem(stem))
+    repository's registry lists it: :func:`compbook.door.is_stored`)."""
+    return door.is_stored(checkpoints.stem(stem))
 
 
 def evaluate_stored(stem, cfg: RecipeConfig | None = None, floors_here: bool = False) -> StoredEvaluation:

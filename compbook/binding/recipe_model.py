@@ -25,9 +25,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import checkpoints, checks, config, results
+from .. import checkpoints, checks, config
 from .recipe_config import RecipeConfig
 from .recipe_data import concept_query_tokens, query_tokens, recipe_scene_tokens
+from ..results import door
 
 #: the stored model's format
 FORMAT = "compbook-recipe-model/1"
@@ -124,8 +125,8 @@ def save_recipe(model: RecipeEncoder, record: dict, stem: str | os.PathLike) -> 
 
 def load_recipe(stem: str | os.PathLike) -> tuple[RecipeEncoder, dict]:
     """Inverse of :func:`save_recipe`: the model (eval mode) and its record (a stored model is fetched first
-    outside a checkout: :func:`compbook.results.stored_path`)."""
-    stem = results.stored_path(checkpoints.stem(stem))
+    outside a checkout: :func:`compbook.door.stored_path`)."""
+    stem = door.stored_path(checkpoints.stem(stem))
     record = checkpoints.read_header(stem, format=FORMAT)
     where = checkpoints.files(stem)[0]
     cfg = config_of(record, where)
@@ -157,7 +158,7 @@ def config_of(record, where) -> RecipeConfig:
 def store_dir() -> Path:
     """Where the recipe's models are stored: ``data/binding/`` in CPU mode, ``data/binding/full/`` in full
     mode (a full-size model never takes a CPU model's file name)."""
-    return results.made_path(config.by_mode(cpu="binding", full="binding/full"))
+    return door.made_path(config.by_mode(cpu="binding", full="binding/full"))
 
 
 def stem_for(cfg: RecipeConfig, directory=None, prefix: str = "recipe") -> Path:

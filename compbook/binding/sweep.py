@@ -7,7 +7,7 @@ a candidate) and fits the three probes of :mod:`compbook.binding.probes` to its 
 train scenes, R^2 on test scenes). Results go to ``data/binding/controlled_V{V}.safetensors`` (stacked weights)
 and ``.json`` (config, coverages, seeds, validation history, test recognition, probe fits, timings).
 :func:`load_sweep` reads them back, :func:`load_sweeps` every size of a sweep (stored, else trained:
-:func:`compbook.results.stored_or_made`).
+:func:`compbook.door.stored_or_made`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .splits import coverage_split
 from .scoring import (FORMAT, MAX_SCENES, SweepConfig, check_coverages, default_sweep, needs_binding,  # noqa: F401
                       probe_fits, scene_embeddings, sweep_splits, test_binding, test_recognition, test_scenes,
                       test_scores)
+from ..results import door
 
 
 def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: bool = True, store=None,
@@ -60,7 +61,7 @@ def load_sweep(n_values: int, directory=None) -> dict:
     """A saved size: the JSON record with ``config`` as :class:`ControlledConfig` and ``params`` (stacked)."""
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     name = f"controlled_V{n_values}"
-    path = results.stored_path(Path(directory) / name if directory else f"binding/{name}", SWEEP_COMMAND)
+    path = door.stored_path(Path(directory) / name if directory else f"binding/{name}", SWEEP_COMMAND)
     params, record = checkpoints.load(path, format=FORMAT)
     record["config"] = checks.from_fields(ControlledConfig, record.get("config"), f"{path}.json: config")
     record["params"] = params
@@ -94,7 +95,7 @@ def rescore(n_values: int, directory=None) -> dict:
     sweep, splits = record_splits(rec)
     rec.update(test_scores(rec["params"], rec["config"], splits, sweep))
     name = f"controlled_V{n_values}.json"
-    path = results.made_path(Path(directory) / name if directory else f"binding/{name}")
+    path = door.made_path(Path(directory) / name if directory else f"binding/{name}")
     results.write_json(path, {k: asdict(v) if k == "config" else v for k, v in rec.items() if k != "params"},
                        results.joined(rec.get("made_by"), results.made_by(path)))
     return rec
@@ -181,9 +182,9 @@ def load_sweeps(sweep: SweepConfig | None = None, directory=None, retrain: bool 
             from .tasks import default_store
             run_size(sweep, want, directory, store=None if retrain else default_store())
 
-        results.stored_or_made(f"controlled_V{v}", _asked(sweep, want), make, store=directory,
-                               recorded=_recorded, may_make=retrain or config.is_full(), stale="remake",
-                               remake=retrain, command=SWEEP_COMMAND)
+        door.stored_or_made(f"controlled_V{v}", _asked(sweep, want), make, store=directory,
+                            recorded=_recorded, may_make=retrain or config.is_full(), stale="remake",
+                            remake=retrain, command=SWEEP_COMMAND)
         out[v] = load_sweep(v, directory)
     return out
 

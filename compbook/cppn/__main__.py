@@ -34,6 +34,7 @@ import torch
 
 from .. import results
 from ..cli import dispatch
+from ..results import door
 
 PROG = "python -m compbook.cppn"
 
@@ -484,7 +485,7 @@ def _overlap(out_key: str, out: str, seed: int) -> None:
 
 # -- reread -----------------------------------------------------------------------------------------------------------
 def _write_reread(out: dict) -> None:
-    path = results.write_json(results.made_path("emc2/reread.json"), out, indent=0)
+    path = results.write_json(door.made_path("emc2/reread.json"), out, indent=0)
     for r in out["rows"]:
         print(f"{r['concept']:9s} {r['network']:10s} {r['judge']:24s} d={r['delta']:<4} {r['score']:.3f} "
               f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n={r['n']}")
@@ -510,7 +511,7 @@ def reread(argv: Sequence[str]) -> int:
                f"{' '.join(map(str, args.deltas))}")
     out = rr.run(args.sample, args.pb_sample, tuple(args.deltas), args.concepts, made_by)
     if args.concepts:
-        part = results.made_path(f"emc2/reread_part_{'_'.join(out['concepts'])}.json")
+        part = door.made_path(f"emc2/reread_part_{'_'.join(out['concepts'])}.json")
         results.write_json(part, out, indent=0)
         print(f"wrote {part} in {out['seconds']} s; merge the parts with --merge")
         return 0
@@ -569,7 +570,7 @@ def counting(argv: Sequence[str]) -> int:
     torch.set_num_threads(1)
     if args.cross_batch:
         out = c.cross_batch(seed=args.seed)
-        path = Path(args.out) if args.out else results.made_path(c.CROSS_FILE)
+        path = Path(args.out) if args.out else door.made_path(c.CROSS_FILE)
         results.write_json(path, out, f"{PROG} counting --cross-batch --seed {args.seed}")
         print(c.cross_batch_table(out).round(3).to_string())
         print(f"wrote {path} in {out['seconds']} s")

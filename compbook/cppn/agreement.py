@@ -28,6 +28,7 @@ from ..stats import wilson  # noqa: F401 (re-exported: agreement.wilson)
 from .judges import semantic
 from .judges.base import SSIM_THRESHOLD
 from .judges.semantic import THRESHOLD_GRID   # one grid: read_choice checks stored thresholds against it
+from ..results import door
 
 
 def metrics(labels: Sequence[bool], judge: Sequence[bool]) -> dict:
@@ -227,9 +228,8 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
 def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
     """The items of a key in ``data/judge_cache/`` that have a stored answer of the first labeller, and those answers."""
     from . import labelling
-    from .. import results
     checks.safe_name(key_name, "key_name")
-    key = labelling.read_key(results.stored_path(f"judge_cache/{key_name}"))
+    key = labelling.read_key(door.stored_path(f"judge_cache/{key_name}"))
     answers = labelling.answers_for(key)
     have = [j for j, a in enumerate(answers) if a is not None]
     return [key[j] for j in have], [answers[j] for j in have]
@@ -327,10 +327,9 @@ def answered(key_names: Sequence[str], identity: str | None = None) -> tuple[lis
     """:func:`answered_items` over several keys in ``data/judge_cache/``, for the labeller ``identity``
     (default: the first labeller, :func:`compbook.cppn.labelling.labeller_identity`)."""
     from . import labelling
-    from .. import results
     items, answers = [], []
     for k in checks.sequence(key_names, "key_names"):
-        key = labelling.read_key(results.stored_path(f"judge_cache/{checks.safe_name(k, 'key_names')}"))
+        key = labelling.read_key(door.stored_path(f"judge_cache/{checks.safe_name(k, 'key_names')}"))
         got = labelling.answers_for(key, identity=identity)
         items += [it for it, x in zip(key, got) if x is not None]
         answers += [x for x in got if x is not None]

@@ -28,6 +28,7 @@ from .tables import pick
 # the verdict rule is the book's (compbook.stats.verdict, shared with Part C); re-exported here
 from ..stats import (DIRECTIONS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, RULES,  # noqa: F401 (re-exported)
                      fmt, interval_of as _interval, mean_ci, pooled_draws, verdict)
+from ..results import door
 
 
 def verdict_zero(row, tolerance: float = 0.02, rule: str = "separated") -> str:
@@ -361,8 +362,7 @@ def labeller_claims(labelled: dict, rule: str = "separated") -> list[dict]:
 
 def load_labelled() -> dict:
     """The second labeller's stored validation run, ``data/semantic/validation_batch3.json``."""
-    from .. import results
-    return checks.json_file(results.stored_path("semantic/validation_batch3.json"), "stored validation")
+    return checks.json_file(door.stored_path("semantic/validation_batch3.json"), "stored validation")
 
 
 #: How the rows of :func:`fer_claims` begin (notes_part_a_claims counts them apart).
@@ -420,10 +420,9 @@ def table(reread: dict, stored: dict, rule: str = "separated", tolerance: float 
 
 def load() -> tuple[dict, dict]:
     """``(reread.json, partA_reread.json)`` from ``data/emc2/``."""
-    from .. import results
     from .experiments import STORED_FILE
-    return (checks.json_file(results.stored_path("emc2/reread.json"), "stored re-read"),
-            checks.json_file(results.stored_path(STORED_FILE), "stored Part A results"))
+    return (checks.json_file(door.stored_path("emc2/reread.json"), "stored re-read"),
+            checks.json_file(door.stored_path(STORED_FILE), "stored Part A results"))
 
 
 # -- chapter 5's readings: Picbreeder against SGD ---------------------------------------------------------------

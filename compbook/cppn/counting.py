@@ -40,6 +40,7 @@ from .. import checks, stats
 from . import emc2, fer, picbreeder, store
 from .judges.registry import make_judges
 from .network import CPPN
+from ..results import door
 
 COUNT_RULES = ("nonzero", "links")
 SIZE_POLICIES = ("fixed", "relative", "layer", "noise")
@@ -234,13 +235,12 @@ def weight_stats(net: CountedNetwork) -> dict:
 def save(result: dict, command: str, path=None):
     """Write ``result`` with its ``made_by`` (``command``) to ``path`` (default ``data/emc2/counting.json``)."""
     from .. import results
-    return results.write_json(results.made_path(FILE) if path is None else path, result, command)
+    return results.write_json(door.made_path(FILE) if path is None else path, result, command)
 
 
 def load(path=None) -> dict:
     """A stored result (default ``data/emc2/counting.json``), verified against the registry where registered."""
-    from .. import results
-    path = results.stored_path(FILE if path is None else Path(path), "python -m compbook.cppn counting")
+    path = door.stored_path(FILE if path is None else Path(path), "python -m compbook.cppn counting")
     return checks.json_file(path, "counting result")
 
 

@@ -19,6 +19,7 @@ from ..config import ModeConfig
 from . import panel, prune, train
 from .network import CPPN, uniform_cppn
 from .paper import figure
+from ..results import door
 
 
 # -- chapter 5: EMC2-Bench on Picbreeder and the SGD twins --------------------------------------------------------
@@ -346,10 +347,9 @@ STORED_FILE = "emc2/partA_reread.json"
 
 
 def stored_path():
-    """Where the stored run of chapters 6-9 is written (:func:`compbook.results.made_path`); readers fetch it by
-    :func:`compbook.results.stored_path` of :data:`STORED_FILE`."""
-    from .. import results
-    return results.made_path(STORED_FILE)
+    """Where the stored run of chapters 6-9 is written (:func:`compbook.door.made_path`); readers fetch it by
+    :func:`compbook.door.stored_path` of :data:`STORED_FILE`."""
+    return door.made_path(STORED_FILE)
 
 
 def run_chapter6(seeds, sample: int | None, runs: list | None = None, cfg: PruningConfig | None = None) -> dict:

@@ -35,6 +35,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from .. import checks, results
 from . import store, emc2, judges, picbreeder, twins
+from ..results import door
 
 PROTOCOL = ("emc2-blind-v1: one 64x64 render per item, shown x3 beside the concept's Picbreeder reference "
             "render and its name only; question 'Would you still call this a {concept}?'; answers yes / no / "
@@ -134,8 +135,7 @@ def load_network(source: str):
     if source.startswith("fer:"):
         from . import fer
         return fer.load_fer(checks.choice(source.split(":", 1)[1], "source (fer:<name>)", fer.NAMES))
-    from .. import results
-    return store.load_cppn(results.stored_path(results.made_path(source, "source")))
+    return store.load_cppn(door.stored_path(door.made_path(source, "source")))
 
 
 def plan_items(nets: Sequence[Network], deltas=(0.5, 1.0, 2.0), per_picbreeder: int = 22, per_sgd: int = 8,

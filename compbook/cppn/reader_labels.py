@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import checks
 from . import labelling
+from ..results import door
 
 
 # -- the notebook widget -----------------------------------------------------------------------------------------
@@ -149,10 +150,9 @@ def reader_items(key_name: str = labelling.LABELLER_KEYS[1], per_group: int = 2,
     """The items chapter 5 offers a reader to label: from a stored key in ``data/judge_cache/`` (default: the
     second batch, on the current twins), a seeded draw of ``per_group`` perturbed renders (``weight`` not None)
     per concept and network kind, sorted by concept and item number (their order says nothing of the kind)."""
-    from .. import results
     checks.safe_name(key_name, "key_name")
     per_group = checks.integer(per_group, "per_group", 1)
-    key = [it for it in labelling.read_key(results.stored_path(f"judge_cache/{key_name}"))
+    key = [it for it in labelling.read_key(door.stored_path(f"judge_cache/{key_name}"))
            if it["question"]["weight"] is not None]
     rng = np.random.default_rng(checks.seed(seed))
     out = []

@@ -19,6 +19,7 @@ from . import agreement, labelling, panel, picbreeder, store, twins
 from .judges import semantic
 from .judges.registry import make_judge
 from .panel import panel_verdicts, score_row
+from ..results import door
 
 
 def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> dict:
@@ -141,7 +142,6 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
 
     With ``concepts`` only those are scored, and the result is a part file for :func:`merge` (its ``rows`` the
     machine rows, ``labeller_rows`` the labeller's)."""
-    from .. import results
     _check_settings(deltas, sample, pb_sample, 0, concepts)
     if not isinstance(made_by, str):
         raise ValueError(f"made_by must be a str (the command line), got {type(made_by).__name__}")
@@ -155,7 +155,7 @@ def run(sample: int = 200, pb_sample: int | None = None, deltas: Sequence[float]
     concepts = list(concepts or twins.TARGETS)
     rows = machine_scores(judge_map, tuple(deltas), sample, pb_sample, concepts=concepts)
     key = [it for f in labelling.LABELLER_KEYS
-           for it in checks.json_file(results.stored_path(f"judge_cache/{f}"), "labeller key")["items"]]
+           for it in checks.json_file(door.stored_path(f"judge_cache/{f}"), "labeller key")["items"]]
     current = {n.source for n in labelling.networks() if n.kind == "sgd"}
     labelled = labeller_scores(key, labelling.answers_for(key), current)
     out = {"made_by": made_by, "seconds": round(time.perf_counter() - t0, 1),

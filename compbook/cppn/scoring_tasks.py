@@ -35,10 +35,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import checks, paths, results, sweeps
+from .. import checks, paths, sweeps
 from ..journal import canonical
 from . import emc2, picbreeder, store, twins as tw
 from .network import CPPN
+from ..results import door
 
 TWIN_SWEEP = "cppn/twins"
 FER_TWIN_SWEEP = "cppn/fer-twins"
@@ -198,7 +199,7 @@ def _write(records, kind: str, folder) -> list[Path]:
             got = r.get("kind") if isinstance(r, dict) else type(r).__name__
             raise ValueError(f"records: expected {kind} records, got {got!r}")
     return [store.save_cppn(record_model(r), Path(folder) / r["stem"] if folder is not None else
-                            results.made_path(r["stem"]), r["metadata"], r["made_by"]) for r in records]
+                            door.made_path(r["stem"]), r["metadata"], r["made_by"]) for r in records]
 
 
 def write_twins(records, folder=None) -> list[Path]:

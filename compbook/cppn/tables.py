@@ -23,15 +23,15 @@ import pandas as pd
 from .. import checks
 from ..stats import fmt, mean_ci
 from . import frames, panel, volume_ratio
+from ..results import door
 
 
 # -- stored runs and rows ------------------------------------------------------------------------------------------
 def stored(chapter: str) -> dict:
     """One chapter's stored run (``"chapter6"`` ... ``"chapter9"``, ``"theory"``) from
     ``data/emc2/partA_reread.json``."""
-    from .. import results
     from .experiments import STORED_FILE
-    data = checks.json_file(results.stored_path(STORED_FILE, "python -m compbook.cppn experiments --write"),
+    data = checks.json_file(door.stored_path(STORED_FILE, "python -m compbook.cppn experiments --write"),
                             "stored Part A results")
     if chapter not in data:
         raise ValueError(f"chapter must be one of {sorted(data)}, got {chapter!r}")

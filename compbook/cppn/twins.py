@@ -33,9 +33,10 @@ import numpy as np
 import torch
 
 from . import store, picbreeder, train
-from .. import checks, config, images, results
+from .. import checks, config, images
 from .network import CPPN
 from .paper import figure
+from ..results import door
 
 TARGETS = ("skull", "butterfly", "apple")
 LOG_EVERY = 100
@@ -214,29 +215,29 @@ def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN
     """Chapter 5's SGD twins of ``target`` trained at ``res`` px: the stored ones (fetched outside a checkout),
     trained and stored first when ``retrain`` or none are stored at ``res`` (full mode's 256 px): FER's recipe,
     100,000 steps, seeds 0-2; a CPU run stops at a plateau or after 70 minutes; the full-mode smoke trains them
-    for 5 steps (:func:`compbook.results.stored_or_made`)."""
+    for 5 steps (:func:`compbook.door.stored_or_made`)."""
     checks.boolean(retrain, "retrain")
     checks.choice(target, "target", TARGETS)
     recipe = TwinRecipe(target, res=checks.integer(res, "res"), steps=config.by_mode(100_000, 100_000, smoke=5),
                         seeds=[0, 1, 2], max_minutes=config.by_mode(70, None))
-    results.stored_or_made(f"{FOLDER}/twin_{target}_{res}px_*steps_seed*.json", None,
-                           lambda: save_twins(recipe, *train_twins(recipe)), remake=retrain,
-                           command=f"python -m compbook.cppn twins --target {target} --res {res}")
+    door.stored_or_made(f"{FOLDER}/twin_{target}_{res}px_*steps_seed*.json", None,
+                        lambda: save_twins(recipe, *train_twins(recipe)), remake=retrain,
+                        command=f"python -m compbook.cppn twins --target {target} --res {res}")
     return load_twins(target, res=res)
 
 
 def _place(stem: str, folder=None) -> Path:
     """Where a twin ``stem`` (``emc2/...``) is written: under ``folder``, else the data folder's (a writer's
-    target, :func:`compbook.results.made_path`)."""
-    return Path(folder) / stem if folder is not None else results.made_path(stem)
+    target, :func:`compbook.door.made_path`)."""
+    return Path(folder) / stem if folder is not None else door.made_path(stem)
 
 
 def _stored(pattern: str, folder=None) -> list[Path]:
     """JSON paths of the stored twins matching ``pattern`` in ``emc2/`` of ``folder`` (default: the data folder,
-    fetched outside a checkout: :func:`compbook.results.stored_names`), sorted by name."""
+    fetched outside a checkout: :func:`compbook.door.stored_names`), sorted by name."""
     if folder is not None:
         return sorted((Path(folder) / FOLDER).glob(pattern))
-    return [results.stored_path(n) for n in results.stored_names(f"{FOLDER}/{pattern}")]
+    return [door.stored_path(n) for n in door.stored_names(f"{FOLDER}/{pattern}")]
 
 
 _STEM = re.compile(r"twin_(?P<target>[a-z]+)_(?P<res>\d+)px_(?P<steps>\d+)steps_seed(?P<seed>\d+)")

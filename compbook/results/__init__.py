@@ -28,9 +28,9 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
   file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
 
 * :mod:`compbook.results.door` is the one door every part reads a stored result through
-  (:func:`stored_path`, :func:`is_stored`, :func:`stored_names`) and makes one that is not stored
-  (:func:`stored_or_made`: refused or made again, never served, when stored for other settings; :func:`made_path`
-  is where a writer puts it).
+  (``door.stored_path``, ``is_stored``, ``stored_names``) and makes one that is not stored (``door.stored_or_made``:
+  refused or made again, never served, when stored for other settings; ``door.made_path`` is where a writer
+  puts it): ``from compbook.results import door``.
 
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
 checkout (Colab), :func:`compbook.paths.data_file` downloads the registry and the files (from the repository, or
@@ -439,7 +439,3 @@ def joined(old: str | None, command: str) -> str:
     parts = [c for c in (old or "").split(" ; ") if c]
     return " ; ".join(parts + ([command] if command not in parts else []))
 
-
-# -- the one door: read a stored result, else make it (compbook.results.door) --------------------------------------------
-from .door import (MADE_LOG_VARIABLE, is_stored, local_path, made_path, stored_names,  # noqa: E402
-                   stored_or_made, stored_path)

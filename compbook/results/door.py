@@ -19,6 +19,8 @@ one outside it (a test's folder) is taken as it is.
   registry (the mode's store: ``data/`` in a checkout, the full-mode folder a caller names, the cache
   ``~/.cache/compbook/data`` outside a checkout). A stored result made for other settings is never served.
 
+Import it as ``from compbook.results import door`` (``door.stored_path("emc2/counting.json")``).
+
 Test hook: when ``make`` runs for a result the registry lists (one that should have been read, not made), a JSON
 line ``{"name": ..., "why": ...}`` is appended to the file named by ``$COMPBOOK_MADE_LOG`` when it is set.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import paths
+from . import CHECKPOINT_SUFFIXES, home, name_of, read_registry, record, verify
 
 #: Set to a file, every make of a result the registry lists appends a JSON line to it (``name``, ``why``).
 MADE_LOG_VARIABLE = "COMPBOOK_MADE_LOG"
@@ -67,7 +70,6 @@ def _present(path: Path) -> bool:
 
 def _registry() -> dict | None:
     """The data folder's registry (downloaded outside a checkout), or None where the folder has none."""
-    from . import read_registry
     try:
         return read_registry(_folder())
     except FileNotFoundError:
@@ -77,7 +79,6 @@ def _registry() -> dict | None:
 def _registered_files(rel: str, reg: dict) -> list[str]:
     """The registry's files of the result ``rel``: its artifact's (a file, a checkpoint), its own in a folder
     artifact (a file, a checkpoint's two), or every file under folder ``rel``."""
-    from . import CHECKPOINT_SUFFIXES, name_of
     arts = reg["artifacts"]
     if name_of(rel) in arts:
         return sorted(arts[name_of(rel)]["files"])
@@ -162,7 +163,7 @@ def local_path(name, what: str = "name") -> Path:
     return stored_path(name) if is_stored(made_path(name, what)) else made_path(name, what)
 
 
-# -- stored, else made ---------------------------------------------------------------------------------------------------
+# -- stored, else made ---------------------------------------------------------------------------------------------
 def _json(value):
     return json.loads(json.dumps(value))
 
@@ -207,6 +208,14 @@ def _listed(rel: str | None) -> bool:
     return bool(_registered_files(rel, reg))
 
 
+def note_made(name, why: str) -> None:
+    """Say that the result ``name`` is being made: a line in ``$COMPBOOK_MADE_LOG`` (when set) if the registry
+    lists it (:func:`stored_or_made` says it itself; a maker outside it, e.g. a command's trainer, calls this)."""
+    path, rel = _where(name)
+    if os.environ.get(MADE_LOG_VARIABLE) and _listed(rel):
+        log_made(rel, why)
+
+
 def log_made(name: str, why: str) -> None:
     """Append ``{"name", "why"}`` to ``$COMPBOOK_MADE_LOG`` when it is set (a registered result was made)."""
     target = os.environ.get(MADE_LOG_VARIABLE)
@@ -217,7 +226,6 @@ def log_made(name: str, why: str) -> None:
 
 def _register(path: Path, rel: str | None) -> None:
     """Register each file of the made result ``path`` that its data folder's registry does not hold as it is."""
-    from . import home, record, verify
     if rel is None or home(path) is None:
         return
     if path.is_dir():
@@ -225,8 +233,8 @@ def _register(path: Path, rel: str | None) -> None:
     else:
         files = []
         for p in _matching(path, rel) if _is_pattern(path) else [path]:
-            stem = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
-            files += [q for q in (p, stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".safetensors"))
+            stem = p.with_suffix("") if p.suffix in CHECKPOINT_SUFFIXES else p
+            files += [q for q in (p, *(stem.with_name(stem.name + s) for s in CHECKPOINT_SUFFIXES))
                       if q.is_file() and q not in files]
     for f in files:
         try:
@@ -247,12 +255,14 @@ def stored_or_made(key, settings, make: Callable[[], Any], *, store=None, record
     It is made (``make()`` writes it at :func:`made_path`; its files are then registered in the data folder's
     registry) when ``remake``, when it is not stored, or when it was stored for other settings and ``stale`` is
     ``"remake"``; otherwise a result stored for other settings is a ``ValueError`` naming the fields that differ
-    (``stale="refuse"``). ``may_make=False``: nothing is made; a missing result is a ``FileNotFoundError``
-    naming it and ``command`` (what makes it). ``log``: says what is made and why."""
+    (``stale="refuse"``). ``may_make=False``: nothing is made unless ``remake``; a missing result is a
+    ``FileNotFoundError`` naming it and ``command`` (what makes it). ``log``: says what is made and why."""
     if stale not in STALE:
         raise ValueError(f"stale must be one of {STALE}, got {stale!r}")
     if settings is not None and recorded is None:
         raise ValueError("recorded: needed with settings (it reads the settings a stored result was made for)")
+    if settings is not None and _GLOB & set(str(key)):
+        raise ValueError(f"key={key!r}: a pattern's matches are not compared with settings (pass settings=None)")
     if store is not None:
         key = Path(store) / key if isinstance(store, os.PathLike) else f"{store}/{key}"
     path, rel = _where(key)
@@ -265,7 +275,7 @@ def stored_or_made(key, settings, make: Callable[[], Any], *, store=None, record
         if why.startswith("stored for other") and (stale == "refuse" or not may_make):
             raise ValueError(f"{name}: {why}; a stored result is never served for other settings"
                              + (f"; {command} makes it again" if command else ""))
-        if _listed(rel):
+        if os.environ.get(MADE_LOG_VARIABLE) and _listed(rel):
             log_made(name, why)
         if log:
             log(f"{name}: {why}; making it here" + (f" (as {command} does)" if command else ""))

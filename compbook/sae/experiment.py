@@ -21,6 +21,7 @@ from .metrics import latent_iou, sae_report
 from .regions import image_attention
 from .s2ae import LAMBDA, SAEData, SAETrainConfig, check_data, train_sae
 from .vlm import PAD, extract
+from ..results import door
 
 @torch.no_grad()
 def sae_inputs(vlm, scenes, layer: int, batch: int = 128) -> SAEData:
@@ -124,6 +125,7 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
         if stored:
             runs.append(load_stored(c, name, path))
             continue
+        door.note_made(path, "not stored")
         res = (trainer or train_sae)(train, c, progress=progress)
         save_sae(res.sae, path, {**want, "seconds": res.seconds})
         runs.append({"method": method_name(c.lam), "seed": c.seed, "sae": res.sae, "train s": res.seconds})
@@ -135,15 +137,14 @@ def stored_sae(digest: str, cfg: SAETrainConfig, store: str, retrain: bool = Fal
     (:func:`data_digest`) in ``data/<store>/``: ``(want, name, path, stored)``, the sidecar's metadata it must
     hold, the file name under ``data/``, its path without suffix and whether it is stored (never when
     ``retrain``); ValueError when the file named for this question records another one."""
-    from .. import results
 
     want = {"data": digest, "train": dataclasses.asdict(cfg)}
     tag = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:8]
     name = f"{store}/lam{cfg.lam:g}_seed{cfg.seed}_{tag}".replace(".", "p")   # no dot: suffixes stay .json
-    path = results.made_path(name)
-    stored = not retrain and results.is_stored(path)
+    path = door.made_path(name)
+    stored = not retrain and door.is_stored(path)
     if stored:
-        results.stored_path(path)                                       # fetched outside a checkout
+        door.stored_path(path)                                       # fetched outside a checkout
         meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
         if not isinstance(meta, dict) or {k: meta.get(k) for k in want} != json.loads(json.dumps(want)):
             raise ValueError(f"store: {path}.json is named for this question but records another data "
@@ -159,10 +160,9 @@ def stored_sae(digest: str, cfg: SAETrainConfig, store: str, retrain: bool = Fal
 def load_stored(cfg: SAETrainConfig, name: str, path) -> dict:
     """The run of :func:`stored_runs` for a stored SAE (:func:`stored_sae`'s ``name`` and ``path``):
     ``{"method", "seed", "sae", "train s"}``."""
-    from .. import results
     from .topk import load_sae
 
-    results.stored_path(name)                                           # fetched outside a checkout
+    door.stored_path(name)                                           # fetched outside a checkout
     meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
     return {"method": method_name(cfg.lam), "seed": cfg.seed, "sae": load_sae(path), "train s": meta["seconds"]}
 

@@ -32,8 +32,9 @@ import time
 
 import pandas as pd
 
-from .. import checks, results
+from .. import checks
 from .sizes import PartCRun
+from ..results import door
 
 
 def sizes_of(cfg: PartCRun) -> dict:
@@ -51,8 +52,8 @@ def table(cfg: PartCRun, name: str, log=print) -> pd.DataFrame:
     checks.instance(cfg, "cfg", PartCRun)
     relative = cfg.table(name)
     if cfg.store != PartCRun.store:
-        results.stored_or_made(relative, sizes_of(cfg), lambda: run(cfg, log=log), recorded=_recorded_sizes,
-                               stale="remake", command=f"{FULL_COMMAND} (every table, resumable)", log=log)
+        door.stored_or_made(relative, sizes_of(cfg), lambda: run(cfg, log=log), recorded=_recorded_sizes,
+                            stale="remake", command=FULL_COMMAND, log=log)
     return st.read_table(relative)
 
 

@@ -35,6 +35,7 @@ from .. import checkpoints, checks
 from .metrics import region_purity
 from .regions import average_linkage, grid_distance, image_attention, patch_regions
 from .vlm import Recipe, TinyVLM, TinyVLMConfig, VLMTrainConfig, caption_accuracy, train_vlm, vlm_config
+from ..results import door
 
 FORMAT = "compbook-object-vlm/1"
 STORE = "sae/objvlm"
@@ -133,7 +134,6 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     """The variant ``variant`` (a key of :data:`VARIANTS`) trained on ``layout`` scenes, from ``data/sae/objvlm/``
     when stored with the same recipe, else trained (``make_scenes(recipe.n_train, seed=recipe.train_seed,
     layout=layout)``) and stored. Metadata: recipe, layout, variant, held-out caption accuracy, seconds."""
-    from .. import results
 
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}")
@@ -145,7 +145,7 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
     made = {}
 
     def make():
-        made["model"] = _train_object_vlm(recipe, want, results.made_path(_name(variant, layout)), progress)
+        made["model"] = _train_object_vlm(recipe, want, door.made_path(_name(variant, layout)), progress)
 
     def recorded(stem):
         meta = checks.mapping(checkpoints.read_header(stem, format=FORMAT).get("metadata"),
@@ -153,8 +153,8 @@ def stored_object_vlm(variant: str, layout: str, recipe: Recipe | None = None, r
         return {k: meta.get(k) for k in want}
 
     # stored (fetched outside a checkout) with the same recipe, else trained: a model of another recipe is retrained
-    path = results.stored_or_made(_name(variant, layout), want, make, recorded=recorded, stale="remake",
-                                  remake=retrain, command="python -m compbook.sae objregions", log=None)
+    path = door.stored_or_made(_name(variant, layout), want, make, recorded=recorded, stale="remake",
+                               remake=retrain, command="python -m compbook.sae objregions", log=None)
     return made["model"] if made else load_object_vlm(path, n_prefix, bidi)
 
 

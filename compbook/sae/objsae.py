@@ -29,6 +29,7 @@ from .. import checks
 from . import experiment as ex, paper
 from . import study as st
 from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS, stored_object_vlm
+from ..results import door
 
 STORE = "sae/objsae"
 K, LAM = 32, 0.01
@@ -148,9 +149,8 @@ def paired_rows(df: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def merge_table(df: pd.DataFrame, relative: str = f"{STORE}/table.json") -> pd.DataFrame:
     """``df`` with the stored table's rows of the layouts ``df`` does not hold (a run per layout adds to it)."""
-    from .. import results
 
-    if not results.is_stored(results.made_path(relative, "relative")):
+    if not door.is_stored(door.made_path(relative, "relative")):
         return df
     old = st.read_table(relative)
     return pd.concat([old[~old.layout.isin(set(df.layout))], df], ignore_index=True)

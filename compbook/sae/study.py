@@ -39,6 +39,7 @@ from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, verdict
 from . import experiment as ex, paper
 from .s2ae import SAEData, SAETrainConfig, check_data
 from .sizes import PartCRun
+from ..results import door
 
 #: The CPU sizes (Part C's size table, :class:`compbook.sae.sizes.PartCRun`): the functions' defaults.
 CPU = PartCRun()
@@ -270,7 +271,7 @@ def write_table(df: pd.DataFrame, relative: str, extend: bool = False, sizes: di
     ``made_by`` keeps their commands. Returns the path."""
     from .. import results
 
-    path = results.made_path(relative, "relative")
+    path = door.made_path(relative, "relative")
     command = None
     if extend and path.is_file():
         command = results.joined(checks.json_file(path, "stored table").get("made_by"), results.made_by(path))

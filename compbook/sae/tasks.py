@@ -36,6 +36,7 @@ import torch
 from .. import checks
 from .s2ae import SAEData, SAETrainConfig, check_data
 from .sources import check_source, noted
+from ..results import door
 
 NAME = "sae/train"
 OPTIMISERS = ("ours", "reference")
@@ -285,9 +286,9 @@ def tiny_sweep():
 
 # -- the study's runs: the runner's records, else the SAEs stored before it, else run ------------------------------
 def records_store(store: str):
-    """The folder of the runner's records of SAE store ``store``: ``data/<store>/sweep/``."""
-    from .. import results
-    return results.made_path(f"{store}/{RECORDS}", "store")
+    """The folder of the runner's records of SAE store ``store``: ``data/<store>/sweep/`` (registered records are
+    fetched outside a checkout: :func:`compbook.door.local_path`)."""
+    return door.local_path(f"{store}/{RECORDS}", "store")
 
 
 def forget(where, keys) -> None:

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from .. import checkpoints, checks, config
 from .data import SceneSet
+from ..results import door
 
 FORMAT = "compbook-tiny-vlm/1"
 IMAGE, TEXT, PAD = 0, 1, -1
@@ -449,7 +450,6 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
     """(tiny VLM, text-only baseline, metadata) from ``data/sae/``; trains and stores both when ``retrain``,
     when the files are missing or when their recipe differs from ``recipe``. Metadata holds the held-out caption
     accuracies of both, their training seconds and the recipe."""
-    from .. import results
 
     recipe = recipe or Recipe()
     made = {}
@@ -457,8 +457,8 @@ def pretrained_vlm(retrain: bool = False, recipe: Recipe | None = None, progress
     def make():
         made["models"] = _train_pair(recipe, progress)
 
-    stems = [results.stored_or_made(f"{STORE}{suffix}", asdict(recipe), make, recorded=_recorded_recipe,
-                                    stale="remake", remake=retrain and not made, command="python -m compbook.sae vlm")
+    stems = [door.stored_or_made(f"{STORE}{suffix}", asdict(recipe), make, recorded=_recorded_recipe,
+                                 stale="remake", remake=retrain and not made, command="python -m compbook.sae vlm")
              for suffix in ("", "_text_only")]
     if made:
         return made["models"]
@@ -473,7 +473,6 @@ def _recorded_recipe(stem):
 
 def _train_pair(recipe: Recipe, progress: bool):
     """Train the tiny VLM and its text-only baseline of ``recipe`` and store both: ``(vlm, text, metadata)``."""
-    from .. import results
     from .data import make_scenes
 
     train = make_scenes(recipe.n_train, seed=recipe.train_seed)
@@ -485,6 +484,6 @@ def _train_pair(recipe: Recipe, progress: bool):
             "accuracy": {"vlm": caption_accuracy(vlm, test), "text only": caption_accuracy(text, test)},
             "seconds": {"vlm": vinfo["seconds"], "text only": tinfo["seconds"]},
             "final loss": {"vlm": vinfo["losses"][-1], "text only": tinfo["losses"][-1]}}
-    save_vlm(vlm, results.made_path(STORE), meta)
-    save_vlm(text, results.made_path(f"{STORE}_text_only"), meta)
+    save_vlm(vlm, door.made_path(STORE), meta)
+    save_vlm(text, door.made_path(f"{STORE}_text_only"), meta)
     return vlm, text, meta

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from .. import checks, config as mode, paths
 from . import backends, store as rstore
 from .spec import Sweep, Task, per_task_from_memory, tasks_of
+from ..results import door
 
 
 @dataclass
@@ -65,8 +66,7 @@ def store_for(name: str, data_folder: str) -> Path:
     if os.environ.get(STORE_VARIABLE):
         return Path(os.environ[STORE_VARIABLE]) / leaf
     if mode.is_full():
-        from .. import results
-        return results.made_path(f"{paths.safe_name(data_folder, 'data_folder')}/full/sweeps/{leaf}")
+        return door.made_path(f"{paths.safe_name(data_folder, 'data_folder')}/full/sweeps/{leaf}")
     return Path(tempfile.gettempdir()) / "compbook-sweeps" / leaf
 
 

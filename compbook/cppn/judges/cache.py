@@ -21,6 +21,7 @@ import torch
 from ... import checks, results
 from ...journal import Journal, journal_path, read_journal
 from .base import Judge, canonical_json, check_concept, check_images, check_questions
+from ...results import door
 
 CACHE_FORMAT = "compbook-judge-cache/1"
 CACHE_FOLDER = "judge_cache"
@@ -63,20 +64,18 @@ def cache_file_name(identity: str) -> str:
 
 
 def cache_folder() -> Path:
-    """The book's judge caches: ``data/judge_cache/`` (:func:`compbook.results.made_path`)."""
-    from ... import results
-    return results.made_path(CACHE_FOLDER)
+    """The book's judge caches: ``data/judge_cache/`` (:func:`compbook.door.made_path`)."""
+    return door.made_path(CACHE_FOLDER)
 
 
 def cache_path(identity: str, folder=None) -> Path:
     """Where the cache of ``identity`` lives: ``folder`` (default :func:`cache_folder`) / :func:`cache_file_name`;
     a file named after a former name of the identity (:func:`former_identities`) when only that one exists."""
     if folder is None:              # the book's: the stored file (fetched outside a checkout), else a new one
-        from ... import results
         for name in (identity, *former_identities(identity)):
-            if results.is_stored(f"{CACHE_FOLDER}/{cache_file_name(name)}"):
-                return results.stored_path(f"{CACHE_FOLDER}/{cache_file_name(name)}")
-        return results.made_path(f"{CACHE_FOLDER}/{cache_file_name(identity)}")
+            if door.is_stored(f"{CACHE_FOLDER}/{cache_file_name(name)}"):
+                return door.stored_path(f"{CACHE_FOLDER}/{cache_file_name(name)}")
+        return door.made_path(f"{CACHE_FOLDER}/{cache_file_name(identity)}")
     folder = Path(folder)
     path = folder / cache_file_name(identity)
     if not path.exists():
@@ -401,11 +400,10 @@ def stored_judge(identity: str, folder=None) -> CachedJudge | None:
     if folder is not None:
         path = cache_path(identity, folder)
     else:               # the book's file: fetched outside a checkout (Colab)
-        from ... import results
         name = f"{CACHE_FOLDER}/{cache_file_name(identity)}"
-        if not results.is_stored(name):
+        if not door.is_stored(name):
             return None
-        path = results.stored_path(name)
+        path = door.stored_path(name)
     return CachedJudge(path, identity=identity) if path.exists() else None
 
 

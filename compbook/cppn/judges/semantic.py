@@ -33,6 +33,7 @@ from torch import nn
 
 from ... import checkpoints, checks, config
 from . import base
+from ...results import door
 
 CONCEPTS = ("skull", "butterfly", "apple")
 RES = 64
@@ -261,10 +262,9 @@ WEIGHTS_FORMAT = "compbook-concept-cnn/1"
 
 def weights_path(folder=None) -> Path:
     """``data/semantic/concept_cnn.safetensors`` (or under ``folder``)."""
-    from ... import results
     _check_folder(folder)
     if folder is None:
-        return results.local_path(f"{FOLDER}/concept_cnn.safetensors")
+        return door.local_path(f"{FOLDER}/concept_cnn.safetensors")
     return Path(folder) / "concept_cnn.safetensors"
 
 
@@ -359,9 +359,8 @@ def _check_folder(folder):
 def choice_path(folder=None) -> Path:
     """``data/semantic/choice.json`` (or under ``folder``): the stored one, fetched outside a checkout, else where
     ``python -m compbook.cppn semantic choose`` writes it."""
-    from ... import results
     _check_folder(folder)
-    return results.local_path(f"{FOLDER}/choice.json") if folder is None else Path(folder) / "choice.json"
+    return door.local_path(f"{FOLDER}/choice.json") if folder is None else Path(folder) / "choice.json"
 
 
 #: the candidate kinds ``choice.json`` may name
