@@ -32,9 +32,15 @@ def one_thread():
 def fers_files():
     """Every file the book reads from FER's repository, checked by digest once per session: from ../shared/fer
     where it is there, else downloaded into the cache (so tests that ask for them with ``download=False`` find
-    them). Fails, never skips, when they are neither local nor downloadable."""
+    them). Where one cannot be had (offline, no ../shared/fer), this warns once and stops trying: the tests that
+    read FER's files then fail by themselves, naming what is missing (none skips); the others still run."""
+    import warnings
     from compbook.cppn import fer_files
-    return {rel: fer_files.fetch(rel) for rel in fer_files.SHA256}
+    try:
+        return {rel: fer_files.fetch(rel) for rel in fer_files.SHA256}
+    except (OSError, ValueError) as e:
+        warnings.warn(f"FER's files are not all here: {e}", stacklevel=1)
+        return None
 
 
 @pytest.fixture(scope="session")

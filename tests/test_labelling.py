@@ -133,7 +133,7 @@ def test_without_questions_drops_asked_ones_and_renumbers():
 def test_fer_and_fertwin_kinds_load_render_and_count_per_kind(tmp_path):
     from compbook.cppn import fer, twins
     if not fer.available() or not twins.stored_fer_twins("skull"):
-        pytest.fail("FER's networks (../shared/picbreeder/fer_sgd) or a stored FER-architecture twin are missing")
+        pytest.fail("FER's networks (../shared/fer or FER's repository) or a stored FER-architecture twin are missing")
     nets = labelling.networks(["skull"], ("fer", "fertwin"))
     kinds = [n.kind for n in nets]
     assert kinds[0] == "fer" and set(kinds[1:]) == {"fertwin"}

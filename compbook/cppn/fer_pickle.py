@@ -1,7 +1,7 @@
 """FER's pickles read without JAX and without running anything they name: NumPy arrays and a ``Namespace`` only.
 
 FER (``akarshkumar0101/fer``) stores each network as three pickles (``../shared/fer/README.md``, read with
-:mod:`pickletools`, which executes nothing):
+``pickletools``, which executes nothing):
 
 - ``params.pkl``: a JAX array, pickled as ``jax._src.array._reconstruct_array(fun, args, arr_state, aval_state)``
   around a NumPy array (``fun`` is ``numpy._core.multiarray._reconstruct``, ``args`` ``(numpy.ndarray, (0,),
@@ -10,7 +10,7 @@ FER (``akarshkumar0101/fer``) stores each network as three pickles (``../shared/
 - ``args.pkl``: an ``argparse.Namespace`` of plain values;
 - ``arch.pkl``: a plain string.
 
-:func:`loads` is a :class:`pickle.Unpickler` whose ``find_class`` answers only those globals (:data:`ALLOWED`),
+:func:`loads` is a ``pickle.Unpickler`` whose ``find_class`` answers only those globals (:data:`ALLOWED`),
 each mapped to a NumPy or standard-library object that checks its arguments; any other global (``os.system``,
 ``builtins.eval``, a class with ``__reduce__`` ...) is refused with :class:`RefusedGlobal` naming it, before it is
 imported or called. Pickles from older NumPy name ``numpy.core.multiarray._reconstruct``; both names are allowed.
