@@ -160,3 +160,42 @@ def test_chapter_in_colab(chapter, simulated, executed):
         kept = list(cache.glob(f"*/{rel}"))
         assert len(kept) == 1 and colab.sha(kept[0]) == colab.sha(colab.THIRD_PARTY / rel), f"{chapter}: {rel}"
     out.checked = True
+
+
+def _nb(cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    return nb
+
+
+def test_the_shows_check_finds_an_error_a_missing_figure_and_an_unglued_number():
+    out = nbformat.v4.new_output
+    fig = out("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})
+    glued = out("display_data", data={"application/papermill.record/text/plain": "0.5"},
+                metadata={"scrapbook": {"name": "r2", "mime_prefix": "application/papermill.record/"}})
+    draw = nbformat.v4.new_code_cell("fig = plots.show_images(row, titles)", execution_count=1, outputs=[fig])
+    define = nbformat.v4.new_code_cell("def draw(d):\n    return plots.show_images([d], ['x'])", execution_count=2)
+    prose = nbformat.v4.new_markdown_cell("R^2 = {glue:text}`r2:.2f`")
+    good = _nb([prose, draw, define, nbformat.v4.new_code_cell("glue('r2', 0.5)", execution_count=3,
+                                                                outputs=[glued])])
+    assert colab.shows_what_the_book_shows(good) == []
+
+    no_figure = _nb([nbformat.v4.new_code_cell("fig = plots.show_images(row, titles)", execution_count=1)])
+    assert "draws a figure" in " ".join(colab.shows_what_the_book_shows(no_figure))
+    error = _nb([nbformat.v4.new_code_cell("x = 1", execution_count=1, outputs=[
+        out("error", ename="FileNotFoundError", evalue="stored results do not exist", traceback=[])])])
+    assert "FileNotFoundError" in " ".join(colab.shows_what_the_book_shows(error))
+    unglued = _nb([prose, nbformat.v4.new_code_cell("x = 1", execution_count=1)])
+    assert "['r2']" in " ".join(colab.shows_what_the_book_shows(unglued))
+    not_run = _nb([nbformat.v4.new_code_cell("x = 1")])
+    assert "did not run" in " ".join(colab.shows_what_the_book_shows(not_run))
+
+
+def test_the_timing_report_refuses_a_failed_chapter_and_records_a_passed_one(tmp_path):
+    from compbook.results import runtimes
+    passed = colab.Outcome("07_depth.ipynb", 0, 30.4, checked=True)
+    path = colab.junit([passed], tmp_path / "ok.xml")
+    assert runtimes.from_junit(path) == {"07_depth": 30.4}
+    for bad in (colab.Outcome("07_depth.ipynb", 1, 30.4, "boom"), colab.Outcome("07_depth.ipynb", 0, 30.4)):
+        with pytest.raises(ValueError, match="did not pass"):
+            runtimes.from_junit(colab.junit([passed, bad], tmp_path / "bad.xml"))
