@@ -37,8 +37,8 @@ browser-setup:
 
 # `make test` changes no tracked file: it compares `git status` and `git diff` of tracked files before and after
 # (in a git checkout; elsewhere nothing to compare)
-TRACKED := git rev-parse --is-inside-work-tree >/dev/null 2>&1 && { git status --porcelain --untracked-files=no; \
-  git diff HEAD --binary | sha256sum; } || true
+TRACKED := ( ! git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { git status --porcelain --untracked-files=no \
+  && git diff HEAD --binary | sha256sum; } )
 
 test: setup browser-setup
 	rm -rf $(EXECUTED) && mkdir -p $(EXECUTED)
