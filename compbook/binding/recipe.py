@@ -204,7 +204,7 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
 def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bool = False) -> StoredEvaluation:
     """The model of ``cfg`` in the mode's store (:func:`~compbook.binding.recipe_model.stem_for`), evaluated here
     (:func:`~compbook.binding.recipe_eval.evaluate_stored`): Part B's notes read their models so, through
-    :func:`compbook.door.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
+    :func:`compbook.results.door.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
     trained first (:func:`run_one`, resumable from its checkpoint) and stored; in CPU mode the models are
     committed, and a missing one is a ``FileNotFoundError`` naming the command that trains it. A model stored
     for another config is a ``ValueError``."""

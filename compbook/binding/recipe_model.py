@@ -128,7 +128,7 @@ def save_recipe(model: RecipeEncoder, record: dict, stem: str | os.PathLike) -> 
 
 def load_recipe(stem: str | os.PathLike) -> tuple[RecipeEncoder, dict]:
     """Inverse of :func:`save_recipe`: the model (eval mode) and its record (a stored model is fetched first
-    outside a checkout: :func:`compbook.door.stored_path`)."""
+    outside a checkout: :func:`compbook.results.door.stored_path`)."""
     stem = door.stored_path(checkpoints.stem(stem))
     record = checkpoints.read_header(stem, format=FORMAT)
     where = checkpoints.files(stem)[0]

@@ -7,7 +7,7 @@ a candidate) and fits the three probes of :mod:`compbook.binding.probes` to its 
 train scenes, R^2 on test scenes). Results go to ``data/binding/controlled_V{V}.safetensors`` (stacked weights)
 and ``.json`` (config, coverages, seeds, validation history, test recognition, probe fits, timings).
 :func:`load_sweep` reads them back, :func:`load_sweeps` every size of a sweep (stored, else trained:
-:func:`compbook.door.stored_or_made`).
+:func:`compbook.results.door.stored_or_made`).
 """
 
 from __future__ import annotations
