@@ -1,12 +1,15 @@
-# compbook: `make book` sets up and builds the book; `make test` runs the tests (unit tests, every chapter once,
-# the book built from those executed chapters, and a browser check of every built page).
+# compbook: `make book` sets up and builds the book; `make test` runs the tests (unit tests, every chapter once in
+# a simulated Colab, the book built from those executed chapters, a browser check of every built page, the
+# full-mode smoke); `make runtimes` records the chapters' times of the last `make test`.
 PYTHON ?= python3
 # torch first, pinned for these CPU machines (a CPU wheel is on disk); pyproject.toml itself accepts a range.
 TORCH_SPEC ?= torch==2.13.0
 NBMAKE_TIMEOUT ?= 600
-# where `make test` executes the chapters and builds the book from them (a scratch copy of the book's sources)
-# (not under _build/: nbmake skips notebooks in any folder named _build)
+# where `make test` puts the chapters the simulated Colab executed and builds the book from them (a scratch copy
+# of the book's sources)
 EXECUTED := _executed
+# chapters the simulated Colab runs at a time
+COLAB_JOBS ?= 1
 # headless runs never start a live widget: sliders are drawn as kernel-free JS frame viewers, and tqdm draws no
 # widget progress bars (CONTRIBUTING.md, "Headless runs never go live")
 HEADLESS := COMPBOOK_WIDGETS=static TQDM_DISABLE=1
@@ -16,7 +19,7 @@ HEADLESS := COMPBOOK_WIDGETS=static TQDM_DISABLE=1
 SMOKED := _smoke
 SMOKE_ENV := COMPBOOK_MODE=full COMPBOOK_SMOKE=1 COMPBOOK_DATA=$(CURDIR)/$(SMOKED)/data
 
-.PHONY: setup book test smoke browser-setup clean
+.PHONY: setup book test runtimes smoke browser-setup clean
 
 setup:
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q "$(TORCH_SPEC)"
@@ -32,23 +35,37 @@ browser-setup:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver; }
 
+# `make test` changes no tracked file: it compares `git status` and `git diff` of tracked files before and after
+# (in a git checkout; elsewhere nothing to compare)
+TRACKED := ( ! git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { git status --porcelain --untracked-files=no \
+  && git diff HEAD --binary | sha256sum; } )
+
 test: setup browser-setup
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser
 	rm -rf $(EXECUTED) && mkdir -p $(EXECUTED)
-	cp -r _config.yml _toc.yml intro.md _static _ext appendix chapters $(EXECUTED)/
+	@$(TRACKED) > $(EXECUTED)/tracked-before.txt
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser --ignore=tests/test_colab.py
+	# every chapter once, in the simulated Colab (tests/test_colab.py): the executed notebooks, the figure check's
+	# log and the chapters' times land in $(EXECUTED)/
+	cp -r _config.yml _toc.yml intro.md _static _ext appendix $(EXECUTED)/
+	COMPBOOK_EXECUTED=$(abspath $(EXECUTED)) COMPBOOK_COLAB_JOBS=$(COLAB_JOBS) \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_colab.py
 	ln -s ../compbook ../data $(EXECUTED)/
-	cp tests/figcheck_conftest.py $(EXECUTED)/conftest.py
-	$(HEADLESS) COMPBOOK_FIGCHECK=$(abspath $(EXECUTED))/figures.jsonl \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) --durations=0 \
-	  --junitxml=$(EXECUTED)/nbmake.xml --overwrite $(EXECUTED)/chapters
-	sed -i 's/^\(  execute_notebooks:\).*/\1 "off"   # make test: built from the notebooks nbmake executed/' \
+	sed -i 's/^\(  execute_notebooks:\).*/\1 "off"   # make test: built from the notebooks the simulated Colab executed/' \
 	  $(EXECUTED)/_config.yml
 	jupyter-book build $(EXECUTED)
 	COMPBOOK_BOOK_HTML=$(EXECUTED)/_build/html COMPBOOK_FIGCHECK_LOG=$(EXECUTED)/figures.jsonl \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/browser
-	# a green run records its chapters' times: data/runtimes.json and the landing page's table (commit them)
-	$(PYTHON) -m compbook.results runtimes $(EXECUTED)/nbmake.xml
 	$(MAKE) smoke
+	@$(TRACKED) > $(EXECUTED)/tracked-after.txt
+	@cmp -s $(EXECUTED)/tracked-before.txt $(EXECUTED)/tracked-after.txt || { \
+	  echo "make test changed tracked files (git status before, then after):"; \
+	  cat $(EXECUTED)/tracked-before.txt; echo ---; cat $(EXECUTED)/tracked-after.txt; exit 1; }
+	@echo "make test: green; the chapters' times are in $(EXECUTED)/colab.xml (make runtimes records them)"
+
+# the chapters' CPU run times from the last `make test` (its simulated-Colab run): data/runtimes.json and the
+# landing page's table (commit both)
+runtimes:
+	$(PYTHON) -m compbook.results runtimes $(EXECUTED)/colab.xml
 
 # every chapter top to bottom in full mode, shrunk (CONTRIBUTING.md, "Full-mode smoke")
 smoke:

@@ -11,14 +11,20 @@
 * Part B, chapters 10-13: :mod:`compbook.binding` (how embedding models bind concepts);
 * Part C, chapters 14-16: :mod:`compbook.sae` (sparse autoencoders, vanilla and S2AE).
 
-Each part's command lines: ``python -m compbook.cppn|binding|sae <command>``. Importing the package loads no
-submodule. Names removed in a release are listed in ``CHANGELOG.md``.
+Each part's command lines: ``python -m compbook.cppn|binding|sae <command>``. Importing the package loads no part:
+only :mod:`~compbook.config`, which sets torch's intra-op threads once (one thread unless ``COMPBOOK_THREADS``
+or ``OMP_NUM_THREADS`` says otherwise: :func:`compbook.config.set_threads`). Names removed in a release are listed
+in ``CHANGELOG.md``.
 """
 
 #: the package's version, its one source (``pyproject.toml`` reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.2.0"
 
 import os as _os
+
+from .config import set_threads as _set_threads
+
+_set_threads()                                # torch's threads, chosen once (compbook.config.threads)
 
 if _os.environ.get("COMPBOOK_FIGCHECK"):      # a run that checks every figure it draws (compbook.legibility.watch)
     from .legibility import watch as _watch

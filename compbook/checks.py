@@ -32,6 +32,9 @@ RENDER_BUDGET_VARIABLE = "COMPBOOK_RENDER_BUDGET_MB"
 #: tests pin ``$COMPBOOK_MEMORY_BUDGET_MB`` to this value, so that their refusals are the same on every machine.
 MEMORY_BUDGET_MB = 1024
 MEMORY_BUDGET_VARIABLE = "COMPBOOK_MEMORY_BUDGET_MB"
+#: Bytes every guarded call is taken to need beside its estimate: its frames, small temporaries and the checked
+#: copies of small inputs (measured: tens of KiB; tests/test_memory_guards.py).
+CALL_BYTES = 2 ** 16
 
 
 def integer(value, name: str, minimum: int | None = 1, maximum: int | None = None) -> int:
@@ -224,9 +227,11 @@ def memory_budget_mb(device=None) -> float:
 def check_budget(n_bytes: float, what: str, budget_mb: float | None = None, device=None) -> float:
     """Refuse, before anything is allocated, a call whose buffers would need ``n_bytes`` (a caller's estimate)
     over the budget (``budget_mb`` MiB, default :func:`memory_budget_mb` of ``device``, where the buffers
-    live). Returns ``n_bytes``."""
+    live), with :data:`CALL_BYTES` beside it. The estimate must be an upper bound of what the call allocates
+    (intermediates, copies, gradients and optimizer state included): each guard's is measured against the call
+    in tests/test_memory_guards.py. Returns ``n_bytes``."""
     budget = memory_budget_mb(device) if budget_mb is None else real(budget_mb, "budget_mb", 0, low_open=True)
-    need = _to_float(n_bytes) / 2**20
+    need = (_to_float(n_bytes) + CALL_BYTES) / 2**20
     if not math.isfinite(need) or need > budget:
         raise ValueError(f"{what} would need about {need:,.0f} MiB, over the memory budget of {budget:,.0f} MiB "
                          f"(pass smaller sizes, or set ${MEMORY_BUDGET_VARIABLE})")

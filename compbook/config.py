@@ -1,11 +1,16 @@
-"""Run mode: CPU (default, minutes on a laptop) or full (GPU / Colab, the papers' scale).
+"""Run mode: CPU (default, minutes on a laptop) or full (GPU / Colab, the papers' scale); torch's threads.
 
 One environment variable switches every chapter: ``COMPBOOK_MODE=full``. Chapters read sizes through
 :func:`by_mode`, so a CPU run and a full run differ only in those numbers, which each chapter prints.
+
+Importing compbook sets torch's intra-op threads once (:func:`set_threads`): one thread, compbook's small models'
+fastest on a shared CPU, unless ``COMPBOOK_THREADS=N`` says otherwise or ``OMP_NUM_THREADS`` /
+``MKL_NUM_THREADS`` is set (then torch keeps the count it read). No chapter or command sets them by hand.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -140,3 +145,54 @@ def dataclass_text(obj) -> str:
     parts = ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in dataclasses.fields(obj))
     return textwrap.fill(parts + ")", 80, initial_indent=f"{type(obj).__name__}(", subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
+
+
+# -- torch's threads: chosen once, when compbook is imported -----------------------------------------------------------
+#: ``COMPBOOK_THREADS=N`` (a positive integer): torch's intra-op threads for compbook's work, whatever else is set
+THREADS_VARIABLE = "COMPBOOK_THREADS"
+#: variables torch itself reads its thread count from: when one is set (and ``COMPBOOK_THREADS`` is not), the
+#: user chose, and compbook leaves torch's count as it is
+TORCH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+#: compbook's choice when nobody chose (measured: benchmarks/bench_threads.py): its models are small and its
+#: loops take many short steps, where one thread is as fast as two on a quiet 2-core machine and several times
+#: faster beside a busy core (two threads wait on each other at every step); a GPU's work is not affected
+DEFAULT_THREADS = 1
+
+
+def threads() -> int | None:
+    """The intra-op thread count compbook gives torch: ``$COMPBOOK_THREADS`` when set (a positive integer;
+    anything else is refused), None (torch keeps its own) when ``$OMP_NUM_THREADS`` or ``$MKL_NUM_THREADS`` is
+    set, else :data:`DEFAULT_THREADS`."""
+    value = os.environ.get(THREADS_VARIABLE, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"${THREADS_VARIABLE}={value!r}: expected a positive integer (torch's threads)")
+        return int(value)
+    if any(os.environ.get(v, "").strip() for v in TORCH_THREAD_VARIABLES):
+        return None
+    return DEFAULT_THREADS
+
+
+def set_threads(n: int | None = None) -> int:
+    """Set torch's intra-op threads to ``n`` (a positive integer; default :func:`threads`, where None leaves
+    torch's count); returns the count in use. The one place compbook sets them: once when compbook is imported,
+    then only where asked (a sweep worker's CPUs, a command's ``--threads``). A reader's own
+    ``torch.set_num_threads`` after the import wins."""
+    if n is None:
+        n = threads()
+    elif isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be a positive integer, got {n!r}")
+    if n is not None and n != torch.get_num_threads():
+        torch.set_num_threads(n)
+    return torch.get_num_threads()
+
+
+@contextlib.contextmanager
+def using_threads(n: int):
+    """Run the ``with`` block with ``n`` torch threads (:func:`set_threads`), the count before restored after."""
+    before = torch.get_num_threads()
+    set_threads(n)
+    try:
+        yield
+    finally:
+        set_threads(before)

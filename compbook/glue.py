@@ -58,3 +58,45 @@ def say(*parts, sep: str = " ", width: int = 80) -> None:
     text = sep.join(str(p) for p in parts)
     for line in text.splitlines() or [""]:
         print(wrap(line, width) if len(line) > width else line)
+
+
+def readable(table, digits: int = 4):
+    """``table`` (a pandas DataFrame or Series) as a reader should meet it: every number with at most
+    ``digits`` significant digits (and at most 3 decimals; a float column of whole numbers as integers), and
+    every missing value written ``n/a``. Returns a DataFrame of strings (the values are for the eye; compute
+    with the original).
+
+    >>> readable(pd.DataFrame({"r2": [0.785078, float("nan")], "n": [12, 7]}))   # r2: 0.785, n/a
+    """
+    import pandas as pd
+    if not isinstance(digits, int) or not 1 <= digits <= 15:
+        raise ValueError(f"digits: {digits!r} is not an integer between 1 and 15")
+    if isinstance(table, pd.Series):
+        table = table.to_frame()
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"table: expected a pandas DataFrame or Series, got {type(table).__name__}")
+    out = table.copy().astype(object)
+    for col in table.columns:
+        floats = [float(v) for v in table[col] if isinstance(v, (float, np.floating)) and math.isfinite(v)]
+        whole = all(v.is_integer() for v in floats)
+        out[col] = [_cell(v, digits, whole) for v in table[col]]
+    return out
+
+
+def _cell(value, digits: int, whole: bool) -> str:
+    import pandas as pd
+    if isinstance(value, (list, tuple)):        # a list in a cell (per-seed values): each number alike
+        return "[" + ", ".join(_cell(v, digits, False) for v in value) + "]"
+    if value is None or (not isinstance(value, (str, bytes)) and np.ndim(value) == 0 and pd.isna(value)):
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (float, np.floating)) and whole:
+        value = int(value)
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}" if abs(int(value)) >= 10000 else str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        before = int(math.floor(math.log10(abs(v)))) + 1 if abs(v) >= 1 else 1
+        return f"{v:.{max(0, min(3, digits - before))}f}"
+    return str(value)

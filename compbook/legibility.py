@@ -8,10 +8,18 @@ The book's column is about :data:`COLUMN_IN` inches wide; a wider figure is shru
 * **text leaving the figure**: a text element or a legend whose box reaches outside the figure (cut off on the
   page);
 * **a legend covering data**: a legend box over a plotted point, a bar or an error bar of its own axes;
-* **small thumbnails**: an image grid whose images are under :data:`MIN_THUMB_IN` inches wide once the figure
-  is shrunk to the column (colour-mapped maps, such as feature maps: :data:`MIN_MAP_IN`);
-* **small plots**: a plot (a curve, bars, a 3-D cloud) under :data:`MIN_PLOT_IN` inches wide at the column;
-* **small text**: text under :data:`MIN_FONT_PT` points once the figure is shrunk to the column.
+* **small plots**: a plot (a curve, bars, a 3-D cloud) under :data:`MIN_PLOT_IN` inches wide at the column.
+
+Two checks depend on the width the page shows the figure at, which only the built page knows (the browser test
+measures it; :func:`at_display` applies them to a figure's :func:`measure` at that width):
+
+* **small text**: text under :data:`MIN_FONT_PT` points once the figure is scaled to its displayed width (its
+  font sizes times displayed width / figure width);
+* **small tiles**: an image (``imshow``: a render, a feature map, an attention map) under :data:`MIN_TILE_IN`
+  inches wide at the displayed width.
+
+:func:`problems` applies them at the column width (a figure shown no wider than it drew, never wider than the
+column); the browser test applies them again at the width the page really shows.
 
 :func:`watch` runs :func:`problems` on every figure a notebook draws (when it is rendered to a PNG: the inline
 backend, ``savefig``, the sliders' frames) and appends what it finds to a JSON-lines log; a chapter run with
@@ -27,10 +35,10 @@ from pathlib import Path
 import numpy as np
 
 COLUMN_IN = 7.0          # the page's column, inches (CONTRIBUTING.md: figures about 7 inches wide)
-MIN_THUMB_IN = 0.9       # an image narrower than this at the column width is a thumbnail nobody can read
-MIN_MAP_IN = 0.25        # a colour-mapped map (a smooth feature map, attention) narrower than this shows no pattern
+MIN_TILE_IN = 0.9        # an image (a render or a map) narrower than this on the page is a tile nobody can read
 MIN_PLOT_IN = 1.2        # a plot narrower than this (or lower than 2/3 of it) at the column width is too small
-MIN_FONT_PT = 5.0        # text smaller than this at the column width is unreadable on the page
+MIN_FONT_PT = 8.0        # text smaller than this at the width the page shows it is too small to read
+CSS_PX_PER_IN = 96.0     # a browser's inch: 96 CSS pixels
 TOLERANCE_PX = 1.0       # boxes touching within this many pixels do not count as overlapping
 VARIABLE = "COMPBOOK_FIGCHECK"
 
@@ -170,19 +178,15 @@ def legend_over_data(fig, renderer) -> list[str]:
     return out
 
 
+def _tiles(fig) -> list[tuple[float, str]]:
+    """(width in figure inches, kind) of every visible axes showing an image: ``render`` (RGB) or ``map``."""
+    return [(ax.get_position().width * fig.get_figwidth(), "render" if np.ndim(ax.images[0].get_array()) == 3
+             else "map") for ax in fig.axes if ax.get_visible() and ax.images]
+
+
 def small_thumbnails(fig, renderer=None) -> list[str]:
-    """Images (RGB renders) under MIN_THUMB_IN wide at the column width, and colour-mapped maps (a feature map,
-    an attention or Gram matrix: a pattern to see, not a picture to recognise) under MIN_MAP_IN."""
-    scale = _scale(fig)
-    out = []
-    for kind, least, rgb in (("image", MIN_THUMB_IN, True), ("map", MIN_MAP_IN, False)):
-        widths = [ax.get_position().width * fig.get_figwidth() * scale for ax in fig.axes
-                  if ax.get_visible() and ax.images and (np.ndim(ax.images[0].get_array()) == 3) == rgb]
-        small = [w for w in widths if w < least]
-        if small:
-            out.append(f"{len(small)} {kind}(s) {min(small):.2f} in wide at the {COLUMN_IN:g} in column "
-                       f"(at least {least} in)")
-    return out
+    """Images (``imshow`` axes) under MIN_TILE_IN wide at the column width."""
+    return at_display(measure(fig), min(_shown_in(fig), COLUMN_IN), what=("tiles",))
 
 
 def small_axes(fig, renderer=None) -> list[str]:
@@ -208,25 +212,67 @@ def _is_colorbar(ax) -> bool:
 
 
 def small_text(fig, renderer=None) -> list[str]:
-    scale = _scale(fig)
-    small = [t for t in _texts(fig) if t.get_fontsize() * scale < MIN_FONT_PT]
-    if not small:
-        return []
-    size = min(t.get_fontsize() for t in small) * scale
-    return [f"{len(small)} text element(s) at {size:.1f} pt on the page (at least {MIN_FONT_PT:g}), e.g. "
-            f"{_label(small[0])}"]
+    """Text under MIN_FONT_PT at the column width."""
+    return at_display(measure(fig), min(_shown_in(fig), COLUMN_IN), what=("fonts",))
 
 
-CHECKS = (overlapping_text, leaving_the_figure, legend_over_data, small_thumbnails, small_axes, small_text)
+def _shown_in(fig) -> float:
+    """The width of the image the figure is saved as, inches (its tight box where saved tight)."""
+    return float(getattr(fig, "_compbook_shown_width", None) or fig.get_figwidth())
 
 
-def problems(fig, tight: bool = False) -> list[str]:
+def measure(fig) -> dict:
+    """What the page-width checks need of a drawn figure: ``shown_in`` (the saved image's width, inches),
+    ``fonts`` ([size pt, count, an example] per font size of its visible text, smallest first) and ``tiles``
+    ([width in, kind, count] per image width, smallest first; widths in the saved image's inches)."""
+    fonts: dict[float, list] = {}
+    for t in _texts(fig):
+        entry = fonts.setdefault(round(float(t.get_fontsize()), 2), [0, _label(t)])
+        entry[0] += 1
+    tiles: dict[tuple, int] = {}
+    for w, kind in _tiles(fig):
+        tiles[(round(w, 3), kind)] = tiles.get((round(w, 3), kind), 0) + 1
+    return {"shown_in": round(_shown_in(fig), 3),
+            "fonts": [[size, n, ex] for size, (n, ex) in sorted(fonts.items())],
+            "tiles": [[w, kind, n] for (w, kind), n in sorted(tiles.items())]}
+
+
+def at_display(record: dict, displayed_in: float, what=("fonts", "tiles")) -> list[str]:
+    """The small-text and small-tile problems of a figure (``record``: :func:`measure`) shown
+    ``displayed_in`` inches wide (CSS inches: displayed pixels / :data:`CSS_PX_PER_IN`)."""
+    if not displayed_in > 0 or not record.get("shown_in", 0) > 0:
+        raise ValueError(f"displayed_in={displayed_in!r}, shown_in={record.get('shown_in')!r}: "
+                         "widths must be positive")
+    scale = displayed_in / record["shown_in"]
+    out = []
+    small = [(size, n, ex) for size, n, ex in record.get("fonts", []) if "fonts" in what
+             and size * scale < MIN_FONT_PT - 0.05]
+    if small:
+        out.append(f"{sum(n for _, n, _ in small)} text element(s) at {small[0][0] * scale:.1f} pt on the page "
+                   f"(at least {MIN_FONT_PT:g} pt), e.g. {small[0][2]}")
+    tiny = [(w, kind, n) for w, kind, n in record.get("tiles", [])
+            if "tiles" in what and w * scale < MIN_TILE_IN - 0.005]
+    if tiny:
+        out.append(f"{sum(n for *_, n in tiny)} image tile(s) {tiny[0][0] * scale:.2f} in wide on the page "
+                   f"(at least {MIN_TILE_IN:g} in), e.g. a {tiny[0][1]}")
+    return out
+
+
+# checks that do not depend on the width the page shows the figure at (the log's ``problems``)
+CHECKS = (overlapping_text, leaving_the_figure, legend_over_data, small_axes)
+# checks at the width the page shows it (:func:`problems` applies them at the column width)
+WIDTH_CHECKS = (small_thumbnails, small_text)
+
+
+def problems(fig, tight: bool = False, width_checks: bool = True) -> list[str]:
     """What keeps a reader from reading ``fig`` (a drawn matplotlib Figure), one line each; [] when none.
     ``tight``: the figure is saved with ``bbox_inches="tight"`` (the inline backend's default), which grows the
-    image to take in text outside the figure, so nothing is cut off and the page shrinks the grown width."""
+    image to take in text outside the figure, so nothing is cut off and the page shrinks the grown width.
+    ``width_checks``: also the small-text and small-tile checks, at the column width."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     checks = [c for c in CHECKS if not (tight and c is leaving_the_figure)]
+    checks += list(WIDTH_CHECKS) if width_checks else []
     fig._compbook_shown_width = fig.get_tightbbox(renderer).width if tight else None
     try:
         return [p for check in checks for p in check(fig, renderer)]
@@ -244,10 +290,14 @@ _WATCHING = {"on": False}
 
 
 def watch(log=None) -> None:
-    """Check every figure when it is rendered (inline display, ``savefig``, slider frames) and append
-    ``{"where", "figure", "problems"}`` lines to ``log`` (default: ``$COMPBOOK_FIGCHECK``), after one
-    ``{"where", "watching": true}`` line when it starts. A figure is checked
-    once per drawing; the check never changes what is drawn nor stops the run."""
+    """Check every figure when it is rendered (inline display, ``savefig``, slider frames) and append one line
+    per rendering to ``log`` (default: ``$COMPBOOK_FIGCHECK``): ``{"where", "figure", "size", "problems",
+    "measure", "png"}`` (``problems``: the checks that do not depend on the displayed width; ``measure``: what
+    the browser test needs to check text and tiles at the width the page shows the image; ``png``: the
+    SHA-256 of the PNG written to an in-memory buffer, as the inline backend does, which finds the image on
+    the built page), after one ``{"where", "watching": true}`` line when it starts. The checks run once per
+    drawing; they never change what is drawn nor stop the run."""
+    import matplotlib
     from matplotlib.backend_bases import FigureCanvasBase
     path = Path(log or os.environ[VARIABLE])
     if _WATCHING["on"]:
@@ -261,18 +311,41 @@ def watch(log=None) -> None:
     def checked(self, *args, **kwargs):
         fig = self.figure
         key = (id(fig), len(fig.axes), fig.get_figwidth(), fig.get_figheight())
-        if getattr(fig, "_compbook_checked", None) != key:
-            fig._compbook_checked = key
+        tight = kwargs.get("bbox_inches") == "tight"
+        if getattr(fig, "_compbook_checked", (None,))[0] != key:
             try:
-                found = problems(fig, tight=kwargs.get("bbox_inches") == "tight")
+                found = problems(fig, tight=tight, width_checks=False)
             except Exception as err:          # a check that fails must not break the chapter
                 found = [f"check failed: {type(err).__name__}: {err}"]
-            if found:
-                title = fig._suptitle.get_text() if fig._suptitle else next(
-                    (ax.get_title() for ax in fig.axes if ax.get_title()), "")
-                with open(path, "a") as f:
-                    f.write(json.dumps({"where": where, "figure": title[:60], "size": [round(fig.get_figwidth(), 2),
-                                        round(fig.get_figheight(), 2)], "problems": found}) + "\n")
-        return original(self, *args, **kwargs)
+            fig._compbook_checked = (key, found)
+        result = original(self, *args, **kwargs)
+        try:
+            dpi = kwargs.get("dpi") or matplotlib.rcParams["savefig.dpi"]
+            dpi = fig.dpi if dpi == "figure" else float(dpi)
+            _log_rendering(path, where, fig, fig._compbook_checked[1], tight, args[0] if args else None, dpi)
+        except Exception as err:              # nor may the log
+            with open(path, "a") as f:
+                f.write(json.dumps({"where": where, "figure": "", "problems": [f"log failed: {err}"]}) + "\n")
+        return result
 
     FigureCanvasBase.print_figure = checked
+
+
+def _log_rendering(path: Path, where: str, fig, found: list, tight: bool, target, dpi: float) -> None:
+    """One rendering's line: its PNG's hash and, where it is a PNG, the width it was saved at (its pixels over
+    the dpi it was saved with, so the saving padding counts)."""
+    import hashlib
+    fig._compbook_shown_width = fig.get_tightbbox(fig.canvas.get_renderer()).width if tight else None
+    try:
+        record = measure(fig)
+    finally:
+        fig._compbook_shown_width = None
+    data = target.getvalue() if hasattr(target, "getvalue") else None
+    if isinstance(data, bytes) and data[:8] == b"\x89PNG\r\n\x1a\n" and dpi > 0:
+        record["shown_in"] = round(int.from_bytes(data[16:20], "big") / dpi, 3)
+    title = fig._suptitle.get_text() if fig._suptitle else next(
+        (ax.get_title() for ax in fig.axes if ax.get_title()), "")
+    with open(path, "a") as f:
+        f.write(json.dumps({"where": where, "figure": title[:60], "size": [round(fig.get_figwidth(), 2),
+                            round(fig.get_figheight(), 2)], "problems": found, "measure": record,
+                            "png": hashlib.sha256(data).hexdigest() if isinstance(data, bytes) else None}) + "\n")

@@ -59,9 +59,11 @@ def show_images(images: Sequence, titles: Sequence[str] | None = None, ncols: in
 
 def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = None, size: float = 0.8,
                      title: str | None = None):
-    """All hidden neurons' activation maps: one row per layer (``maps`` from ``CPPN.feature_maps``).
+    """Hidden neurons' activation maps: one row per layer (``maps`` from ``CPPN.feature_maps``).
 
-    Neurons whose map is constant over the grid (idle padding, unused copies) are drawn blank.
+    Neurons whose map is constant over the grid (idle padding, unused copies, removed neurons) are drawn blank.
+    ``max_per_layer``: at most that many maps a layer, the live (non-constant) ones first, each layer labelled
+    with its count of live neurons (so the tiles can stay large enough to read on the page).
     """
     maps = checks.sequence(maps, "maps")
     for l, m in enumerate(maps):
@@ -70,24 +72,30 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
             raise ValueError(f"maps[{l}] must be a tensor (width, H, W), got shape {tuple(t.shape)}")
         checks.finite(t, f"maps[{l}]")
     width = max(m.shape[0] for m in maps) if max_per_layer is None else checks.integer(max_per_layer,
-                                                                                         "max_per_layer")
+                                                                                         "max_per_layer", 1)
     checks.integer(width * len(maps), "feature_map_grid: panels (width x layers)", 1, 4096)
     size = checks.real(size, "size", 0, 100, low_open=True)
-    fig, axes = plt.subplots(len(maps), width, figsize=(size * width, size * len(maps) + 0.3), squeeze=False)
+    label_in = 0.3 if max_per_layer is None else 0.75
+    fig, axes = plt.subplots(len(maps), width, figsize=(size * width + label_in, size * len(maps) + 0.3),
+                             squeeze=False)
     for l, layer in enumerate(maps):
-        for i, ax in enumerate(axes[l]):
+        live = [i for i in range(layer.shape[0]) if float(layer[i].max() - layer[i].min()) > 1e-6]
+        shown = live + [i for i in range(layer.shape[0]) if i not in live] if max_per_layer else \
+            list(range(layer.shape[0]))
+        for k, ax in enumerate(axes[l]):
             ax.set_xticks([]), ax.set_yticks([])
             for s in ax.spines.values():
                 s.set_visible(False)
-            if i < layer.shape[0] and float(layer[i].max() - layer[i].min()) > 1e-6:
-                ax.imshow(_np(layer[i]), cmap="RdBu_r", vmin=-1, vmax=1)
-        axes[l][0].set_ylabel(f"{l}", rotation=0, fontsize=7, labelpad=8)
+            if k < len(shown) and shown[k] in live:
+                ax.imshow(_np(layer[shown[k]]), cmap="RdBu_r", vmin=-1, vmax=1)
+        label = f"{l}" if max_per_layer is None else f"layer {l}\n{len(live)} live"
+        axes[l][0].set_ylabel(label, rotation=0, fontsize=8, labelpad=8, ha="right", va="center")
     if title:
         fig.suptitle(title, fontsize=10)
     height = size * len(maps) + 0.3
     # the maps fill the figure (matplotlib's default margins would take a fifth of it): room for the layer
-    # numbers on the left and the title on top only
-    fig.subplots_adjust(left=0.3 / (size * width), right=0.99, bottom=0.02, top=1 - 0.3 / height,
+    # labels on the left and the title on top only
+    fig.subplots_adjust(left=label_in / (size * width + label_in), right=0.99, bottom=0.02, top=1 - 0.3 / height,
                         wspace=0.05, hspace=0.05)
     return fig
 

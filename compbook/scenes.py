@@ -98,7 +98,7 @@ def pad_sequences(seqs, pad_id: int, length: int | None = None, name: str = "seq
     seqs = [checks.integers(s, f"{name}[{i}]", 0, ndim=1) for i, s in enumerate(checks.sequence(seqs, name))]
     pad_id = checks.integer(pad_id, "pad_id", 0)
     length = max(len(s) for s in seqs) if length is None else checks.integer(length, "length")
-    checks.check_budget(8.0 * len(seqs) * length, f"{name}: {len(seqs)} sequences padded to length {length}")
+    checks.check_budget(8.0 * len(seqs) * length + sum(s.nbytes + 160.0 for s in seqs), f"{name}: to length {length}")
     out = np.full((len(seqs), length), pad_id, dtype=np.int64)
     for i, s in enumerate(seqs):
         if len(s) > length:
@@ -508,10 +508,12 @@ def check_resolution(res: int, layout: str, space: ObjectSpace | None = None) ->
     if px < MIN_OBJECT_PX:
         raise ValueError(f"resolution={res!r}: too small to draw the shapes of layout {layout!r} "
                          f"(objects would be {px:.1f} px wide, need >= {MIN_OBJECT_PX:g})")
-    # peak buffers: coverage per slot (float64), colour and image, and the supersampled crop of one object
-    checks.check_render_size(res, len(LAYOUTS[layout][0]) + 5 + 12 * (LAYOUTS[layout][1] * SUPERSAMPLE) ** 2, 8,
-                             f"a {layout!r} scene at {res} px")
+    checks.check_render_size(res, scene_bytes(1, layout) / 8, 8, f"a {layout!r} scene at {res} px")
     return res
+
+
+def scene_bytes(res: int, layout: str = "pair") -> float:   # float64 coverage per slot, colour, image, a crop
+    return 8.0 * (len(LAYOUTS[layout][0]) + 5 + 12 * (LAYOUTS[layout][1] * SUPERSAMPLE) ** 2) * float(res) ** 2
 
 
 def _check_scene(space, objects, slots, layout, res):
@@ -558,13 +560,13 @@ def render_images(space: ObjectSpace, scenes, res: int = 64, layout: str = "pair
     """Images only, for training: ``scenes`` (N, k) object ids -> (N, res, res, 3) float32."""
     checks.instance(space, "space", ObjectSpace)
     res = check_resolution(res, layout, space)
-    shape = np.shape(scenes) if isinstance(scenes, np.ndarray) else None
-    if shape is not None and len(shape) == 2:      # the budget before any copy of a large array
-        checks.allocation((shape[0], res, res, 3), f"render_images: {shape[0]} images at {res} px")
+    per_image, one = 12.0 * res * res, scene_bytes(res, layout)     # float32 images, one scene's render buffers
+    if isinstance(scenes, np.ndarray) and scenes.ndim == 2:         # the budget before any copy of a large array
+        checks.check_budget(per_image * len(scenes) + one, f"render_images: {len(scenes)} images at {res} px")
     scenes = checks.integers(scenes, "scenes")
     if scenes.ndim != 2 or not scenes.size:
         raise ValueError(f"scenes: need an (N, k) array of object ids, N, k >= 1, got shape {scenes.shape}")
-    checks.allocation((len(scenes), res, res, 3), f"render_images: {len(scenes)} images at {res} px")
+    checks.check_budget(per_image * len(scenes) + one + 2 * scenes.nbytes, f"render_images: {len(scenes)} images")
     checks.index(scenes, "scenes", space.n_objects, "the object space")
     out = np.empty((len(scenes), res, res, 3), np.float32)
     for i, objs in enumerate(scenes):

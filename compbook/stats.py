@@ -44,7 +44,7 @@ def pooled_draws(p: np.ndarray, n: np.ndarray, n_boot: int, rng: np.random.Gener
     n_boot = checks.integer(n_boot, "n_boot")
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    checks.allocation((n_boot, len(p)), f"pooled_draws: n_boot={n_boot} draws of {len(p)} networks", 8 * 4)
+    checks.allocation((n_boot, len(p)), f"pooled_draws: n_boot={n_boot} draws of {len(p)} networks", 8 * 5)
     pick = rng.integers(0, len(p), size=(n_boot, len(p)))
     return rng.binomial(n[pick], p[pick]).sum(1) / n[pick].sum(1)
 
@@ -76,7 +76,7 @@ def mean_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> dict:
     if v.ndim != 1 or len(v) < 2:
         raise ValueError(f"values must be at least two finite numbers, got {values!r:.80}")
     n_boot, seed = checks.integer(n_boot, "n_boot"), checks.seed(seed)
-    checks.allocation((n_boot, len(v)), f"mean_ci: n_boot={n_boot} draws of {len(v)} values", 8 * 2)
+    checks.allocation((n_boot, len(v)), f"mean_ci: n_boot={n_boot} draws of {len(v)} values", 8 * 3)
     means = v[np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))].mean(1)
     return {"score": float(v.mean()), "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]}
 

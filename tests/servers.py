@@ -189,14 +189,17 @@ class FaultServer(_Running):
     ``"429"`` (with ``Retry-After: 0``), ``"500"``, ``"503"``, ``"404"``, ``"drop"`` (closes the connection
     without an answer), ``"hang"`` (answers nothing for ``hang`` seconds), ``"badjson"``, a bytes body
     answered with 200 (:func:`completion`), or a callable ``body -> bytes`` (an answer that depends on the request). ``delay`` seconds pass before every answer. ``bodies`` holds every
-    request body received, ``in_flight_max`` the most requests handled at once."""
+    request body received, ``in_flight_max`` the most requests handled at once. ``hold_until=n``: no request is
+    answered before ``n`` are in flight at once (then none is held): a test of concurrency that no clock decides
+    (a client that never reaches ``n`` fails after 60 s, answered, with ``in_flight_max`` below ``n``)."""
 
-    def __init__(self, script=(), default=None, delay=0.0, hang=5.0):
+    def __init__(self, script=(), default=None, delay=0.0, hang=5.0, hold_until=None):
         self.script = collections.deque(script)
         self.default = completion() if default is None else default
         self.delay, self.hang = delay, hang
         self.bodies, self.lock = [], threading.Lock()
         self.in_flight = self.in_flight_max = 0
+        self.hold_until, self.reached = hold_until, threading.Condition(self.lock)
         self.start(_FaultHandler)
 
     @property
@@ -212,6 +215,9 @@ class _FaultHandler(_Handler):
             action = owner.script.popleft() if owner.script else owner.default
             owner.in_flight += 1
             owner.in_flight_max = max(owner.in_flight_max, owner.in_flight)
+            owner.reached.notify_all()
+            if owner.hold_until:
+                owner.reached.wait_for(lambda: owner.in_flight_max >= owner.hold_until, timeout=60)
         try:
             time.sleep(owner.delay)
             if action == "drop":

@@ -116,9 +116,9 @@ def test_newton_schulz_of_an_empty_matrix_is_empty():
 def test_a_large_token_space_encodes_quickly():
     """The likely bug: the object space's 2 x 10^5 value names built for every scene encoded."""
     tokens = symbolic.SymbolicTokens(2, 10 ** 5)
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # this process's CPU: a busy neighbour does not count
     ids = tokens.encode([10 ** 10 - 1])
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert ids.tolist() == [tokens.soo, 10 ** 5 - 1, 2 * 10 ** 5 - 1, tokens.eoo, tokens.eos]
 
 

@@ -118,6 +118,21 @@ def test_mds3_keeps_cosine_geometry():
     assert np.linalg.norm(y[:5].mean(0) - y[5:].mean(0)) > 3 * inside
 
 
+def test_arrow_agreement_tells_a_sum_from_a_lookup():
+    """A planted sum mu + a_left + b_right gives the same arrow beside every right object (cosine 1); one random
+    vector per scene gives unrelated arrows (about 0); an interaction term sits between."""
+    rng = np.random.default_rng(0)
+    n, d = 6, 12
+    a, b = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    total = (3.0 + a[:, None] + b[None]).reshape(n * n, d)
+    assert np.allclose(dec.arrow_agreement(total, n, 300), 1.0)
+    assert abs(np.median(dec.arrow_agreement(rng.normal(size=(n * n, d)), n, 300))) < 0.2
+    mixed = np.median(dec.arrow_agreement(total + 0.7 * rng.normal(size=(n * n, d)), n, 300))
+    assert 0.2 < mixed < 0.95
+    with pytest.raises(ValueError, match="ordered scenes"):
+        dec.arrow_agreement(total[:-1], n)
+
+
 def _tiny_setup():
     sp = S.clevr2d()
     pairs = S.all_pairs(range(24))[::9]

@@ -299,6 +299,11 @@ def test_chapter_13_readers_of_a_stored_sweep(tmp_path):
     assert list(corr.index) == ["additive", "object_product", "global_product"]
     binds = W.binding_table(records, n_scenes=16)
     assert binds[["seen", "unseen", "chance"]].stack().between(0, 1).all()
+    curves = W.binding_curves(records, n_scenes=16)
+    assert list(curves.index) == list(binds.index) and np.allclose(curves.seen, binds.seen)
+    assert ((curves.low <= curves.unseen + 1e-12) & (curves.unseen <= curves.high + 1e-12)).all()
+    assert np.allclose(curves.loc[rec["n_objects"]].unseen, W.coverage_intervals(rec, "test_binding")["mean"])
+    assert np.allclose(models.binding, [b for r in records.values() for b in r["test_binding"]])
     frames = W.slider_frames(rec, seed=0, n_scenes=3)
     assert sorted(frames) == sorted(sweep.coverages)
     assert all(f[0].shape == (3, 2 ** cfg.n_concepts) for f in frames.values())

@@ -1,199 +1,209 @@
-"""A simulated Colab, offline (SLOW: about 3-5 minutes on 2 cores; the one test of this file).
+"""Every chapter in a simulated Colab, offline (SLOW: every chapter once; ``make test`` builds the book from it).
 
-compbook is built as a wheel and installed (``--no-deps``) into a fresh virtual environment in a temporary folder
-(``--system-site-packages``: torch and the other dependencies installed here are reused); a local HTTP server on
-127.0.0.1 stands in for the repository host (the checkout's ``data/`` as the raw file tree of the repository's
-branch) and for the Picbreeder folder (``../shared/picbreeder/``, laid out as ``$COMPBOOK_PICBREEDER_URL`` wants
-it). Chapters 1 and 10 run headless in that environment, from a copy outside the checkout, with an empty
-``$COMPBOOK_DATA`` and ``$HOME``: the kernel imports the wheel's compbook (checked in a first cell the test
-inserts), opens no file of the checkout or the shared folder (an audit hook records every open; checked in a last
-cell), and gets genomes, FER's networks, reference renders, the registry and the stored models by download, each
-file of ``data/`` equal to the checkout's (checked by digest on download and here).
+compbook is built as a wheel and installed (``--no-deps``) into a folder outside the checkout; each chapter's
+kernel is the interpreter that runs these tests (with exactly its packages, in the system Python or a virtual
+environment) with ``PYTHONPATH`` = that folder. A local HTTP server on 127.0.0.1 stands in for the repository
+host (the checkout's ``data/`` as the raw file tree of the repository's branch, ``$COMPBOOK_DATA_URL``) and for
+FER's repository (``../shared/fer/``, FER's files at FER's paths, ``$COMPBOOK_PICBREEDER_URL``). Each chapter runs headless from a folder outside the
+checkout, with its own empty ``$HOME`` and ``$COMPBOOK_DATA`` (a fresh Colab runtime per notebook), and:
+
+* imports the wheel's compbook and opens no file of the checkout or the shared folder (an audit hook records
+  every open; cells the test inserts check both, then are taken out again);
+* trains no stored artifact again (``$COMPBOOK_MADE_LOG``, where compbook logs each registered artifact it
+  makes, stays empty);
+* shows what the book shows (:func:`colab.shows_what_the_book_shows`: every cell ran, no error, every glued
+  number of the prose glued, a figure from every cell that draws one);
+* downloads each file once, only files the registry lists (of FER's: files FER's repository holds), each kept
+  equal to the served one byte for byte.
+
+``$COMPBOOK_EXECUTED`` (``make test``: ``_executed``) is where the executed chapters go (``chapters/``, the
+inserted cells taken out: the book is built from them), with the figure check's log (``figures.jsonl``,
+``$COMPBOOK_FIGCHECK``) and the chapters' times (``colab.xml``, JUnit-like; ``make runtimes`` records them).
+``$COMPBOOK_COLAB_JOBS`` chapters run at a time (default 1); nbclient stops a cell after 600 s, as nbmake.
 """
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
-import warnings
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "picbreeder"
-CHAPTERS = ("01_fractured_vs_unified.ipynb", "10_bag_of_concepts.ipynb")
-HOST = "127.0.0.1"
-DATA_PREFIX = "/compbook/compbook/main/data/"         # as raw.githubusercontent.com/<owner>/<repo>/<branch>/data/
-PICBREEDER_PREFIX = "/picbreeder/"
+import colab
 
-FIRST_CELL = """\
-# inserted by tests/test_colab.py: the wheel's compbook, no checkout, and every opened file recorded
-import os, sys
-from pathlib import Path
-import compbook, compbook.paths
-assert Path(compbook.__file__).resolve().is_relative_to(Path(sys.prefix).resolve()), compbook.__file__
-assert compbook.paths.repository_root() is None
-OPENED_OUTSIDE = []
-def _record(event, args, forbidden={forbidden!r}):
-    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-        p = str(Path(os.fsdecode(os.fspath(args[0]))).resolve())
-        if any(p == f or p.startswith(f + "/") for f in forbidden):
-            OPENED_OUTSIDE.append(p)
-sys.addaudithook(_record)
-print("COLAB-CHECK compbook from", compbook.__file__)
-"""
-LAST_CELL = """\
-# inserted by tests/test_colab.py
-assert not OPENED_OUTSIDE, OPENED_OUTSIDE
-print("COLAB-CHECK opened nothing of the checkout")
-"""
-# runs in the venv's python: nbclient executes each notebook with the "python3" kernel, which jupyter_client
-# starts with this interpreter (sys.executable), so the kernel is the venv's
-RUNNER = """\
-import sys
-from pathlib import Path
-import nbclient, nbformat
-for p in sys.argv[1:]:
-    nb = nbformat.read(p, as_version=4)
-    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(Path(p).parent)}}).execute()
-    nbformat.write(nb, p)
-"""
+ROOT = colab.ROOT
+CHAPTERS = sorted(p.name for p in (ROOT / "chapters").glob("*.ipynb"))
+EXECUTED_VARIABLE = "COMPBOOK_EXECUTED"
+JOBS_VARIABLE = "COMPBOOK_COLAB_JOBS"
+# the process environment a chapter does not inherit: compbook's settings, Python's and Jupyter's paths, caches
+NOT_INHERITED = ("COMPBOOK_", "PYTHON", "JUPYTER", "VIRTUAL_ENV", "XDG_", "MPLCONFIGDIR", "TORCH_HOME", "HF_")
+# what a chapter prints only when it has everything the book shows
+EXPECTED_TEXT = {"01_fractured_vs_unified.ipynb": ("PSNR vs reference",)}
+UNEXPECTED_TEXT = ("not here", "skipped")
 
 
-class _Host(SimpleHTTPRequestHandler):
-    """Serves ``DATA_PREFIX`` from the checkout's data/ and ``PICBREEDER_PREFIX`` from the shared folder, nothing
-    else; every request is logged as ``(status, path)``."""
-    log: list
-
-    def translate_path(self, path):
-        path = path.split("?", 1)[0]
-        for prefix, folder in ((DATA_PREFIX, ROOT / "data"), (PICBREEDER_PREFIX, SHARED)):
-            if path.startswith(prefix):
-                self.directory = str(folder)
-                return super().translate_path("/" + path[len(prefix):])
-        return "/nonexistent/" + path.strip("/")
-
-    def list_directory(self, path):
-        self.send_error(404, "no listings")
-
-    def log_request(self, code="-", size="-"):
-        self.log.append((int(code) if isinstance(code, int) or str(code).isdigit() else code, self.path))
-
-    def log_message(self, *args):
-        pass
+def _jobs() -> int:
+    value = os.environ.get(JOBS_VARIABLE, "1")
+    if not value.isdigit() or not 1 <= int(value) <= 4:
+        raise ValueError(f"${JOBS_VARIABLE}={value!r}: expected 1 to 4 chapters at a time")
+    return int(value)
 
 
-@pytest.fixture
-def host():
-    """A local host on a free port of 127.0.0.1, stopped at the end: ``(url, log)``."""
-    log = []
-    handler = type("Host", (_Host,), {"log": log})
-    server = ThreadingHTTPServer((HOST, 0), partial(handler, directory=str(ROOT / "data")))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://{HOST}:{server.server_address[1]}", log
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+class Colab:
+    """The wheel, the host, and the chapters' runs (started in order, ``jobs`` at a time, when the session
+    starts); :meth:`outcome` waits for one."""
+
+    def __init__(self, tmp: Path, chapters: list[str], jobs: int):
+        self.tmp, self.outcomes = tmp, []
+        self.wheel = colab.install_wheel(tmp)
+        self.jupyter = colab.kernel_spec(tmp / "jupyter")
+        self.host = colab.Host().start()
+        self.forbidden = sorted({str(ROOT.resolve()), str(colab.SHARED.resolve()), str(colab.THIRD_PARTY.resolve())})
+        self.pool = ThreadPoolExecutor(jobs)
+        self.futures = {name: self.pool.submit(self._run, name) for name in chapters}
+
+    def env(self, name: str, folder: Path) -> dict:
+        data_url, third_party_url = self.host.urls(Path(name).stem)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(NOT_INHERITED)}
+        return env | {
+            "PYTHONPATH": str(self.wheel), "JUPYTER_PATH": str(self.jupyter), "HOME": str(folder / "home"),
+            "COMPBOOK_DATA_URL": data_url, "COMPBOOK_PICBREEDER_URL": third_party_url,
+            "COMPBOOK_DATA": str(folder / "data"), "COMPBOOK_MADE_LOG": str(folder / "made.jsonl"),
+            "COMPBOOK_FIGCHECK": str(folder / "figures.jsonl"), "COMPBOOK_FIGCHECK_WHERE": Path(name).stem,
+            "COMPBOOK_WIDGETS": "static", "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1"}
+
+    def _run(self, name: str) -> colab.Outcome:
+        folder = self.tmp / Path(name).stem
+        for sub in ("run", "home", "data"):
+            (folder / sub).mkdir(parents=True)
+        path = colab.prepare(ROOT / "chapters" / name, folder / "run", self.wheel, self.forbidden)
+        cells = sum(c.cell_type == "code" for c in colab.read(path).cells)
+        start = time.monotonic()
+        try:
+            r = subprocess.run([sys.executable, colab.__file__, str(path)], cwd=folder / "run",
+                               env=self.env(name, folder), capture_output=True, text=True,
+                               timeout=colab.CELL_TIMEOUT * cells + 120)
+            status, stderr = r.returncode, r.stderr
+        except subprocess.TimeoutExpired as err:
+            status, stderr = -1, f"{name}: stopped after {err.timeout} s\n{err.stderr or ''}"
+        return colab.Outcome(name, status, time.monotonic() - start, stderr, folder)
+
+    def outcome(self, name: str) -> colab.Outcome:
+        out = self.futures[name].result()
+        self.outcomes.append(out)
+        return out
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.host.stop()
 
 
-def _run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    assert r.returncode == 0, f"{cmd[:4]}... failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
-    return r
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory) -> Path:
+    """Where the executed chapters go: ``$COMPBOOK_EXECUTED``, else a temporary folder."""
+    value = os.environ.get(EXECUTED_VARIABLE)
+    folder = Path(value).resolve() if value else tmp_path_factory.mktemp("executed")
+    (folder / "chapters").mkdir(parents=True, exist_ok=True)
+    return folder
 
 
-def _venv_with_wheel(tmp: Path) -> Path:
-    """The wheel built from a copy of the package's sources (no build/ left in the checkout), installed without
-    dependencies into a fresh venv that sees this machine's packages; returns the venv's python."""
-    src = tmp / "src"
-    shutil.copytree(ROOT / "compbook", src / "compbook", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for f in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / f, src / f)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-          str(src), "-w", str(tmp / "wheel")])
-    wheel, = (tmp / "wheel").glob("compbook-*.whl")
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(tmp / "venv")])
-    python = tmp / "venv" / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed", str(wheel)])
-    return python
+@pytest.fixture(scope="session")
+def simulated(request, executed):
+    selected = [item.callspec.params["chapter"] for item in request.session.items
+                if item.originalname == "test_chapter_in_colab"]
+    # a short folder: a chapter that prints a path of its home prints one that fits the page, as Colab's /root
+    tmp = Path(tempfile.mkdtemp(prefix="cb"))
+    sim = Colab(tmp, selected, _jobs())
+    yield sim
+    sim.close()
+    colab.junit(sim.outcomes, executed / "colab.xml")
+    if all(o.status == 0 and o.checked for o in sim.outcomes):
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"\nsimulated Colab: the failed chapters' folders are in {tmp}")
 
 
-def _notebook(name: str, folder: Path, forbidden: list[str]) -> Path:
-    with warnings.catch_warnings():          # a chapter's cells without an id are given one (the chapter's matter)
-        warnings.simplefilter("ignore", nbformat.warnings.MissingIDFieldWarning)
-        nb = nbformat.read(ROOT / "chapters" / name, as_version=4)
-    nb.cells.insert(1, nbformat.v4.new_code_cell(FIRST_CELL.format(forbidden=forbidden)))
-    nb.cells.append(nbformat.v4.new_code_cell(LAST_CELL))
-    path = folder / name
-    nbformat.write(nb, path)
-    return path
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_in_colab(chapter, simulated, executed):
+    out = simulated.outcome(chapter)
+    ran = out.folder / "run" / chapter
+    nb = colab.read(ran)
+    with open(executed / "figures.jsonl", "a") as log:
+        log.write((out.folder / "figures.jsonl").read_text() if (out.folder / "figures.jsonl").is_file() else "")
+    text = colab.text(nb)
+    nbformat.write(colab.strip(nb), executed / "chapters" / chapter)
+    assert out.status == 0, f"{chapter}: failed in the simulated Colab after {out.seconds:.0f} s:\n{out.stderr[-6000:]}"
 
+    assert f"COLAB-CHECK compbook from {simulated.wheel.resolve()}/" in text, "not the wheel's compbook"
+    assert "COLAB-CHECK opened nothing of the checkout" in text
+    made = out.folder / "made.jsonl"
+    assert not (made.is_file() and made.read_text().strip()), \
+        f"{chapter}: trained stored artifacts again:\n{made.read_text()[:3000]}"
+    missing = colab.shows_what_the_book_shows(nb)
+    assert not missing, f"{chapter}: the run does not show what the book shows:\n  " + "\n  ".join(missing)
+    for want in EXPECTED_TEXT.get(chapter, ()):
+        assert want in text, f"{chapter}: does not print {want!r}"
+    for unwanted in UNEXPECTED_TEXT:
+        assert unwanted not in text, f"{chapter}: prints {unwanted!r}"
 
-def _text(nb) -> str:
-    return "\n".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", ""))
-                     for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.mark.skipif(not (SHARED / "fer_sgd").is_dir(), reason="no ../shared/picbreeder/ with fer_sgd/ to serve")
-def test_chapters_1_and_10_run_from_the_wheel_with_downloaded_data(tmp_path, host):
-    url, log = host
-    python = _venv_with_wheel(tmp_path)
-    run, data, home = tmp_path / "run", tmp_path / "data", tmp_path / "home"
-    for d in (run, data, home):
-        d.mkdir()
-    forbidden = [str(ROOT.resolve()), str(SHARED.resolve())]
-    notebooks = [_notebook(name, run, forbidden) for name in CHAPTERS]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COMPBOOK_", "PYTHON", "JUPYTER", "VIRTUAL_ENV"))}
-    env |= {"COMPBOOK_DATA_URL": url + DATA_PREFIX, "COMPBOOK_PICBREEDER_URL": url + PICBREEDER_PREFIX,
-            "COMPBOOK_DATA": str(data), "HOME": str(home), "COMPBOOK_WIDGETS": "static", "TQDM_DISABLE": "1",
-            "HF_HUB_OFFLINE": "1"}
-    _run([str(python), "-c", RUNNER, *map(str, notebooks)], cwd=run, env=env, timeout=1800)
-
-    outputs = {}
-    for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        assert all(c.execution_count for c in code), f"{path.name}: a cell did not run"
-        assert not [o for c in code for o in c.outputs if o.output_type == "error"]
-        outputs[path.name] = _text(nb)
-        venv = tmp_path / "venv"
-        assert any(f"COLAB-CHECK compbook from {v}/" in outputs[path.name] for v in (venv, venv.resolve()))
-        assert "COLAB-CHECK opened nothing of the checkout" in outputs[path.name]
-    ch1 = outputs[CHAPTERS[0]]
-    assert "FER's SGD networks: skull, butterfly, apple found" in ch1 and "PSNR vs reference" in ch1
-    assert "not here" not in ch1 and "skipped" not in ch1
-
-    served = [p for status, p in log if status == 200]
-    assert not [entry for entry in log if entry[0] != 200], f"requests that failed: {log}"
-    assert len(served) == len(set(served)), f"a file was downloaded twice: {sorted(served)}"
-    want_pb = {f"{PICBREEDER_PREFIX}{n}{ext}" for n in ("skull", "butterfly", "apple") for ext in (".zip", ".png")}
-    want_pb |= {f"{PICBREEDER_PREFIX}fer_sgd/{n}.npz" for n in ("skull", "butterfly", "apple")}
-    assert want_pb <= set(served), f"missing Picbreeder downloads: {want_pb - set(served)}"
-    data_files = sorted(p[len(DATA_PREFIX):] for p in served if p.startswith(DATA_PREFIX))
-    want_data = {"registry.json"} | {f"binding/clevr2d_{k}{ext}" for k in ("noswap", "swap")
-                                     for ext in (".json", ".safetensors")}
-    assert want_data <= set(data_files), f"missing data downloads: {want_data - set(data_files)}"
+    requests = simulated.host.requests(Path(chapter).stem)
+    assert not [r for r in requests if r[0] != 200], f"{chapter}: requests that failed: {requests}"
+    served = [path for _, path in requests]
+    assert len(served) == len(set(served)), f"{chapter}: a file downloaded twice: {sorted(served)}"
+    data_files = sorted(p[len(colab.DATA_PREFIX):] for p in served if p.startswith(colab.DATA_PREFIX))
     registry = json.loads((ROOT / "data" / "registry.json").read_text())
     listed = {f for a in registry["artifacts"].values() for f in a["files"]} | {"registry.json"}
-    assert set(data_files) <= listed, "a download the registry does not list"
+    assert set(data_files) <= listed, f"{chapter}: downloads the registry does not list: {set(data_files) - listed}"
     for rel in data_files:                       # what the kernel kept is the checkout's file, byte for byte
-        assert _sha(data / rel) == _sha(ROOT / "data" / rel), rel
-    for n in ("skull", "butterfly", "apple"):
-        assert _sha(home / ".cache/compbook/picbreeder" / f"{n}.zip") == _sha(SHARED / f"{n}.zip")
-        assert _sha(home / ".cache/compbook/picbreeder/fer_sgd" / f"{n}.npz") == _sha(SHARED / "fer_sgd" / f"{n}.npz")
+        kept = out.folder / "data" / rel
+        assert kept.is_file() and colab.sha(kept) == colab.sha(ROOT / "data" / rel), f"{chapter}: {rel}"
+    cache = out.folder / "home" / ".cache" / "compbook" / "fer"
+    for rel in (p[len(colab.THIRD_PARTY_PREFIX):] for p in served if p.startswith(colab.THIRD_PARTY_PREFIX)):
+        kept = list(cache.glob(f"*/{rel}"))
+        assert len(kept) == 1 and colab.sha(kept[0]) == colab.sha(colab.THIRD_PARTY / rel), f"{chapter}: {rel}"
+    out.checked = True
+
+
+def _nb(cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    return nb
+
+
+def test_the_shows_check_finds_an_error_a_missing_figure_and_an_unglued_number():
+    out = nbformat.v4.new_output
+    fig = out("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})
+    glued = out("display_data", data={"application/papermill.record/text/plain": "0.5"},
+                metadata={"scrapbook": {"name": "r2", "mime_prefix": "application/papermill.record/"}})
+    draw = nbformat.v4.new_code_cell("fig = plots.show_images(row, titles)", execution_count=1, outputs=[fig])
+    define = nbformat.v4.new_code_cell("def draw(d):\n    return plots.show_images([d], ['x'])", execution_count=2)
+    prose = nbformat.v4.new_markdown_cell("R^2 = {glue:text}`r2:.2f`")
+    good = _nb([prose, draw, define, nbformat.v4.new_code_cell("glue('r2', 0.5)", execution_count=3,
+                                                                outputs=[glued])])
+    assert colab.shows_what_the_book_shows(good) == []
+
+    no_figure = _nb([nbformat.v4.new_code_cell("fig = plots.show_images(row, titles)", execution_count=1)])
+    assert "draws a figure" in " ".join(colab.shows_what_the_book_shows(no_figure))
+    error = _nb([nbformat.v4.new_code_cell("x = 1", execution_count=1, outputs=[
+        out("error", ename="FileNotFoundError", evalue="stored results do not exist", traceback=[])])])
+    assert "FileNotFoundError" in " ".join(colab.shows_what_the_book_shows(error))
+    unglued = _nb([prose, nbformat.v4.new_code_cell("x = 1", execution_count=1)])
+    assert "['r2']" in " ".join(colab.shows_what_the_book_shows(unglued))
+    not_run = _nb([nbformat.v4.new_code_cell("x = 1")])
+    assert "did not run" in " ".join(colab.shows_what_the_book_shows(not_run))
+
+
+def test_the_timing_report_refuses_a_failed_chapter_and_records_a_passed_one(tmp_path):
+    from compbook.results import runtimes
+    passed = colab.Outcome("07_depth.ipynb", 0, 30.4, checked=True)
+    path = colab.junit([passed], tmp_path / "ok.xml")
+    assert runtimes.from_junit(path) == {"07_depth": 30.4}
+    for bad in (colab.Outcome("07_depth.ipynb", 1, 30.4, "boom"), colab.Outcome("07_depth.ipynb", 0, 30.4)):
+        with pytest.raises(ValueError, match="did not pass"):
+            runtimes.from_junit(colab.junit([passed, bad], tmp_path / "bad.xml"))

@@ -115,12 +115,12 @@ def test_render_over_the_budget_is_refused_before_allocating(monkeypatch):
     import time
     from compbook import checks
     m = cppn.uniform_cppn(12, 22)
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # this process's CPU: a busy neighbour does not count
     with pytest.raises(ValueError, match=r"res=20000: .* over the render budget of 2,048 MiB"):
         m.render(20000)
     with pytest.raises(ValueError, match="render budget"):
         m.feature_maps(20000)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     with pytest.raises(ValueError, match="render budget of 1 MiB"):       # the parameter
         m.render(256, budget_mb=1)
     monkeypatch.setenv(checks.RENDER_BUDGET_VARIABLE, "1")                 # the setting

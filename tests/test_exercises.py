@@ -91,7 +91,8 @@ def _chapter_exercise_cells():
         start = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
                      and "".join(c["source"]).lstrip().startswith("## Exercises"))
         yield path, ["".join(c["source"]) for c in cells[start:] if c["cell_type"] == "code"
-                     and "assert result.passed" not in "".join(c["source"])]
+                     and "assert result.passed" not in "".join(c["source"])        # the folded solutions
+                     and "remove-cell" not in c["metadata"].get("tags", [])]       # bookkeeping: glue, ...
 
 
 @pytest.mark.parametrize("path, cells", list(_chapter_exercise_cells()), ids=lambda x: getattr(x, "stem", ""))
@@ -166,8 +167,8 @@ def swallows(x):
 def test_a_function_that_never_returns_is_stopped_at_the_time_limit(answer):
     t0 = time.perf_counter()
     r = check_function(answer, ref_sum, CASES, "row sums", seconds=0.3)
-    took = time.perf_counter() - t0
-    assert took < 2, f"took {took:.1f} s: the time limit did not stop the reader's function"
+    took = time.perf_counter() - t0             # unstopped, the function runs 60 s or for ever: a loose bound
+    assert took < 30, f"took {took:.1f} s: the time limit did not stop the reader's function"
     assert not r.passed and "still running after 0.3 s" in r.message and "case 1 of 3" in r.message, r.message
 
 
@@ -175,7 +176,7 @@ def test_the_time_limit_is_a_module_setting(monkeypatch):
     monkeypatch.setattr(exercises, "TIME_LIMIT", 0.2)
     t0 = time.perf_counter()
     assert "after 0.2 s" in check_function(endless, ref_sum, CASES, "row sums").message
-    assert time.perf_counter() - t0 < 2
+    assert time.perf_counter() - t0 < 30
 
 
 def test_a_function_that_never_returns_is_stopped_in_another_thread():
@@ -183,7 +184,7 @@ def test_a_function_that_never_returns_is_stopped_in_another_thread():
     worker = threading.Thread(target=lambda: out.append(check_function(endless, ref_sum, CASES, "row sums",
                                                                        seconds=0.3)))
     worker.start()
-    worker.join(5)
+    worker.join(60)
     assert not worker.is_alive(), "the check in a thread never returned: the thread's watch sent nothing"
     assert not out[0].passed and "still running" in out[0].message
 
@@ -192,7 +193,7 @@ def test_a_slow_but_finite_function_within_the_limit_passes():
     def slow(x):
         time.sleep(0.05)
         return ref_sum(x)
-    assert check_function(slow, ref_sum, CASES, "row sums", seconds=2).passed
+    assert check_function(slow, ref_sum, CASES, "row sums", seconds=60).passed
 
 
 @pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()],
@@ -205,22 +206,44 @@ def test_anything_the_readers_code_raises_is_reported(error):
 
 
 def test_a_real_interrupt_still_stops_the_check():
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    """Ctrl-C while the reader's function runs: the interrupt is sent once the function has started (it says so),
+    and the function never ends on its own, so nothing but the interrupt can end the check before its limit."""
+    started = threading.Event()
+
+    def runs_until_interrupted(x):
+        started.set()
+        while True:
+            pass
+
+    def interrupt_once_started():
+        if started.wait(60):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt_once_started, daemon=True)
+    sender.start()
     with pytest.raises(KeyboardInterrupt):
-        check_function(endless, ref_sum, CASES, "row sums", seconds=5)
-    timer.join()
+        check_function(runs_until_interrupted, ref_sum, CASES, "row sums", seconds=120)
+    sender.join()
+    assert started.is_set()
 
 
 def test_a_timer_set_before_the_check_still_rings():
-    rang = []
-    old = signal.signal(signal.SIGALRM, lambda *a: rang.append(True))
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    """The caller's timer (far longer than the check) runs on after the check, not restarted, and rings its own
+    handler; shortened afterwards so the test need not wait for it."""
+    rang = threading.Event()
+    handler = lambda *a: rang.set()            # noqa: E731
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 600)
     try:
         check_function(endless, ref_sum, CASES, "row sums", seconds=0.2)
-        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0, "the caller's timer was cancelled by the check"
-        time.sleep(0.6)
-        assert rang, "the caller's alarm handler was not restored"
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 0 < left < 600, f"the caller's timer was cancelled or restarted by the check ({left:.3f} s left)"
+        assert signal.getsignal(signal.SIGALRM) is handler, "the caller's alarm handler was not restored"
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        deadline = time.monotonic() + 60
+        while not rang.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rang.is_set(), "the caller's alarm handler did not ring"
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

@@ -218,7 +218,7 @@ def never_returns(*args):
 def test_a_function_that_never_returns_is_stopped(check):
     t0 = time.perf_counter()
     r = check(never_returns, seconds=0.3)
-    assert time.perf_counter() - t0 < 5, "the check waited on a reader's endless loop"
+    assert time.perf_counter() - t0 < 30, "the check waited on a reader's endless loop"
     assert not r.passed and "still running after 0.3 s" in r.message
 
 

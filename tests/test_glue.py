@@ -49,3 +49,31 @@ def test_printed_configs_fit_the_page():
     from compbook.sae.s2ae import SAETrainConfig
     text = str(SAETrainConfig(d_sae=384, k=32, lam=0.01))
     assert text.startswith("SAETrainConfig(d_sae=384") and all(len(l) <= 80 for l in text.splitlines())
+
+
+def test_readable_rounds_to_four_significant_digits_and_writes_n_a():
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+
+    from compbook.glue import readable
+    sys.path.insert(0, str(Path(__file__).parent))
+    import page_rules
+
+    df = pd.DataFrame({"r2": [0.785078, np.nan, -5.89123], "n": [12, 7, 70000],
+                       "big": [1234.5678, 12.3, 0.5], "name": ["a", None, "c"], "k": [1.0, 2.0, np.nan],
+                       "seeds": [[0.0333000011742115, 0.5], [1.0], []]})
+    out = readable(df)
+    assert out["r2"].tolist() == ["0.785", "n/a", "-5.891"]
+    assert out["big"].tolist() == ["1235", "12.30", "0.500"]
+    assert out["n"].tolist() == ["12", "7", "70,000"] and out["k"].tolist() == ["1", "2", "n/a"]
+    assert out["name"].tolist() == ["a", "n/a", "c"]
+    assert out["seeds"].tolist() == ["[0.033, 0.500]", "[1.000]", "[]"]
+    assert all(page_rules.cell_value_problems(v) == [] for v in out.to_numpy().ravel())
+    assert readable(df["r2"]).shape == (3, 1)
+    with pytest.raises(ValueError, match="digits"):
+        readable(df, digits=0)
+    with pytest.raises(ValueError, match="DataFrame"):
+        readable([1, 2])

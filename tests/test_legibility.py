@@ -71,8 +71,8 @@ def test_a_legend_over_bars_is_found():
     assert legibility.legend_over_data(fig, fig.canvas.get_renderer())
 
 
-def test_small_thumbnails_are_found_at_the_column_width():
-    fig, axes = plt.subplots(1, 10, figsize=(14, 1.6))    # shrunk to 7 in: 0.7 in a thumbnail at most
+def test_small_tiles_are_found_at_the_column_width():
+    fig, axes = plt.subplots(1, 10, figsize=(14, 1.6))    # shrunk to 7 in: 0.7 in a tile at most
     for ax in axes:
         ax.imshow(np.zeros((4, 4, 3))), ax.axis("off")
     assert legibility.small_thumbnails(fig)
@@ -80,15 +80,28 @@ def test_small_thumbnails_are_found_at_the_column_width():
     for ax in axes2:
         ax.imshow(np.zeros((4, 4, 3))), ax.axis("off")
     assert legibility.small_thumbnails(fig2) == []
-    # colour-mapped maps (feature maps) may be smaller, not tiny
+    # colour-mapped maps (feature maps) are tiles too: 12 in a row of 7 in are 0.5 in each
     fig3, axes3 = plt.subplots(2, 12, figsize=(7, 1.4))
     for ax in axes3.flat:
         ax.imshow(np.zeros((4, 4))), ax.axis("off")
-    assert legibility.small_thumbnails(fig3) == []
-    fig4, axes4 = plt.subplots(2, 32, figsize=(7, 0.5))
-    for ax in axes4.flat:
-        ax.imshow(np.zeros((4, 4))), ax.axis("off")
-    assert "map(s)" in " ".join(legibility.small_thumbnails(fig4))
+    assert "24 image tile(s)" in " ".join(legibility.small_thumbnails(fig3))
+
+
+def test_text_and_tiles_are_checked_at_the_displayed_width():
+    """A figure that passes at its own width fails when the page shows it at half that width (its 10 pt tick
+    labels become 5 pt, its 1.4 in tiles 0.7 in), and passes again shown at full width."""
+    fig, axes = plt.subplots(1, 4, figsize=(7, 2))
+    for ax in axes:
+        ax.imshow(np.zeros((4, 4)))
+    fig.canvas.draw()
+    record = legibility.measure(fig)
+    assert record["shown_in"] == 7.0 and record["fonts"][0][0] == 10.0 and record["tiles"][0][2] == 4
+    assert legibility.at_display(record, 7.0) == []
+    half = legibility.at_display(record, 3.5)
+    assert len(half) == 2 and "5.0 pt" in half[0] and "tile" in half[1]
+    assert legibility.at_display(record, 3.5, what=("fonts",)) == half[:1]
+    with pytest.raises(ValueError, match="displayed_in"):
+        legibility.at_display(record, 0)
 
 
 def test_small_plots_and_small_text_are_found():
@@ -99,24 +112,27 @@ def test_small_plots_and_small_text_are_found():
     assert legibility.small_axes(fig) and legibility.small_text(fig)
 
 
-def test_watch_logs_the_faults_of_every_rendered_figure(tmp_path):
-    """In a fresh interpreter (watch patches matplotlib for the process): a faulty figure saved is logged, a
-    clean one is not."""
+def test_watch_logs_every_rendered_figure_with_its_faults_and_png(tmp_path):
+    """In a fresh interpreter (watch patches matplotlib for the process): every saved figure is logged, with
+    its faults ([] for a clean one), its measure and the hash of the PNG it wrote to a buffer."""
     log = tmp_path / "figs.jsonl"
     code = f"""
 import matplotlib; matplotlib.use("Agg")
-import matplotlib.pyplot as plt, numpy as np, io
+import matplotlib.pyplot as plt, numpy as np, io, hashlib
 from compbook import legibility
 legibility.watch({str(log)!r})
-fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([0, 1], [0, 1]); ax.set_title("fine"); fig.savefig(io.BytesIO())
+fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([0, 1], [0, 1]); ax.set_title("fine")
+buf = io.BytesIO(); fig.savefig(buf, dpi=50, bbox_inches="tight"); print(hashlib.sha256(buf.getvalue()).hexdigest())
 fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([0, 1], [0, 1]); ax.set_title("faulty")
 ax.text(1.6, 0.5, "outside", transform=ax.transAxes); fig.savefig(io.BytesIO())
 """
-    subprocess.run([sys.executable, "-c", code], check=True)
+    digest = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert lines[0]["watching"] and "problems" not in lines[0]
-    lines = lines[1:]
-    assert [x["figure"] for x in lines] == ["faulty"] and "leaves the figure" in " ".join(lines[0]["problems"])
+    fine, faulty = lines[1:]
+    assert fine["figure"] == "fine" and fine["problems"] == [] and fine["png"] == digest
+    assert 3.0 < fine["measure"]["shown_in"] < 4.2 and fine["measure"]["fonts"]     # its tight box, at 50 dpi
+    assert faulty["figure"] == "faulty" and "leaves the figure" in " ".join(faulty["problems"])
 
 
 def test_the_shared_plotting_functions_draw_legible_figures():

@@ -158,12 +158,12 @@ def test_zip_bomb_member_refused(tmp_path):
 # -- hardening -------------------------------------------------------------------------------------------------
 def test_render_over_the_budget_is_refused_quickly(genomes):
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # this process's CPU: a busy neighbour does not count
     with pytest.raises(ValueError, match=r"res=20000: .* render budget of 2,048 MiB"):
         render(genomes["skull"], 20000)
     with pytest.raises(ValueError, match="render budget of 1 MiB"):
         render(genomes["skull"], 256, budget_mb=1)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 @pytest.mark.parametrize("value", ["1e308", "-1e308", "2000"])

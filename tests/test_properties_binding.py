@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from compbook.binding import decomposition, probes, symbolic
 
-SETTINGS = settings(max_examples=30, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 specials = st.sampled_from([0.0, 1.0, -1.0, float("nan"), float("inf"), 1e300])
 
 
@@ -30,14 +30,14 @@ def arrays(draw, max_rows=6, max_cols=5):
 
 
 def valid_or_value_error(call, check):
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # this process's CPU: a busy neighbour does not count
     try:
         out = call()
     except ValueError as e:
         assert len(str(e)) > 15
     else:
         check(out)
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
 
 
 @SETTINGS

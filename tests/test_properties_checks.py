@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from compbook import checks
 
-SETTINGS = settings(max_examples=60, deadline=2000, derandomize=True,
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 NAME = "arg_name"
 specials = st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.7, float("nan"), float("inf"), -float("inf"), 1e300, -1e300])
@@ -70,8 +70,9 @@ def as_number(value):
 
 
 def valid_or_value_error(call, check, name=NAME):
-    """``check(call())``, or a ``ValueError`` whose message names ``name``; either way within 2 s."""
-    t0 = time.perf_counter()
+    """``check(call())``, or a ``ValueError`` whose message names ``name``; either way within 2 s of this process's CPU
+    time (a busy neighbour does not count)."""
+    t0 = time.process_time()
     try:
         out = call()
     except ValueError as e:
@@ -80,7 +81,7 @@ def valid_or_value_error(call, check, name=NAME):
     else:
         check(out)
         refused = False
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     return refused
 
 

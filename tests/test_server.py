@@ -162,28 +162,31 @@ def test_fill_stores_what_arrived_when_the_server_fails_and_resumes_with_the_res
 
 def test_a_killed_fill_loses_nothing(tmp_path):
     """A fill process killed (SIGKILL) halfway: every verdict it had received is in the journal, the next fill
-    merges it and asks only what is missing."""
+    merges it and asks only what is missing. The server answers six questions and holds the next two (the fill's
+    two workers) unanswered, so the kill comes at the same point on any machine, however busy."""
     code = ("import sys, torch\nfrom compbook.cppn.judges import CachedJudge, ServerJudge\n"
             "judge = ServerJudge(sys.argv[1], 'm', concurrency=2, image_size=8)\n"
             "imgs = torch.linspace(0, 1, 12)[:, None, None, None].expand(12, 8, 8, 3).contiguous()\n"
             "qs = [{'weight': [1, 0, k]} for k in range(12)]\n"
             "CachedJudge(sys.argv[2], judge, mode='fill')(imgs, 'skull', questions=qs)\n")
-    with FaultServer(delay=0.25) as server:
+    with FaultServer([completion()] * 6 + ["hang"] * 2, hang=600) as server:
         judge = ServerJudge(server.url, "m", concurrency=2, image_size=8)
         path = tmp_path / cache_file_name(judge.identity)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen([sys.executable, "-c", code, server.url, str(tmp_path)], env=env)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300                  # only turns a hang of the test into a failure
         while time.monotonic() < deadline and proc.poll() is None:
-            if journal_path(path).exists() and len(journal_path(path).read_text().splitlines()) >= 1 + 5:
+            journaled = len(journal_path(path).read_text().splitlines()) if journal_path(path).exists() else 0
+            if journaled >= 1 + 6 and server.requests == 8:
                 break
             time.sleep(0.02)
+        assert server.requests == 8, f"the fill was not held at its 7th and 8th questions ({server.requests} asked)"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert proc.returncode == -signal.SIGKILL and not path.exists()     # killed before sealing anything
         asked = server.requests
         resumed = CachedJudge(tmp_path, judge, mode="fill")
-        assert 5 <= resumed.recovered == len(resumed) < 12 and not journal_path(path).exists()
+        assert resumed.recovered == len(resumed) == 6 and not journal_path(path).exists()
         imgs = torch.linspace(0, 1, 12)[:, None, None, None].expand(12, 8, 8, 3).contiguous()
         resumed(imgs, "skull", questions=[{"weight": [1, 0, k]} for k in range(12)])
         assert server.requests - asked == 12 - resumed.recovered and len(read_cache(path)[1]) == 12

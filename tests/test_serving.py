@@ -91,12 +91,12 @@ def test_other_4xx_and_bad_answers_are_not_retried():
 
 
 def test_a_server_that_never_answers_fails_within_the_timeout():
-    with FaultServer(["hang"], hang=5) as server:
+    with FaultServer(["hang"], hang=60) as server:
         client = ChatClient(server.url, "m", timeout=0.5, retries=3)
         t0 = time.monotonic()
         with pytest.raises(ServerError, match=f"{server.url}.*no answer within timeout=0.5 s"):
             ask(client)
-        assert time.monotonic() - t0 < 1.5
+        assert time.monotonic() - t0 < 30                   # not the server's 60 s: a loose bound
     assert server.requests == 1
 
 
@@ -106,7 +106,7 @@ def test_a_server_that_is_down_fails_within_the_timeout_naming_the_url():
     t0 = time.monotonic()
     with pytest.raises(ServerError, match=f"{url}/chat/completions: cannot reach the server.*running at {url}"):
         ask(client)
-    assert time.monotonic() - t0 < 1.5 and client.requests >= 3
+    assert time.monotonic() - t0 < 30 and client.requests >= 3     # not 10 retries' 102 s of backoff
 
 
 def test_retry_after_is_honoured_within_max_backoff():
@@ -141,7 +141,7 @@ def test_images_go_as_png_data_urls():
 
 # -- many requests ------------------------------------------------------------------------------------------------
 def test_map_bounds_concurrency_and_gives_every_answer_once():
-    with FaultServer(delay=0.1) as server:
+    with FaultServer(delay=0.1, hold_until=3) as server:       # answers once 3 are in flight: no clock race
         client = ChatClient(server.url, "m", concurrency=3)
         got = list(client.map([{"messages": [user_message(str(i))]} for i in range(10)]))
     assert sorted(i for i, _ in got) == list(range(10)) and server.in_flight_max == 3
@@ -177,7 +177,7 @@ def test_map_reads_lazily_within_a_window_and_builds_payloads_in_its_workers():
             pulled.append(i)
             yield (lambda i=i: build(i)) if i % 2 else build(i)     # callables and plain payloads mixed
 
-    with FaultServer(delay=0.05) as server:
+    with FaultServer(delay=0.05, hold_until=3) as server:      # answers once 3 are in flight: no clock race
         client = ChatClient(server.url, "m", concurrency=3)
         got = []
         for i, reply in client.map(payloads()):
@@ -185,9 +185,10 @@ def test_map_reads_lazily_within_a_window_and_builds_payloads_in_its_workers():
             got.append(i)
             if len(got) == 12:
                 break
-        asked = server.requests
-        time.sleep(0.3)
-        assert server.requests == asked <= len(pulled) <= 12 + 2 * 3 and server.in_flight_max == 3
+        read = len(pulled)
+        time.sleep(0.3)                       # time for a request started after the stop to arrive
+        asked = server.requests               # requests already on their way at the stop count, later ones cannot:
+        assert len(pulled) == read and asked <= read <= 12 + 2 * 3 and server.in_flight_max == 3   # none unread
     assert len(got) == len(set(got)) == 12 and len(builders) >= asked
     assert all(name.startswith("compbook-chat") == bool(i % 2) for i, name in builders)   # callables: workers
 

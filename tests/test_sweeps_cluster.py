@@ -10,6 +10,7 @@ the cluster is left.
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import sweeps
+from compbook import config, sweeps
 from compbook.sweeps import toys
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'compbook[sweeps]' (make test does)")
@@ -49,11 +50,29 @@ def _cluster_processes(session: str) -> list[int]:
     return out
 
 
+#: tries at starting the test cluster: Ray waits a fixed 30 s for a node's raylet to register, which a machine
+#: busy with other work can pass; a failed start is shut down and tried again
+STARTS = 3
+
+
+def _start_cluster() -> Cluster:
+    for attempt in range(STARTS):
+        c = Cluster(initialize_head=False)
+        try:
+            c.add_node(**NODE)
+            c.worker = c.add_node(**NODE, node_ip_address=WORKER_IP)
+            c.wait_for_nodes()
+            return c
+        except Exception as e:               # noqa: BLE001 - "timed out during startup": the next try
+            c.shutdown()
+            if attempt == STARTS - 1 or "timed out during startup" not in str(e):
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster(initialize_head=True, head_node_args=dict(NODE))
-    c.worker = c.add_node(**NODE, node_ip_address=WORKER_IP)
-    c.wait_for_nodes()
+    c = _start_cluster()
     session = c.head_node.get_session_dir_path()
     try:
         yield c
@@ -89,7 +108,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("module, builder", PART_SWEEPS)
 def test_every_part_runs_on_the_cluster_as_it_runs_here(cluster, tmp_path, module, builder):
     sweep = getattr(importlib.import_module(module), builder)()
-    torch.set_num_threads(1)                        # the cluster's tasks run with 1 thread (1 CPU each)
+    config.set_threads(1)                           # the cluster's tasks run with 1 thread (1 CPU each)
     here = sweeps.run(sweep, tmp_path / "local", progress=False).check()
     there = sweeps.run(sweep, tmp_path / "ray", backend="ray", address=cluster.address, progress=False).check()
     assert len(there.ran) == len(sweep.configs), "every config ran on the cluster"
@@ -97,10 +116,10 @@ def test_every_part_runs_on_the_cluster_as_it_runs_here(cluster, tmp_path, modul
         assert _same(here.records[key], there.records[key]), f"{module}: record {key} differs between backends"
 
 
-def _driver(cluster, store: Path, log: Path, n: int, tag: str) -> subprocess.Popen:
+def _driver(cluster, store: Path, log: Path, gate: Path, n: int, tag: str) -> subprocess.Popen:
     env = os.environ | {toys.TAG_VARIABLE: tag}
     return subprocess.Popen([sys.executable, "-m", "compbook.sweeps", "toys", "--store", str(store), "--n", str(n),
-                             "--sleep", "0.4", "--log", str(log), "--unstacked", "--backend", "ray",
+                             "--gate", str(gate), "--log", str(log), "--unstacked", "--backend", "ray",
                              "--address", cluster.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
 
@@ -109,25 +128,47 @@ def _records(store: Path) -> int:
     return len(list(store.glob("*.json"))) if store.is_dir() else 0
 
 
-def _wait_for(cond, timeout: float, what: str):
+def _started(log: Path) -> int:
+    """Executions started so far (each writes its line before it reaches the gate)."""
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _gate(folder: Path, tokens: int) -> Path:
+    """A closed gate letting ``tokens`` executions through (the toys' ``gate``: no clock decides who runs)."""
+    folder.mkdir()
+    for i in range(tokens):
+        (folder / f"token{i}").touch()
+    return folder
+
+
+def _wait_for(cond, timeout: float, what: str, driver: subprocess.Popen | None = None):
+    """Poll ``cond`` until true; ``timeout`` only turns a hang into a failure (no result depends on it); a
+    ``driver`` that exits first fails it at once, with its error."""
     deadline = time.time() + timeout
     while not cond():
+        if driver is not None and driver.poll() is not None:
+            raise AssertionError(f"the driver exited ({driver.returncode}) before {what}: "
+                                 f"{driver.stderr.read()[-2000:]}")
         if time.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
 
 
 def test_a_killed_driver_resumes_with_only_the_missing(cluster, tmp_path):
+    """Three executions pass the gate, the others are held (two of them in flight on the nodes) when the driver
+    is killed: exactly three records are stored, the rerun runs the other nine, each once."""
     n, store, log = 12, tmp_path / "store", tmp_path / "log"
-    first = _driver(cluster, store, log, n, "first")
-    _wait_for(lambda: _records(store) >= 3, 120, "3 records of the first driver")
+    gate = _gate(tmp_path / "gate", 3)
+    first = _driver(cluster, store, log, gate, n, "first")
+    _wait_for(lambda: _records(store) >= 3 and _started(log) >= 5, 900,
+              "3 records of the first driver and 2 executions held at the gate", first)
     first.kill()                                     # SIGKILL: no cleanup, tasks in flight are lost
     first.wait(30)
-    time.sleep(2.0)                                  # the cluster drops the dead driver's tasks
     done = _records(store)
-    assert 3 <= done < n, f"the driver was killed mid-sweep ({done} of {n} stored)"
-    rerun = _driver(cluster, store, log, n, "rerun")
-    out, err = rerun.communicate(timeout=300)
+    assert done == 3, f"the driver was killed mid-sweep with 3 records stored, found {done}"
+    shutil.rmtree(gate)                              # open: the rerun's executions go through
+    rerun = _driver(cluster, store, log, gate, n, "rerun")
+    out, err = rerun.communicate(timeout=900)
     assert rerun.returncode == 0, err[-2000:]
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["stored"] == done and summary["ran"] == n - done, summary
@@ -138,29 +179,31 @@ def test_a_killed_driver_resumes_with_only_the_missing(cluster, tmp_path):
 
 
 def test_a_killed_worker_node_is_retried_and_the_records_are_complete(cluster, tmp_path):
-    log = tmp_path / "log"                           # a line as each execution starts
-    sweep = toys.toy_sweep(8, sleep=1.0, log=str(log))
-    store = tmp_path / "store"
-    killed = threading.Event()
-
-    def two_running() -> bool:                       # 1 CPU per node: two at once means one is on the worker
-        started = len(log.read_text().splitlines()) if log.exists() else 0
-        return started - _records(store) >= 2
+    """Every execution is held at a closed gate: with 1 CPU per node, two started means one runs on each node.
+    The worker node is killed then, the gate opened: the task it ran is lost and runs again."""
+    log, store = tmp_path / "log", tmp_path / "store"   # a line as each execution starts
+    gate = _gate(tmp_path / "gate", 0)
+    sweep = toys.toy_sweep(8, log=str(log), gate=str(gate))
+    killed, started = threading.Event(), []
 
     def kill_worker_while_it_runs_a_task():
-        _wait_for(two_running, 120, "a task on each node")
-        cluster.remove_node(cluster.worker, allow_graceful=False)
-        killed.set()
+        try:
+            _wait_for(lambda: _started(log) >= 2, 900, "a task held on each node")
+            started.append(_started(log))
+            cluster.remove_node(cluster.worker, allow_graceful=False)
+            killed.set()
+        finally:
+            shutil.rmtree(gate, ignore_errors=True)
 
     killer = threading.Thread(target=kill_worker_while_it_runs_a_task, daemon=True)
     killer.start()
     report = sweeps.run(sweep, store, backend="ray", address=cluster.address, per_task=1, retries=2,
                         progress=False)
-    killer.join(30)
+    killer.join(60)
     assert killed.is_set(), "the worker node was killed during the sweep"
+    assert started == [2], f"{started} executions had started when the node was killed (2 CPUs, all held)"
     assert report.failed == {} and len(report.records) == 8
     assert report.retried >= 1, "the task running on the killed node ran again"
-    torch.set_num_threads(1)
     here = sweeps.run(toys.toy_sweep(8), tmp_path / "local", per_task=1, progress=False)
     assert all(_same(a, b) for (_, a), (_, b) in zip(here.by_config, report.by_config)), \
-        "the records equal a clean local run's (the log and sleep change no number)"
+        "the records equal a clean local run's (the log and the gate change no number)"

@@ -156,10 +156,10 @@ def test_fit_many_refuses_mixed_dtypes_before_training(target):
     m32 = uniform_cppn(2, 4, seed=0)
     m64 = m32.clone_with(weights=[w.detach().double() for w in m32.weights],
                          masks=[m.double() for m in m32.masks])
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # this process's CPU: a busy neighbour does not count
     with pytest.raises(ValueError, match=r"models\[1\] is torch.float64 but models\[0\] is torch.float32"):
         train.fit_many([m32, m64], target, steps=500, progress=False)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_divergence_is_reported_as_the_training_not_the_weights(target):

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import torch
 
-from .. import results
+from .. import config, results
 from ..cli import dispatch
 from ..results import door
 
@@ -43,7 +42,6 @@ def clevr(argv: Sequence[str]) -> int:
     p.add_argument("--retrain", action="store_true", help="train even when data/binding/ has the models")
     p.add_argument("--swap", choices=["both", "on", "off"], default="both")
     a = p.parse_args(argv)
-    torch.set_num_threads(1)   # small models on a shared CPU: one thread is fastest (measured: 2 threads 30x slower)
     for sw in {"both": (False, True), "on": (True,), "off": (False,)}[a.swap]:
         stack, setup, info = load_or_train(sw, retrain=a.retrain)
         print(checkpoint_name(sw, setup), "seconds", info["seconds"], "best steps", info["best_step"])
@@ -57,9 +55,9 @@ def complexity(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog=f"{PROG} complexity", description=complexity.__doc__)
     ap.add_argument("--sweep-dir", default=str(door.made_path("binding")))
     ap.add_argument("--n-values", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: fastest on a shared CPU)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: compbook's, 1)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    config.set_threads(args.threads)
     cfg = default_complexity()
     rows = controlled_complexity(load_sweep(args.n_values, args.sweep_dir), cfg)
     out = Path(args.sweep_dir) / f"complexity_V{args.n_values}.json"
@@ -83,9 +81,9 @@ def sweep(argv: Sequence[str]) -> int:
                     help="each model's record, kept as soon as its stack is trained: a run resumes with the models "
                          "missing there, and a model stored there is not trained again (default %(default)s)")
     ap.add_argument("--sizes", type=int, nargs="*", help="values per concept (default: the mode's sweep)")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch intra-op threads (default 1: on a shared 2-core machine two OpenMP threads "
-                         "wait for each other at every small op; see benchmarks/bench_controlled.py)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch intra-op threads (default: compbook's, 1: on a shared 2-core machine two OpenMP "
+                         "threads wait for each other at every small op; see benchmarks/bench_threads.py)")
     ap.add_argument("--rescore", action="store_true",
                     help="recompute the unseen-object scores of the saved sizes from their weights (no training)")
     ap.add_argument("--recipe-check", metavar="NAME=JSON", default=None,
@@ -98,7 +96,7 @@ def sweep(argv: Sequence[str]) -> int:
     sweeps.add_arguments(ap)
     args = ap.parse_args(argv)
     options = sweeps.options(args)
-    torch.set_num_threads(args.threads)
+    config.set_threads(args.threads)
     sw = default_sweep()
     sw = replace(sw, coverages=tuple(args.coverages or sw.coverages), seeds=tuple(args.seeds or sw.seeds))
     if args.recipe_check:
@@ -149,7 +147,7 @@ def recipe(argv: Sequence[str]) -> int:
     ap.add_argument("--swaps", type=int, default=None, help="swap negatives per scene (released 1)")
     ap.add_argument("--prefix", default="recipe", help="file name prefix (diagnostic runs: another)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: compbook's, 1)")
     ap.add_argument("--out", default=None, help="where the models go (default data/binding/, full mode "
                                                  "data/binding/full/)")
     ap.add_argument("--checkpoint-dir", default=None,
@@ -166,7 +164,7 @@ def recipe(argv: Sequence[str]) -> int:
     sweeps.add_arguments(ap)
     a = ap.parse_args(argv)
     options = sweeps.options(a)
-    torch.set_num_threads(a.threads)
+    config.set_threads(a.threads)
     over = {"seed": a.seed}
     for k, v in (("n_values", a.values), ("steps", a.steps), ("lr", a.lr), ("batch", a.batch),
                  ("eval_scenes", a.eval_scenes),

@@ -227,7 +227,7 @@ def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) ->
 
 def load_complexity(n_values: int, directory=None) -> dict:
     """The stored table ``{"config": ..., "rows": [...]}`` of ``data/binding/complexity_V{n_values}.json``
-    (chapter 12; fetched outside a checkout, :func:`compbook.door.stored_path`)."""
+    (chapter 12; fetched outside a checkout, :func:`compbook.results.door.stored_path`)."""
 
     n_values = checks.integer(n_values, "n_values", 2)     # also keeps the file name inside its folder
     name = f"complexity_V{n_values}.json"

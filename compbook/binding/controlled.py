@@ -369,12 +369,19 @@ def _split_parts(split: CoverageSplit):
 
 
 def training_bytes(cfg: ControlledConfig, n_models: int = 1) -> float:
-    """Bytes a stack of ``n_models`` holds while it trains: the weights with their gradients and AdamW's two
-    moments (float32), and one step's activations at ``cfg.batch`` (8 d_model floats per token per layer)."""
-    n_scene = 2 * (cfg.n_concepts + 2) + 1
+    """Bytes a stack of ``n_models`` holds while it trains (float32): the weights, their initial draw, the best
+    weights kept, the gradients and AdamW's two moments (6 copies); one step's activations at ``cfg.batch``
+    (16 d_model floats per token per layer and the attention probabilities, twice: forward and backward); and
+    an evaluation's embeddings of its scenes and of every object as a candidate (no gradients)."""
+    n_scene, n_query = 2 * (cfg.n_concepts + 2) + 1, cfg.n_concepts + 2
     n_weights = sum(math.prod(s) for s in _encoder_shapes(cfg, n_scene).values()) * (1 if cfg.shared else 2)
-    acts = cfg.batch * (n_scene + (2 + cfg.n_swaps) * (cfg.n_concepts + 2)) * 8 * cfg.d_model * cfg.n_layers
-    return 4.0 * n_models * (4 * n_weights + acts)
+
+    def acts(n_seqs, length):      # one batch of sequences through every layer
+        return n_seqs * length * (16 * cfg.d_model + 2 * cfg.n_heads * length) * cfg.n_layers
+
+    train = acts(cfg.batch, n_scene) + acts(cfg.batch * (2 + cfg.n_swaps), n_query)
+    evaluation = acts(cfg.eval_scenes, n_scene) + acts(cfg.tokens.space.n_objects, n_query)
+    return 4.0 * n_models * (6 * n_weights + 2 * train + evaluation)
 
 
 def check_training_size(cfg: ControlledConfig, n_models: int, device=None) -> None:

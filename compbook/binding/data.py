@@ -73,7 +73,11 @@ def build_pairs(space, pairs, singles=(), res: int = 64, max_len: int = 16, part
     pairs = pairs.reshape(-1, 2)
     singles = checks.integers(singles, "singles", 0, space.n_objects - 1, ndim=1)
     res = checks.integer(res, "res")
-    checks.check_budget(4.0 * res * res * 3 * (len(pairs) + 2 * len(singles)), f"build_pairs' images at res={res}")
+    # the float32 images, one scene's render buffers, and the rows (tuples) and their captions
+    n = len(pairs) + 2 * len(singles)
+    per_row = 12.0 * res * res + 8.0 * (len(space.concepts) + 2) * checks.integer(max_len, "max_len") + 256
+    checks.check_budget(per_row * n + S.scene_bytes(res, "pair"),
+                        f"build_pairs' images at res={res}")
     rows = [tuple(p) for p in pairs] + [(o, EMPTY) for o in singles] + [(EMPTY, o) for o in singles]
     images = np.empty((len(rows), res, res, 3), np.float32)
     for i, r in enumerate(rows):

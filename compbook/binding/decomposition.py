@@ -11,6 +11,8 @@ concept values of each object. All fits work on centred embeddings (mu = the mea
   :func:`removal_ablation` subtracts it (or the same fit with scene labels permuted, the control) and probes.
 * :func:`edit_retrieval`: z' = z_s - u_o + u_o' (o' = o with one concept changed), top-1 retrieval.
 * :func:`mds3`: 3-D metric MDS on cosine distances (scikit-learn).
+* :func:`arrow_agreement`: the parallelogram test (does changing the left object move a scene by the same arrow
+  whatever the right object is?).
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def object_vectors(Z, scenes, n_objects: int, per_slot: bool = False) -> np.ndar
     Z = _z(Z)
     scenes = _check_rows(Z, scenes)
     n_objects = checks.integer(n_objects, "n_objects")
-    checks.check_budget(3 * 8.0 * scenes.shape[1] * n_objects * Z.shape[1], f"object_vectors of {n_objects} objects")
+    # Z as float64 (torch's copy, NumPy's, the centred one and np.add.at's), per slot the sums, counts, averages
+    checks.check_budget(8.0 * (5 * Z.size + (3 * scenes.shape[1] + 2) * n_objects * Z.shape[1]),
+                        f"object_vectors of {n_objects} objects")
     if scenes.size and (not np.issubdtype(scenes.dtype, np.integer) or scenes.min() < 0 or scenes.max() >= n_objects):
         raise ValueError(f"scenes: object ids must be integers in [0, {n_objects}), got {scenes.dtype} in "
                          f"[{scenes.min()}, {scenes.max()}]")
@@ -159,8 +163,11 @@ def design(scenes, values, kind: str, n_objects: int) -> np.ndarray:
     n_objects = checks.integer(n_objects, "n_objects")
     scenes = checks.integers(scenes, "scenes", 0, n_objects - 1, ndim=2)
     width = n_objects if kind == "objects" else int((values.max(0) + 1).sum()) if values.size else 0
-    checks.check_budget(8.0 * (len(scenes) * scenes.shape[1] + max(n_objects, width)) * width,
-                        f"design of {width} columns")
+    # the identity matrices, the one-hot columns per slot and their concatenation (float64)
+    checks.check_budget(8.0 * (2 * len(scenes) * scenes.shape[1] + max(n_objects, width)) * width
+                        + 2.0 * (scenes.nbytes + values.nbytes),
+                        f"design of {width} columns (n_objects={n_objects}, values up to "
+                        f"{values.max() if values.size else 0})")
     cols = []
     for s in range(scenes.shape[1]):
         if kind == "objects":
@@ -238,3 +245,23 @@ def mds3(vectors, seed: int = 0) -> np.ndarray:
     np.fill_diagonal(d, 0)
     mds = MDS(n_components=3, metric="precomputed", random_state=seed, n_init=1, init="random")
     return mds.fit_transform(d)
+
+
+def arrow_agreement(Z, n_objects: int, n_draws: int = 2000, seed: int = 0) -> np.ndarray:
+    """Scenes as sums, tested on parallelograms. ``Z`` (n*n, D): embeddings of every ordered scene (left, right),
+    row ``left * n + right``. For ``n_draws`` random left objects l != l' and right objects r != r': the cosine
+    between the arrow z(l, r) - z(l', r) and the arrow z(l, r') - z(l', r') (the same change of the left object,
+    beside two different right objects). A sum z = mu + a_left + b_right gives 1 exactly; unrelated scene vectors
+    give about 0. Returns (n_draws,) cosines."""
+    n = checks.integer(n_objects, "n_objects", 2)
+    n_draws = checks.integer(n_draws, "n_draws")
+    Z = _z(Z)
+    if len(Z) != n * n:
+        raise ValueError(f"Z: need the {n * n} ordered scenes of {n} objects (row left * n + right), got {len(Z)}")
+    g = np.random.default_rng(seed)
+    G = Z.reshape(n, n, -1)
+    l, r = g.integers(0, n, n_draws), g.integers(0, n, n_draws)
+    l2, r2 = (l + g.integers(1, n, n_draws)) % n, (r + g.integers(1, n, n_draws)) % n
+    a, b = G[l, r] - G[l2, r], G[l, r2] - G[l2, r2]
+    norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    return (a * b).sum(-1) / np.maximum(norm, 1e-12)

@@ -1,4 +1,5 @@
-"""Figures of chapters 10-11: scenes with their masks, one scene's logits, recognition per split, the 3-D MDS."""
+"""Figures of chapters 10-13: scenes with their masks, one scene's logits, recognition per split, scenes as
+sums (arrows that agree), decoding through the probe's MLP, the swap test against coverage."""
 
 from __future__ import annotations
 
@@ -44,48 +45,6 @@ def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
     return im
 
 
-def mds_figure(points: dict, title: str = "", width: float = 7.0):
-    """3-D MDS coordinates {group: (coords (n, 3), labels)} shown as two 2-D views (dims 1-2 and 1-3), each named,
-    the labelled groups' points named on the plot, the legend under both views (off the points)."""
-    fig, ax = plt.subplots(1, 2, figsize=(width, width * 0.56))
-    markers = {0: "o", 1: "s", 2: "^", 3: "x"}
-    for g, (name, (xyz, labels)) in enumerate(points.items()):
-        for a, (i, j) in zip(ax, ((0, 1), (0, 2))):
-            a.scatter(xyz[:, i], xyz[:, j], s=30 if g < 2 else 12, marker=markers.get(g, "o"),
-                      label=f"{name} ({len(xyz)})", alpha=0.8)
-            if labels is not None and g < 2:
-                for p, lab in zip(xyz, labels):
-                    a.annotate(lab, (p[i], p[j]), fontsize=8, xytext=(3, 3), textcoords="offset points")
-            a.set_xlabel(f"MDS {i + 1}", fontsize=9)
-            a.set_ylabel(f"MDS {j + 1}", fontsize=9)
-    ax[0].set_title("seen from above: MDS 1 and 2", fontsize=9)
-    ax[1].set_title("seen from the side: MDS 1 and 3", fontsize=9)
-    handles, names = ax[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncols=len(names), fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    for a in ax:
-        _declutter(fig, a.texts)
-    return fig
-
-
-def _declutter(fig, texts, steps: int = 40):
-    """Move point labels (annotations in offset points) apart until no two overlap: each step, a label that
-    overlaps an earlier one moves down by 3 points (at most ``steps`` steps each)."""
-    renderer = fig.canvas.get_renderer()
-    for _ in range(steps):
-        boxes = [t.get_window_extent(renderer) for t in texts]
-        moved = False
-        for k in range(1, len(texts)):
-            if any(boxes[k].overlaps(boxes[m]) for m in range(k)):
-                x, y = texts[k].xyann
-                texts[k].xyann = (x, y - 3)
-                boxes[k] = texts[k].get_window_extent(renderer)
-                moved = True
-        if not moved:
-            return
-
-
 def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
@@ -108,6 +67,114 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=9)
     axes[0][0].set_ylabel("accuracy (mean of the models)")
-    axes[0][-1].legend(fontsize=7, loc="upper right", ncol=2)
+    axes[0][-1].legend(fontsize=8, loc="upper right", ncol=2)
     fig.tight_layout()
+    return fig
+
+
+# -- chapter 11: scenes as sums, seen as arrows that agree ---------------------------------------------------------
+def arrows_figure(cosines: dict, width: float = 7.0):
+    """Chapter 11's opening figure: per embedding (a row), the spread of :func:`~compbook.binding.decomposition.
+    arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the first to the third quartile, whiskers
+    from the 5th to the 95th percentile, the median written beside it."""
+    names = list(cosines)
+    fig, ax = plt.subplots(figsize=(width, 0.55 * len(names) + 1.0))
+    data = [np.asarray(cosines[k], float) for k in names]
+    import inspect                      # matplotlib >= 3.10 names it orientation; `vert` is deprecated there
+    horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(ax.boxplot).parameters
+                  else {"vert": False})
+    ax.boxplot(data, **horizontal, whis=(5, 95), showfliers=False, widths=0.6,
+               medianprops=dict(color="tab:red", lw=2))
+    for i, c in enumerate(data, start=1):
+        median = round(float(np.median(c)), 2) + 0.0            # + 0.0: no "-0.00"
+        ax.annotate(f"median {median:.2f}", (np.percentile(c, 5), i), xytext=(-6, 0),
+                    textcoords="offset points", ha="right", va="center", fontsize=9)
+    ax.set_yticks(range(1, len(names) + 1), names, fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(-1, 1.02)
+    ax.axvline(0, color="0.7", lw=0.8, zorder=0)
+    ax.set_xlabel("cosine between the two arrows (1: the same arrow, 0: unrelated)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
+    """Chapter 11: Level I R^2 and retrieval per embedding, bars = how the object vectors were estimated;
+    ``level1`` a DataFrame with columns embedding, object vectors, R2, retrieval. Both axes run 0..1; the legend
+    sits under the panels."""
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
+    for ax, (what, label) in zip(axes, (("R2", "R²"), ("retrieval", f"retrieval (top-1 of {n_scenes})"))):
+        wide = level1.pivot(index="embedding", columns="object vectors", values=what).loc[list(embeddings)]
+        wide.plot.bar(ax=ax, rot=0, legend=False, width=0.8)
+        ax.set_title(f"Level I: {label}", fontsize=9)
+        ax.set_xlabel("")
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=9)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, [f"object vectors: {n}" for n in names], loc="lower center", ncols=len(names),
+               fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+# -- chapter 12: decoding held-out objects through the probe's MLP --------------------------------------------------
+def decoding_figure(table, references: dict, width: float = 7.0):
+    """Chapter 12's figure: concept and object decoding of held-out-object scenes against coverage, one line per
+    MLP width (black: the encoder itself, width 0); ``table`` columns coverage, width, concept, object;
+    ``references`` ``{"concept": (value, label), "object": (value, label)}`` drawn as red dotted lines. The legend
+    sits right of the panels."""
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
+    widths = np.log2([w for w in table["width"].unique() if w > 0])
+    span = max(np.ptp(widths), 1)
+    for ax, what in zip(axes, ("concept", "object")):
+        for w, g in table.groupby("width"):
+            real = w == 0
+            ax.plot(g.coverage, g[what], marker="o", ms=3, lw=2 if real else 1,
+                    color="k" if real else plt.cm.viridis(0.85 * (np.log2(w) - widths.min()) / span),
+                    label="the encoder itself" if real else f"MLP, width {w}")
+        value, label = references[what]
+        ax.axhline(value, color="tab:red", ls=":", lw=1.5, label=label)
+        ax.set_xlabel("coverage", fontsize=9)
+        ax.set_title(f"{what} decoding", fontsize=9)
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=9)
+    axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
+    handles, names = [], []
+    for ax in axes:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            if n not in names:
+                handles.append(h), names.append(n)
+    fig.legend(handles, names, loc="center left", bbox_to_anchor=(0.74, 0.5), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0, 0.74, 1))
+    return fig
+
+
+# -- chapter 13: the swap test against coverage --------------------------------------------------------------------
+def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
+    """Chapter 13's figure: one panel per object-space size, the swap test on seen objects, on unseen objects
+    (with its 95% interval) and a random order of the candidates (chance), against coverage. ``curves``: a
+    DataFrame indexed by (|O|, coverage) with columns seen, unseen, low, high, chance
+    (:func:`compbook.binding.sweep.binding_curves`); ``paper_jump`` ``(lo, hi, label)``: the paper's jump from
+    chance to near perfect, sketched. The legend sits under the panels."""
+    sizes = list(dict.fromkeys(curves.index.get_level_values(0)))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(width, 3.3), sharey=True, squeeze=False)
+    for ax, n in zip(axes[0], sizes):
+        g = curves.loc[n]
+        if paper_jump is not None:
+            lo, hi, label = paper_jump
+            ax.plot([0, lo, hi, 1], [0, 0, 1, 1], color="0.7", ls=":", lw=1.5, label=label)
+        ax.plot(g.index, g["seen"], marker="o", ms=4, color="tab:blue", label="seen objects")
+        ax.plot(g.index, g["unseen"], marker="s", ms=4, color="tab:orange", label="unseen objects (95% interval)")
+        ax.fill_between(g.index, g["low"], g["high"], color="tab:orange", alpha=0.3, lw=0)
+        ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, label="chance (a random order)")
+        ax.set_title(f"|O| = {n:,} objects", fontsize=9)
+        ax.set_xlabel("coverage (share of objects seen in training)", fontsize=9)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.tick_params(labelsize=9)
+    axes[0][0].set_ylabel("scenes passing the swap test", fontsize=9)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncols=2, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig

@@ -204,8 +204,11 @@ def fit_probe(kind: str, slot_concept_values, embeddings, n_values=None, sweeps:
         raise ValueError("slot_concept_values: no scenes to fit")
     K, C = values.shape[1:]
     width = 1 + K * sum(n_values)
-    checks.check_budget(8.0 * 4 * values.shape[0] * (width if kind == "additive" else y.shape[1] * restarts)
-                        + 8.0 * K * sum(n_values) * y.shape[1] * restarts, f"fitting a {kind} probe")
+    # additive: the design and lstsq's copies (4 of (S, width)); products: per scene and stacked output (D x
+    # restarts) the K C factors, their stacked products, the targets and the residuals (3 K C + 8 float64)
+    per_scene = 4 * width if kind == "additive" else (3 * K * C + 8) * y.shape[1] * restarts
+    checks.check_budget(8.0 * values.shape[0] * per_scene + 8.0 * K * sum(n_values) * y.shape[1] * restarts,
+                        f"fitting a {kind} probe of {K} slots, n_values={list(n_values)!r:.60}")
     K, C = values.shape[1:]
     if kind == "additive":
         X = _one_hot(values, n_values)

@@ -103,11 +103,15 @@ def train_recipe(cfg: RecipeConfig, checkpoint: str | os.PathLike | None = None,
     with torch.device("meta"):
         n_weights = sum(p.numel() for p in RecipeEncoder(cfg).parameters())
     n_tokens = cfg.max_objects * (cfg.n_concepts + 2) + 1
-    # one step's activations: the batch's scenes and the query set, each token (4 d_model + d_ff) per layer
-    tokens = cfg.batch * n_tokens + (cfg.n_object_queries + cfg.n_concept_queries) * (cfg.n_concepts + 2)
-    acts = tokens * (4 * cfg.d_model + cfg.d_ff) * cfg.n_layers
-    checks.check_budget(4.0 * (4 * n_weights + acts), f"training a recipe model of d_model={cfg.d_model}, "
-                                                      f"batch={cfg.batch}", device=device)
+    # the weights, their init, gradients and AdamW's moments (5 copies); one step's activations: the batch's
+    # scenes and the query set, each token (8 d_model + 2 d_ff) per layer with its attention probabilities
+    # (n_heads x length), twice (forward and backward)
+    n_query = cfg.n_concepts + 2
+    acts = ((cfg.batch * n_tokens * (8 * cfg.d_model + 2 * cfg.d_ff + cfg.n_heads * n_tokens)
+             + (cfg.n_object_queries + cfg.n_concept_queries) * n_query * (8 * cfg.d_model + 2 * cfg.d_ff
+                                                                           + cfg.n_heads * n_query)) * cfg.n_layers)
+    checks.check_budget(4.0 * (5 * n_weights + 2 * acts), f"training a recipe model of d_model={cfg.d_model}, "
+                                                          f"batch={cfg.batch}", device=device)
     torch.manual_seed(cfg.seed)
     model = RecipeEncoder(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -200,7 +204,7 @@ def run_one(cfg: RecipeConfig, out=None, checkpoint=None, command: str = "", pre
 def stored_or_trained(cfg: RecipeConfig, prefix: str = "recipe", floors_here: bool = False) -> StoredEvaluation:
     """The model of ``cfg`` in the mode's store (:func:`~compbook.binding.recipe_model.stem_for`), evaluated here
     (:func:`~compbook.binding.recipe_eval.evaluate_stored`): Part B's notes read their models so, through
-    :func:`compbook.door.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
+    :func:`compbook.results.door.stored_or_made` (fetched outside a checkout). In full mode a model not stored yet is
     trained first (:func:`run_one`, resumable from its checkpoint) and stored; in CPU mode the models are
     committed, and a missing one is a ``FileNotFoundError`` naming the command that trains it. A model stored
     for another config is a ``ValueError``."""

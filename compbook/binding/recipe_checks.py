@@ -54,7 +54,8 @@ class TokenOracle(nn.Module):
         self.noise = checks.real(noise, "noise", 0.0)
         self.noise_on = checks.choice(noise_on, "noise_on", ("query", "scene"))
         n = cfg.n_objects if kind == "objects" else cfg.n_concepts * cfg.n_values
-        checks.check_budget(8.0 * n * n, f"TokenOracle of {n} vectors")
+        # the float64 draw, QR's copy, Q and R, and the float32 table
+        checks.check_budget(8.0 * 4 * n * n + 4.0 * n * n, f"TokenOracle of {n} vectors")
         g = torch.Generator().manual_seed(int(seed))
         self.table = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))[0].float()
         self.gen = torch.Generator().manual_seed(int(seed) + 1)

@@ -236,7 +236,7 @@ class StoredEvaluation:
 
 def is_stored(stem) -> bool:
     """Whether a recipe model is stored at ``stem`` (its JSON record is there, or, outside a checkout, the
-    repository's registry lists it: :func:`compbook.door.is_stored`)."""
+    repository's registry lists it: :func:`compbook.results.door.is_stored`)."""
     return door.is_stored(checkpoints.stem(stem))
 
 

@@ -57,8 +57,11 @@ class TokenEncoder(nn.Module):
         checks.instance(cfg, "cfg", RecipeConfig)
         with torch.device("meta"):
             layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, dim_feedforward=cfg.d_ff)
-            n_weights = sum(p.numel() for p in layer.parameters()) * cfg.n_layers + cfg.vocab * cfg.d_model
-        checks.check_budget(4.0 * n_weights, f"a recipe token encoder of d_model={cfg.d_model}, d_ff={cfg.d_ff}")
+            # the layer built once and copied into each of the n_layers (and one init's temporaries), the
+            # embedding and the projection
+            n_weights = (sum(p.numel() for p in layer.parameters()) * (cfg.n_layers + 2)
+                         + (cfg.vocab + cfg.d_out + 1) * cfg.d_model)
+        checks.check_budget(4.0 * n_weights + 12.0 * cfg.scene_len * cfg.d_model, f"a recipe token encoder of d_model={cfg.d_model}, d_ff={cfg.d_ff}")
         self.pad = cfg.pad
         self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
         self.register_buffer("pe", sinusoid(cfg.scene_len, cfg.d_model), persistent=False)
@@ -125,7 +128,7 @@ def save_recipe(model: RecipeEncoder, record: dict, stem: str | os.PathLike) -> 
 
 def load_recipe(stem: str | os.PathLike) -> tuple[RecipeEncoder, dict]:
     """Inverse of :func:`save_recipe`: the model (eval mode) and its record (a stored model is fetched first
-    outside a checkout: :func:`compbook.door.stored_path`)."""
+    outside a checkout: :func:`compbook.results.door.stored_path`)."""
     stem = door.stored_path(checkpoints.stem(stem))
     record = checkpoints.read_header(stem, format=FORMAT)
     where = checkpoints.files(stem)[0]

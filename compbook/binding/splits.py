@@ -46,6 +46,12 @@ def _tuples(objs: np.ndarray, k: int, max_scenes: int, rng) -> np.ndarray:
     return objs[idx]
 
 
+def split_bytes(n_objects: int, k: int, max_scenes: int) -> float:
+    """Bytes :func:`coverage_split` needs: the objects, and per split its scenes: a Python tuple and list slot
+    each, then arrays (8 int64 copies of k ids at most, in np.unique's rejection sampling)."""
+    return 24.0 * n_objects + 2 * (96 + 64.0 * k) * min(float(n_objects) ** k, max_scenes)
+
+
 def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_scene: int = 2,
                    val_fraction: float = 0.2, max_scenes: int = 20000) -> CoverageSplit:
     """Split an object space of ``n_objects`` by coverage rho (the paper's rho_train).
@@ -63,9 +69,8 @@ def coverage_split(n_objects: int, coverage: float, seed: int = 0, objects_per_s
     k = checks.integer(objects_per_scene, "objects_per_scene")
     max_scenes = checks.integer(max_scenes, "max_scenes")
     checks.real(val_fraction, "val_fraction", 0, 1, low_open=True, high_open=True)
-    n_scenes = min(float(n_objects) ** k, max_scenes)
-    checks.check_budget(24.0 * n_objects + 2 * 4 * 8.0 * k * n_scenes,
-                        f"coverage_split: {n_objects} objects, up to {n_scenes:,.0f} scenes of {k} per split")
+    checks.check_budget(split_bytes(n_objects, k, max_scenes), f"coverage_split: {n_objects} objects, up to "
+                        f"{min(float(n_objects) ** k, max_scenes):,.0f} scenes of {k} per split")
     n_train = int(math.floor(n_objects * coverage))
     if not 1 <= n_train < n_objects:
         raise ValueError(f"coverage={coverage!r}: gives {n_train} train objects of {n_objects}; need 1..n-1")

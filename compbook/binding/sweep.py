@@ -7,7 +7,7 @@ a candidate) and fits the three probes of :mod:`compbook.binding.probes` to its 
 train scenes, R^2 on test scenes). Results go to ``data/binding/controlled_V{V}.safetensors`` (stacked weights)
 and ``.json`` (config, coverages, seeds, validation history, test recognition, probe fits, timings).
 :func:`load_sweep` reads them back, :func:`load_sweeps` every size of a sweep (stored, else trained:
-:func:`compbook.door.stored_or_made`).
+:func:`compbook.results.door.stored_or_made`).
 """
 
 from __future__ import annotations
@@ -252,14 +252,15 @@ def coverage_intervals(record: dict, key: str = "test_recognition", seed: int = 
 
 def model_table(records: dict):
     """One row per stored model of every size (chapter 13): ``|O|``, ``coverage``, ``seed``, ``recognition``
-    (unseen objects, scenes that need binding) and each probe's held-out R^2 (columns :data:`PROBE_KINDS`)."""
+    (unseen objects, scenes that need binding), ``binding`` (the swap test on the same scenes) and each probe's
+    held-out R^2 (columns :data:`PROBE_KINDS`)."""
     import pandas as pd
 
     rows = []
     for rec in records.values():
         for m, (cov, seed) in enumerate(zip(rec["coverages"], rec["seeds"])):
             rows.append({"|O|": rec["n_objects"], "coverage": cov, "seed": seed,
-                         "recognition": rec["test_recognition"][m],
+                         "recognition": rec["test_recognition"][m], "binding": rec["test_binding"][m],
                          **{k: rec["probe_r2"][k][m] for k in PROBE_KINDS}})
     return pd.DataFrame(rows)
 
@@ -299,6 +300,19 @@ def binding_table(records: dict, n_scenes: int = 128):
             rows.append({"|O|": rec["n_objects"], "coverage": float(c), "seen": seen[i].mean(),
                          "unseen": unseen[i].mean(), "chance": chance[i].mean()})
     return pd.DataFrame(rows).set_index(["|O|", "coverage"])
+
+
+def binding_curves(records: dict, n_scenes: int = 128):
+    """Chapter 13's one measure, the swap test, per (|O|, coverage): :func:`binding_table`'s ``seen`` and
+    ``chance``, and on unseen objects the pooled mean with its 95% interval (:func:`coverage_intervals` of
+    ``test_binding``: ``unseen``, ``low``, ``high``), so that figure, table and prose read the same numbers."""
+    import pandas as pd
+
+    table = binding_table(records, n_scenes)
+    pooled = pd.concat({rec["n_objects"]: coverage_intervals(rec, "test_binding") for rec in records.values()},
+                       names=["|O|", "coverage"])
+    table["unseen"] = pooled["mean"]
+    return table.join(pooled[["low", "high"]])[["seen", "unseen", "low", "high", "chance"]]
 
 
 def slider_frames(record: dict, seed: int = 0, n_scenes: int = 6) -> dict:

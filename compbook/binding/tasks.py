@@ -30,6 +30,7 @@ from .. import checks, config as run_config, sweeps
 from .controlled import ControlledConfig, check_training_size, train_controlled, training_bytes
 from .probes import PROBE_KINDS
 from .scoring import FORMAT, SweepConfig, probe_fits, sweep_splits, test_scores
+from .splits import split_bytes
 
 COVERAGE = "binding/coverage"
 RECIPE = "binding/recipe"
@@ -57,7 +58,8 @@ def coverage_configs(sweep: SweepConfig, cfg: ControlledConfig) -> list[dict]:
         raise ValueError(f"sweep: sizes x coverages x seeds = {n:,} models, more than MAX_MODELS = {MAX_MODELS:,}")
     for v in sweep.n_values:
         check_training_size(replace(cfg, n_values=v), 1)
-    checks.check_budget(16.0 * sweep.max_scenes, "one split's scenes (max_scenes)")
+    checks.check_budget(max(split_bytes(v ** cfg.n_concepts, 2, sweep.max_scenes) for v in sweep.n_values),
+                        "one split's scenes (max_scenes)")
     mode = run_config.mode()
     return [{"model": asdict(replace(cfg, n_values=v)), "coverage": float(c), "seed": int(s),
              "max_scenes": sweep.max_scenes, "test_scenes": sweep.test_scenes, "probe_scenes": sweep.probe_scenes,

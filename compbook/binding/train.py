@@ -73,8 +73,9 @@ class DualStack:
         checks.instance(cfg, "cfg", EncoderConfig)
         n_models = checks.integer(n_models, "n_models")
         seed = checks.seed(seed)
-        if params is None:   # weights, built one model at a time, then stacked: twice the stack's size at peak
-            checks.check_budget(8.0 * n_models * n_parameters(cfg), f"DualStack of {n_models} model(s)")
+        if params is None:   # weights, built one model at a time, stacked, then copied: 3 times the stack at peak
+            n = n_parameters(cfg)
+            checks.check_budget(4.0 * n * (3 * n_models + 2), f"DualStack of {n_models} model(s)")
         self.cfg, self.n_models, self.seed = cfg, n_models, seed
         if params is None:
             models = []
@@ -212,9 +213,22 @@ def n_parameters(enc: EncoderConfig) -> int:
     w = float(enc.width)
     rough = (48 * c1 + 9 * c1 * c2 + 9 * c2 * c3 + c3 * (enc.res // 16) ** 2 * enc.d_out
              + (enc.vocab_size + enc.max_len) * w + 12 * w * w * enc.layers + w * enc.d_out)
-    checks.check_budget(4.0 * rough, f"one dual encoder of width={enc.width}, layers={enc.layers}")
+    # the weights and their initialisation's temporaries
+    checks.check_budget(8.0 * rough, f"one dual encoder of width={enc.width}, layers={enc.layers}")
     with torch.device("meta"):
         return sum(p.numel() for p in DualEncoder(enc).parameters())
+
+
+def training_bytes(enc: EncoderConfig, cfg: DualTrainConfig, n_models: int) -> float:
+    """Bytes :func:`train_stack` holds (float32): per model the weights, their gradients, AdamW's two moments and
+    the best weights kept (5 copies; the stack's build needs 3, before); and one step's batch: the images (3
+    copies) and the activations of each image (the CNN's maps, 3 a layer) and of its caption and swap caption
+    (16 width + heads x length floats a token per layer), twice (forward and backward)."""
+    c1, c2, c3 = (float(c) for c in enc.channels)
+    r = float(enc.res)
+    image = 3 * 3 * r * r + 2 * 3 * (c1 * (r / 4) ** 2 + c2 * (r / 8) ** 2 + c3 * (r / 16) ** 2)
+    text = 2 * 2 * enc.max_len * (16 * enc.width + enc.heads * enc.max_len) * enc.layers
+    return 4.0 * n_models * (5 * n_parameters(enc) + cfg.batch * (image + text + 4 * cfg.batch))
 
 
 def check_pair_data(data, enc: EncoderConfig) -> None:
@@ -254,9 +268,8 @@ def train_stack(enc: EncoderConfig, cfg: DualTrainConfig, data, n_models: int = 
     check_pair_data(data, enc)
     if val_score is not None and not callable(val_score):
         raise ValueError(f"val_score must be a function stack -> (M,) scores or None, got {val_score!r:.60}")
-    # weights, gradients and AdamW's two moments per model, and one step's image batch
-    checks.check_budget(16.0 * n_models * n_parameters(enc) + 4.0 * n_models * cfg.batch * enc.res ** 2 * 3,
-                        f"training {n_models} dual encoder(s) of res={enc.res}", device=config.device())
+    checks.check_budget(training_bytes(enc, cfg, n_models), f"training {n_models} dual encoder(s) of res={enc.res}",
+                        device=config.device())
     stack = DualStack(enc, n_models, cfg.seed)
     opt = torch.optim.AdamW(list(stack.params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))

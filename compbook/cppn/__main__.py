@@ -32,7 +32,7 @@ from typing import Sequence
 
 import torch
 
-from .. import results
+from .. import config, results
 from ..cli import dispatch
 from ..results import door
 
@@ -68,7 +68,7 @@ def twins(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     if args.arch == "fer" and not args.target:
         p.error("--arch fer trains the targets given with --target")
-    torch.set_num_threads(args.threads)
+    config.set_threads(args.threads)
     if args.arch == "fer":    # one resumable task per target and seed (make_fer_twins): run again to resume
         rows, failed = st.make_fer_twins(args.target, args.seeds, args.out, args.store, args.threads, args.max_minutes,
                                          f"{PROG} twins {' '.join(argv)}", sys.stderr.isatty(), sweeps.options(args),
@@ -357,7 +357,7 @@ def semantic(argv: Sequence[str]) -> int:
     t.add_argument("--steps", type=int, default=3000)
     t.add_argument("--batch", type=int, default=96)
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--threads", type=int, default=None, help="torch threads (default: compbook's, 1)")
     sub.add_parser("choose", help="thresholds on the calibration half, the default on the held-out half")
     v = sub.add_parser("validate", help="the chosen thresholds on a later labelled batch (not in the choice)")
     v.add_argument("--key", default="labeller_key_batch2.json", help="its key, in data/judge_cache/")
@@ -371,7 +371,8 @@ def semantic(argv: Sequence[str]) -> int:
     o.add_argument("--key", default="labeller_key_overlap.json", help="its key, in data/judge_cache/")
     o.add_argument("--labeller", default=THIRD_LABELLER, help="the labeller whose verdicts are stored")
     args = p.parse_args(argv)
-    torch.set_num_threads(1 if args.command != "train" else args.threads)
+    if args.command == "train":
+        config.set_threads(args.threads)
     if args.command == "choose":
         return _choose()
     if args.command == "overlap":
@@ -475,7 +476,6 @@ def labelling(argv: Sequence[str]) -> int:
 def _overlap(out_key: str, out: str, seed: int) -> None:
     """The overlap key and its sheets (:func:`labellers.overlap_items`)."""
     from . import labellers, labelling as lab
-    torch.set_num_threads(1)
     items = labellers.overlap_items(seed)
     lab.write_key(out_key, items, f"overlap key: 'of' is the original item of 'batch', answered by 'labeller'; "
                   f"{PROG} labelling overlap --seed {seed}")
@@ -506,7 +506,6 @@ def reread(argv: Sequence[str]) -> int:
     if args.merge:
         _write_reread(rr.merge([json.loads(Path(f).read_text()) for f in args.merge]))
         return 0
-    torch.set_num_threads(1)
     made_by = (f"{PROG} reread --sample {args.sample} --pb-sample {args.pb_sample} --deltas "
                f"{' '.join(map(str, args.deltas))}")
     out = rr.run(args.sample, args.pb_sample, tuple(args.deltas), args.concepts, made_by)
@@ -531,7 +530,6 @@ def experiments(argv: Sequence[str]) -> int:
     p.add_argument("--store", type=Path, help=f"the sweeps' records (default {tasks.store_for('cppn/x').parent})")
     sweeps.add_arguments(p)
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
     runners = tasks.stored_runners(args.store, progress=True, **sweeps.options(args))
     ex.run_stored(args.chapters, args.write, f"{PROG} experiments", log=print, runners=runners)
     if args.write:
@@ -567,7 +565,6 @@ def counting(argv: Sequence[str]) -> int:
     p.add_argument("--cross-batch", action="store_true",
                    help=f"instead: choose the judge on one labelled batch, validate on the other (data/{c.CROSS_FILE})")
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
     if args.cross_batch:
         out = c.cross_batch(seed=args.seed)
         path = Path(args.out) if args.out else door.made_path(c.CROSS_FILE)

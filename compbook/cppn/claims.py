@@ -67,9 +67,11 @@ def difference(a: dict, b: dict, n_boot: int = 4000, seed: int = 0) -> dict:
             raise ValueError(f"{'ab'[j]} must be a stored row with 'k_n', got {row!r:.80}")
         checks.sequence(row["k_n"], f"{'ab'[j]}['k_n']")
         checks.real(row.get("score"), f"{'ab'[j]}['score']")
-    checks.check_budget(8.0 * 4 * n_boot * max(len(a["k_n"]), len(b["k_n"])), f"difference: n_boot={n_boot}")
-    for j, row in enumerate((a, b)):
-        g = groups_from_counts(row["k_n"])
+    groups = [groups_from_counts(row["k_n"]) for row in (a, b)]      # each refused by its own estimate
+    held = sum(x.nbytes + 128.0 for g in groups for x in g)
+    # the verdicts, pooled_draws' five (n_boot, G) arrays of 8 bytes, and the draws and their difference
+    checks.check_budget(held + 8.0 * n_boot * (5 * max(len(g) for g in groups) + 3), f"difference: n_boot={n_boot}")
+    for j, g in enumerate(groups):
         draws.append(pooled_draws([x.mean() for x in g], [len(x) for x in g], n_boot, np.random.default_rng(seed + j)))
     d = draws[0] - draws[1]
     return {"score": float(a["score"] - b["score"]),

@@ -180,7 +180,9 @@ DEFAULT_ACTIVATIONS = ("gaussian", "sin", "tanh", "identity")
 def mixed_layout(width: int, names: Sequence[str] = DEFAULT_ACTIVATIONS) -> dict[str, int]:
     """Activation counts for one layer of ``width`` neurons, dealt round-robin over ``names`` (our choice)."""
     width = checks.integer(width, "width")
-    checks.check_budget(16.0 * width * width, f"mixed_layout(width={width}): a layer of {width:,} neurons")
+    # a network with a width x width layer: 16 bytes a weight (network.check_size), its inputs and outputs too
+    checks.check_budget(16.0 * width * (width + 8) + 8.0 * width,
+                        f"mixed_layout(width={width}): a layer of {width:,} neurons")
     names = checks.sequence(names, "names (activations)")
     for n in names:
         from .network import check_activation
@@ -311,11 +313,15 @@ def depth_sweep(target, depths: Sequence[int], width: int = 8, seeds: Sequence[i
         raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
     width, steps = checks.integer(width, "width"), checks.integer(steps, "steps", 0)
     lr = checks.real(lr, "lr", 0, low_open=True)
-    checks.check_budget(16.0 * width * width * max(depths) * len(seeds),
-                        f"depth_sweep: {len(seeds)} networks of depth {max(depths)} x width {width}")
     target = as_target(target)
     if target.ndim != 3:
         raise ValueError(f"target: one image (H, W, 3), got {tuple(target.shape)}")
+    # every network kept (16 bytes a weight, network.check_size), and the training of one depth's seeds at once:
+    # per pixel and neuron its value, activation, gradients and Adam's state (float32, 8 of them)
+    pixels = float(target.shape[0] * target.shape[1])
+    checks.check_budget(16.0 * (width + 8) * width * sum(depths) * len(seeds)
+                        + 4.0 * 8 * pixels * len(seeds) * (width * max(depths) + 8),
+                        f"depth_sweep: {len(seeds)} networks of depth {max(depths)} x width {width}")
     if judge is not None and not concept:
         raise ValueError("concept: a judge needs the concept it checks (e.g. 'skull')")
     layout = activation if activation is not None else mixed_layout(width)

@@ -359,7 +359,7 @@ def render_perturbations(model: CPPN, weights: Sequence[tuple[int, int, int]], d
     checks.instance(model, "model", CPPN)
     weights = checks.sequence(weights, "weights", 0)
     res = _check_res(res, model)
-    checks.allocation((len(weights), res, res, 3), f"render_perturbations: {len(weights)} renders at {res} px", 4)
+    _check_renders(model, len(weights), res, batch_size, "render_perturbations")
     weights = [_check_weight(model, w) for w in weights]
     deltas = checks.tensor(deltas, "deltas", floating=False).to(torch.float64).reshape(-1)
     if len(deltas) != len(weights):
@@ -377,7 +377,7 @@ def weight_sweep(model: CPPN, weight: tuple[int, int, int], values, res: int = 6
     l, o, i = _check_weight(model, weight)
     values = checks.tensor(values, "values", floating=False).to(torch.float64).reshape(-1)
     res = _check_res(res, model)
-    checks.allocation((len(values), res, res, 3), f"weight_sweep: {len(values)} renders at {res} px", 4)
+    _check_renders(model, len(values), res, 64, "weight_sweep")
     w = float(model.weights[l].detach()[o, i])
     return render_perturbations(model, [(l, o, i)] * len(values), values - w, res)
 
@@ -546,6 +546,16 @@ def _check_res(res, model: CPPN) -> int:
     renders) fits the render budget (:func:`compbook.checks.check_render_size`)."""
     per_pixel = 2 * sum(model.widths) + 4 + 3 * max(model.widths) + 12
     return checks.check_render_size(res, per_pixel, model.mask0.element_size(), "compositional_score")
+
+
+def _check_renders(model: CPPN, n: int, res: int, batch_size, what: str) -> None:
+    """The budget of ``n`` perturbed renders: the images (float32, 3 copies: the batches' parts, each batch's
+    and the whole concatenation), the base pass (:func:`_check_res`'s values a pixel) and one batch's
+    (neurons, B, pixels) tensors (4 a neuron of the widest layer, and the outputs)."""
+    b, e, pixels = min(_check_batch_size(batch_size), max(n, 1)), model.mask0.element_size(), float(res) ** 2
+    per_pixel = 2 * sum(model.widths) + 4 + 3 * max(model.widths) + 12
+    checks.check_budget(pixels * (12.0 * 3 * n + e * per_pixel + e * b * (4 * max(model.widths) + 8)),
+                        f"{what}: {n} perturbed renders at {res} px")
 
 
 def _check_batch_size(batch_size) -> int:

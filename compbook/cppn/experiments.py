@@ -347,8 +347,8 @@ STORED_FILE = "emc2/partA_reread.json"
 
 
 def stored_path():
-    """Where the stored run of chapters 6-9 is written (:func:`compbook.door.made_path`); readers fetch it by
-    :func:`compbook.door.stored_path` of :data:`STORED_FILE`."""
+    """Where the stored run of chapters 6-9 is written (:func:`compbook.results.door.made_path`); readers fetch it by
+    :func:`compbook.results.door.stored_path` of :data:`STORED_FILE`."""
     return door.made_path(STORED_FILE)
 
 

@@ -70,7 +70,8 @@ def parse_arch(arch: str) -> tuple[int, dict[str, int]]:
     if depth < 1 or sum(counts.values()) < 1:
         raise ValueError(f"arch {arch!r}: depth and width must be >= 1 (got {depth}, {sum(counts.values())})")
     width = sum(counts.values())
-    checks.check_budget(8.0 * (depth * width * width + 7 * width), f"arch {arch!r}'s weights")
+    # 16 bytes a weight, as the network's own check (network.check_size): weights, masks and their copies
+    checks.check_budget(16.0 * (depth * width * width + 7 * width), f"arch {arch!r}'s weights")
     return depth, counts
 
 

@@ -78,7 +78,7 @@ def orthonormal_frame(r: int, d: int, seed: int | None = None) -> np.ndarray:
     if r > d:
         raise ValueError(f"orthonormal_frame: r = {r} orthonormal vectors do not fit in R^{d} (need r <= d)")
     seed = None if seed is None else checks.seed(seed)
-    checks.allocation((d, d), f"orthonormal_frame in R^{d}", 8 * 3)
+    checks.allocation((d, d), f"orthonormal_frame in R^{d}", 8 * 6)     # the draw, QR's copy, Q, R and work
     if seed is None:
         return np.eye(d)[:r]
     Q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))
@@ -100,7 +100,7 @@ def simplex_etf(d: int) -> np.ndarray:
     """The simplex frame: r = d + 1 unit vectors in R^d with all |<f_i, f_j>| = 1/d (an ETF), shape ``(d+1, d)``."""
     d = _positive_int(d, "d")
     r = d + 1
-    checks.allocation((r, r), f"simplex_etf(d={d})'s Gram matrix (d + 1, d + 1)", 8 * 4)   # G and eigh's copies
+    checks.allocation((r, r), f"simplex_etf(d={d})'s Gram matrix (d + 1, d + 1)", 8 * 7)   # G, its terms, eigh's
     G = (r * np.eye(r) - np.ones((r, r))) / d  # unit diagonal, -1/d off it, rank d
     return normalise_rows(frame_from_gram(G, d))
 

@@ -265,12 +265,16 @@ def contact_sheet(images, numbers: Sequence[int], concept: str, rows: int = 4, c
     rows = checks.integer(rows, "rows")
     cols = checks.integer(cols, "cols")
     images = checks.tensor(images, "images", (None, None, None, 3), low=0, high=1)
-    checks.check_budget(3.0 * rows * cols * (RES * scale + 50) ** 2, f"contact_sheet {rows} x {cols} at scale {scale}")
     n, side = len(images), RES * scale
+    pad, label, head = 10, 34, side + 20
+    size = (cols * (side + pad) + pad, head + rows * (side + label + pad) + pad)
+    # the sheet (PIL keeps RGB in 4 bytes a pixel), the checked images (two 8-byte copies at most) and one item's
+    # float64, uint8 and enlarged copies at a time
+    checks.check_budget(4.0 * size[0] * size[1] + 16.0 * images.numel() + 40.0 * side * side,
+                        f"contact_sheet {rows} x {cols} at scale {scale}")
     if n > rows * cols or n != len(numbers):
         raise ValueError(f"images: {n} items for {len(numbers)} numbers and a {rows}x{cols} sheet")
-    pad, label, head = 10, 34, side + 20
-    sheet = Image.new("RGB", (cols * (side + pad) + pad, head + rows * (side + label + pad) + pad), "white")
+    sheet = Image.new("RGB", size, "white")
     draw = ImageDraw.Draw(sheet)
     sheet.paste(to_pil(reference(concept), scale), (pad, 10))
     draw.text((side + 3 * pad, 20), f"reference: {concept}", fill="black", font=_font(32))

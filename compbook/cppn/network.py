@@ -70,8 +70,9 @@ def layout_from_counts(counts: Mapping[str, int]) -> list[str]:
         if n < 0:
             raise ValueError(f"layout_from_counts: negative count {n} for {name!r}")
         sizes[name] = n
-    checks.check_budget(8 * sum(sizes.values()), f"layout_from_counts({sizes!r:.80}): a layer of "
-                                                   f"{sum(sizes.values()):,} neurons")
+    # the list (8 bytes a slot, grown by up to 1/8) and the largest [name] * n it is extended by
+    checks.check_budget(9.0 * sum(sizes.values()) + 8.0 * max(sizes.values(), default=0),
+                        f"layout_from_counts({sizes!r:.80}): a layer of {sum(sizes.values()):,} neurons")
     for name, n in sizes.items():
         layer += [name] * n
     return layer
@@ -349,17 +350,19 @@ class CPPN(nn.Module):
                              f"broadcast") from None
         return out
 
-    def render_values_per_pixel(self) -> int:
+    def render_values_per_pixel(self, graph: bool = False) -> int:
         """Numbers a render keeps per pixel at its peak (coordinates, a layer's z and h and the activation's
-        scratch, outputs and colours): what :meth:`render` checks against the render budget."""
-        return 4 + 3 * max(self.widths) + 12
+        scratch, outputs and colours; with ``graph``, autograd's record of every layer's z and h too): what
+        :meth:`render` checks against the render budget."""
+        return 4 + 3 * max(self.widths) + 12 + (2 * sum(self.widths) if graph else 0)
 
     def _check_render(self, res, weights, budget_mb) -> int:
         batch = 1
         if weights is not None:
             for d in torch.broadcast_shapes(*(w.shape[:-2] for w in self._check_stack(weights, "weights"))):
                 batch *= int(d)
-        return checks.check_render_size(res, self.render_values_per_pixel(), self.mask0.element_size(),
+        graph = torch.is_grad_enabled() and any(w.requires_grad for w in (weights or self.weights))
+        return checks.check_render_size(res, self.render_values_per_pixel(graph), self.mask0.element_size(),
                                         "CPPN.render", budget_mb, batch)
 
     def render(self, res: int = 256, weights: Sequence[torch.Tensor] | None = None,

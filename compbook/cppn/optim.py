@@ -162,9 +162,12 @@ def against_torch_muon(steps: int = 10, shape=(22, 8), seed: int = 1, **settings
     (``"moved"``, max |change|) and our largest deviation from it with the Newton-Schulz iteration in bfloat16
     (``"bfloat16"``) and float32 (``"float32"``)."""
     steps, seed = checks.integer(steps, "steps", 0), checks.seed(seed)
-    shape = tuple(checks.allocation(shape, "shape", 4 * (steps + 4)))
+    shape = tuple(checks.integer(d, f"shape (dimension {i})", 0) for i, d in enumerate(checks.sequence(shape, "shape")))
     if len(shape) != 2 or 0 in shape:
         raise ValueError(f"shape must be a matrix shape (out, in), got {shape}")
+    # the start, the gradients and their copies, three trajectories with the optimizers' momentum and the
+    # Newton-Schulz iteration's matrices (about 12 of the shape) and its (k, k) Gram products, k the smaller side
+    checks.check_budget(4.0 * (shape[0] * shape[1] * (steps + 12) + 4 * min(shape) ** 2), f"shape {shape}")
     if not hasattr(torch.optim, "Muon"):
         return None
     settings = dict(dict(lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.1), **settings)

@@ -101,7 +101,9 @@ def groups_from_counts(k_n) -> list[np.ndarray]:
         if len(kn) != 2 or not kn[0] <= kn[1] or kn[1] < 1:
             raise ValueError(f"k_n[{j}] must be [k, n] with 0 <= k <= n, n >= 1, got {kn.tolist()!r}")
         pairs.append((int(kn[0]), int(kn[1])))
-    checks.check_budget(2.0 * sum(n for _, n in pairs), f"k_n: {sum(n for _, n in pairs):,} verdicts")
+    # a byte per verdict (and one for np.repeat's copy), and each array's header and list slot
+    checks.check_budget(2.0 * sum(n for _, n in pairs) + 128.0 * len(pairs),
+                        f"k_n: {sum(n for _, n in pairs):,} verdicts")
     return [np.repeat([True, False], [k, n - k]) for k, n in pairs]
 
 

@@ -278,7 +278,9 @@ def render(genome: Genome, res: int = 256, budget_mb: float | None = None) -> np
     """
     if not isinstance(genome, Genome):
         raise ValueError(f"genome must be a Genome (load_genome(...)), got {type(genome).__name__}")
-    res = checks.check_render_size(res, len(genome.nodes) + 12, 8, f"picbreeder.render of {genome.name!r}",
+    # every node's value, and the coordinates, a node's weighted sum and activation temporaries, the outputs and
+    # colours (24, measured in tests/test_memory_guards.py)
+    res = checks.check_render_size(res, len(genome.nodes) + 24, 8, f"picbreeder.render of {genome.name!r}",
                                    budget_mb)
     t = np.linspace(-1.0, 1.0, res)
     y, x = np.meshgrid(t, t, indexing="ij")

@@ -24,7 +24,6 @@ spreads the tasks.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -33,9 +32,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from .. import checks, paths, sweeps
+from .. import checks, config, paths, sweeps
 from ..journal import canonical
 from . import emc2, picbreeder, store, twins as tw
 from .network import CPPN
@@ -65,17 +63,6 @@ def run_sweep(sweep: sweeps.Sweep, store=None, progress: bool = False, check: bo
     report = sweeps.run(sweep, Path(store) if store else default_store(sweep.name), progress=progress,
                         **(run_options or {}))
     return report.check() if check else report
-
-
-@contextlib.contextmanager
-def _threads(n: int):
-    """Run with ``torch.set_num_threads(n)`` (restored after)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _model_tensors(model: CPPN) -> dict:
@@ -179,7 +166,7 @@ def train_twin_stack(configs: list[dict]) -> list[dict]:
     for members in stacks.values():
         first = configs[members[0]]
         recipe = _stack_recipe(first)
-        with _threads(first["threads"]):
+        with config.using_threads(first["threads"]):
             models, losses, seconds = tw.train_twins(recipe, progress=False)
             for i in members:
                 j = recipe.seeds.index(configs[i]["seed"])

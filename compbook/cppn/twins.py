@@ -215,7 +215,7 @@ def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN
     """Chapter 5's SGD twins of ``target`` trained at ``res`` px: the stored ones (fetched outside a checkout),
     trained and stored first when ``retrain`` or none are stored at ``res`` (full mode's 256 px): FER's recipe,
     100,000 steps, seeds 0-2; a CPU run stops at a plateau or after 70 minutes; the full-mode smoke trains them
-    for 5 steps (:func:`compbook.door.stored_or_made`)."""
+    for 5 steps (:func:`compbook.results.door.stored_or_made`)."""
     checks.boolean(retrain, "retrain")
     checks.choice(target, "target", TARGETS)
     recipe = TwinRecipe(target, res=checks.integer(res, "res"), steps=config.by_mode(100_000, 100_000, smoke=5),
@@ -228,13 +228,13 @@ def stored_or_trained(target: str, res: int, retrain: bool = False) -> list[CPPN
 
 def _place(stem: str, folder=None) -> Path:
     """Where a twin ``stem`` (``emc2/...``) is written: under ``folder``, else the data folder's (a writer's
-    target, :func:`compbook.door.made_path`)."""
+    target, :func:`compbook.results.door.made_path`)."""
     return Path(folder) / stem if folder is not None else door.made_path(stem)
 
 
 def _stored(pattern: str, folder=None) -> list[Path]:
     """JSON paths of the stored twins matching ``pattern`` in ``emc2/`` of ``folder`` (default: the data folder,
-    fetched outside a checkout: :func:`compbook.door.stored_names`), sorted by name."""
+    fetched outside a checkout: :func:`compbook.results.door.stored_names`), sorted by name."""
     if folder is not None:
         return sorted((Path(folder) / FOLDER).glob(pattern))
     return [door.stored_path(n) for n in door.stored_names(f"{FOLDER}/{pattern}")]

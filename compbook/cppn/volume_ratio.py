@@ -112,7 +112,8 @@ def network_shapes(target: LayeredDAG, W: int, L: int) -> list[tuple[int, int]]:
     """``(out, in)`` of every layer of the width-W, depth-L network with the target's inputs and outputs."""
     W, L = _positive_int(W, "W"), _positive_int(L, "L")
     checks.instance(target, "target", LayeredDAG)
-    checks.check_budget(24.0 * L, f"the layer list of a network of width W={W} and depth L={L}")
+    # a tuple of two ints and a list slot per layer (measured 88 bytes)
+    checks.check_budget(96.0 * L, f"the layer list of a network of width W={W} and depth L={L}")
     sizes = [target.n_in] + [W] * L + [target.n_out]
     return list(zip(sizes[1:], sizes[:-1]))
 

@@ -11,8 +11,8 @@
   record them;
 * ``show [NAME ...]``: each artifact's provenance line;
 * ``runtimes REPORT [--measured DATE] [--where TEXT] [--intro PATH]``: the run-time record
-  (``data/runtimes.json``, :mod:`compbook.results.runtimes`) from the JUnit report of ``make test``'s nbmake run,
-  and the landing page's table rewritten from it.
+  (``data/runtimes.json``, :mod:`compbook.results.runtimes`) from the JUnit-like report of ``make test``'s run of
+  the chapters (``_executed/colab.xml``; ``make runtimes``), and the landing page's table rewritten from it.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("show", help="provenance lines")
     s.add_argument("names", nargs="*")
     u = sub.add_parser("runtimes", help="record the chapters' CPU run times from make test's JUnit report")
-    u.add_argument("report", help="pytest's --junitxml report of the nbmake run (make test: _executed/nbmake.xml)")
+    u.add_argument("report", help="the JUnit-like report of the chapters' run (make test: _executed/colab.xml)")
     u.add_argument("--measured", default=None, help="the date, in words (default: today)")
     u.add_argument("--where", default="this project's 2-core CPU machine", help="the machine, in words")
     u.add_argument("--intro", default="intro.md", help="the landing page whose table is rewritten")

@@ -1,8 +1,8 @@
 """The book's run times: one stored record of the last CPU run, ``data/runtimes.json``.
 
-``make test`` executes every chapter once with nbmake and writes pytest's JUnit report; ``python -m
-compbook.results runtimes REPORT`` reads each notebook's time from it and writes the record (registered like
-every stored result). Every run time the book states comes from this record: the landing page's table
+``make test`` executes every chapter once (in its simulated Colab, ``tests/test_colab.py``) and writes a JUnit-like
+report, ``_executed/colab.xml``; ``make runtimes`` (``python -m compbook.results runtimes REPORT``) reads each
+notebook's time from it and writes the record (registered like every stored result). Every run time the book states comes from this record: the landing page's table
 (:func:`table_markdown`, which :func:`write_intro` puts into ``intro.md`` between two markers, and a test keeps
 equal to the record) and each chapter's run time (``glue("run_time", runtimes.seconds("07_depth"))``). A
 chapter also prints its own time in the run at hand, which on a shared machine may be up to about twice the
@@ -32,8 +32,9 @@ _NOTEBOOK = re.compile(r"(?:^|[/\\])((?:\d\d|notes)_[A-Za-z0-9_]+)\.ipynb")
 
 
 def from_junit(path) -> dict[str, float]:
-    """Seconds per notebook (``{"07_depth": 30.2, ...}``) from a pytest JUnit XML report of an nbmake run (one
-    ``testcase`` per notebook, its ``file`` or ``classname`` naming the notebook). A report with a failed or
+    """Seconds per notebook (``{"07_depth": 30.2, ...}``) from a JUnit XML report of a run of the chapters (one
+    ``testcase`` per notebook, its ``file`` or ``classname`` naming the notebook: ``make test``'s
+    ``_executed/colab.xml``, or pytest's ``--junitxml`` of an nbmake run). A report with a failed or
     skipped notebook is refused: a run that did not pass measures nothing the book can state."""
     path = checks.file_path(path, "report")
     root = ET.parse(path).getroot()
@@ -124,8 +125,9 @@ def table_markdown(titles: dict, rec: dict | None = None) -> str:
     """The landing page's table, as markdown, with the sentence that says when and where it was measured."""
     rec = load() if rec is None else rec
     import textwrap
-    said = (f"Measured on {rec['measured']} by `make test` ({rec['where']}). Each time is one chapter executed by "
-            "nbmake in CPU mode, kernel start included (`data/runtimes.json`; each chapter states its own from it).")
+    said = (f"Measured on {rec['measured']} by `make test` ({rec['where']}). Each time is one chapter executed "
+            "once in CPU mode, kernel start included (`data/runtimes.json`, recorded by `make runtimes`; each "
+            "chapter states its own from it).")
     lines = textwrap.wrap(said, 115) + ["", "| chapter | time |", "|---|---|"]
     lines += [f"| {t} | {s} |" for t, s in table_rows(titles, rec)]
     return "\n".join(lines)

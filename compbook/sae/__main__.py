@@ -21,8 +21,6 @@ import json
 import sys
 from typing import Sequence
 
-import torch
-
 from ..cli import dispatch
 
 PROG = "python -m compbook.sae"
@@ -35,7 +33,6 @@ def vlm(argv: Sequence[str]) -> int:
                                  description="Train and store the book's tiny VLM and text-only baseline.")
     ap.add_argument("--retrain", action="store_true", help="train even when data/sae/ holds a matching pair")
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
     print(json.dumps(pretrained_vlm(retrain=args.retrain)[2]["accuracy"], indent=1))
     return 0
 
@@ -57,7 +54,6 @@ def study(argv: Sequence[str]) -> int:
     sweeps.add_arguments(p)
     a = p.parse_args(argv)
     options = sweeps.options(a)
-    torch.set_num_threads(1)
     if a.regions:
         st.run_regions(a.regions, a.seeds, retrain=a.retrain, **options)
     else:
@@ -75,7 +71,6 @@ def runs(argv: Sequence[str]) -> int:
                                 description="Train (or load) chapter 16's vanilla and S2AE SAEs (data/sae/runs/).")
     p.add_argument("--retrain", action="store_true", help="train even when data/sae/runs/ holds them")
     a = p.parse_args(argv)
-    torch.set_num_threads(1)
     sz = PartCRun.for_mode()
     s = ex.load_setting(sz.n_train, sz.n_test, sz.layer)
     got = ex.stored_runs(s.train, sz.setting(), tuple(range(sz.setting_seeds)), (0.0, LAMBDA), retrain=a.retrain)
@@ -94,7 +89,6 @@ def objregions(argv: Sequence[str]) -> int:
                                 description="Train and store the object-VLM variants; print the region table.")
     p.add_argument("--retrain", action="store_true")
     a = p.parse_args(argv)
-    torch.set_num_threads(1)
     t0 = time.perf_counter()
     table = region_table(retrain=a.retrain)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
@@ -120,7 +114,6 @@ def objsae(argv: Sequence[str]) -> int:
     sweeps.add_arguments(p)
     a = p.parse_args(argv)
     options = sweeps.options(a)
-    torch.set_num_threads(1)
     names = list(VARIANTS)
     variants = tuple(names[i] for i in a.variants) if a.variants is not None else tuple(names)
     os_.run(tuple(a.layouts), tuple(a.regions), a.seeds, a.retrain, variants, **options)
@@ -140,7 +133,6 @@ def full(argv: Sequence[str]) -> int:
     sweeps.add_arguments(p)
     a = p.parse_args(argv)
     options = sweeps.options(a)
-    torch.set_num_threads(1)
     cfg = TINY if a.tiny else PartCRun.for_mode()
     print(cfg)
     fu.show(fu.run(cfg, retrain=a.retrain, **options))

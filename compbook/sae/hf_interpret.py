@@ -47,7 +47,9 @@ def masked_image(image: np.ndarray, mask: np.ndarray, size: int = 224, dim: floa
     image = checks.unit_image(checks.tensor(image, "image", (None, None, 3), floating=False), "image").numpy()
     mask = checks.tensor(mask, "mask", tuple(image.shape[:2]), floating=False, finite=False).numpy()
     size, dim = checks.integer(size, "size"), checks.real(dim, "dim", 0, 1)
-    checks.allocation((size, size, 3), "size (the upscaled image)", 1)
+    # PIL's upscaled image (4 bytes a pixel: RGB is stored as RGBX), and the image's float64 and uint8 copies
+    checks.check_budget(4.0 * size * size + 3 * (3 * 8 + 1) * float(image.shape[0] * image.shape[1]),
+                        f"size={size} (the upscaled image)")
     img = np.where(np.asarray(mask, bool)[..., None], image, (1 - dim) * image + dim)
     pil = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
     return pil.resize((size, size), Image.NEAREST)

@@ -123,7 +123,10 @@ def region_masks(z_img: torch.Tensor, refs: torch.Tensor, latents, grid: tuple, 
     res = checks.integer(res, "res")
     if res % rows:
         raise ValueError(f"res={res}: must be a multiple of the grid's {rows} rows (whole patches)")
-    checks.allocation(tuple(refs.shape) + (res, res), "region_masks (D, top_k, res, res)", 1)
+    # the masks (bool), z_img's chosen latents (float32, then bool), and one patch mask's upscaling at a time
+    # (np.kron's products, up to 8 bytes a pixel, and its result)
+    checks.check_budget(refs.numel() * res * res + 5.0 * n * p * len(idx) + 17.0 * res * res,
+                        f"region_masks {tuple(refs.shape) + (res, res)} (D, top_k, res, res)")
     act = (z_img[..., idx] != 0).numpy()                                    # (N, P, D)
     cell = res // grid[0]
     out = np.zeros(tuple(refs.shape) + (res, res), bool)

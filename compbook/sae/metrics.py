@@ -16,6 +16,7 @@ import torch
 
 from .. import checks
 
+from .regions import dense_labels
 from .topk import dead_latents, fvu, l0
 
 
@@ -80,14 +81,18 @@ def sae_report(sae, x: torch.Tensor, z_img: torch.Tensor | None = None, masks: t
 
 def region_purity(regions: torch.Tensor, labels: torch.Tensor) -> float:
     """Fraction of patches whose ground-truth label (object or background, ``labels`` (N, P)) is the majority
-    label of their region (``regions`` (N, P)): 1 when every region lies inside one object or the background."""
+    label of their region (``regions`` (N, P)): 1 when every region lies inside one object or the background.
+    Both are renumbered per image (:func:`compbook.sae.regions.dense_labels`: the same partitions, so the same
+    purity), so the counts are (N, G x O) with G, O <= P whatever the labels' values."""
     regions = torch.as_tensor(checks.integers(regions, "regions", 0, ndim=2, min_size=1))
     labels = torch.as_tensor(checks.integers(labels, "labels", -1, ndim=2, min_size=1)) + 1
     if regions.shape != labels.shape:
         raise ValueError(f"regions: shape {tuple(regions.shape)} differs from labels {tuple(labels.shape)}")
     n, p = regions.shape
+    # the renumbering's sorts (about 6 int64 copies of each), the pair ids, and the (N, G x O) counts
+    checks.check_budget(8.0 * 16 * n * p + 4.0 * n * p * p, f"region_purity's counts of {n} images x {p} "
+                        f"patches (up to {p} regions x {p} labels each)")
+    regions, labels = dense_labels(regions), dense_labels(labels)
     g, o = int(regions.max()) + 1, int(labels.max()) + 1
-    checks.allocation((n, g * o), f"the counts of {g} region labels (regions max {g - 1}) x {o} object labels "
-                      f"(labels max {o - 2})", 4)
     counts = torch.zeros(n, g * o).scatter_add_(1, regions * o + labels, torch.ones(n, p))
     return float(counts.reshape(n, g, o).amax(2).sum() / (n * p))

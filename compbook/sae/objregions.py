@@ -57,7 +57,9 @@ class ObjectVLM(TinyVLM):
         checks.instance(cfg, "cfg", TinyVLMConfig)
         n_prefix = checks.integer(n_prefix, "n_prefix", 0)                # 2.7 is refused, never truncated
         checks.boolean(bidirectional, "bidirectional")
-        checks.allocation((n_prefix, cfg.d_model), "n_prefix learned prefix tokens")
+        # the prefix and the model's weights, each drawn then copied into its parameter (twice float32)
+        checks.check_budget(8.0 * (n_prefix * cfg.d_model + cfg.n_weights),
+                            f"n_prefix={n_prefix} learned prefix tokens in a model of d_model={cfg.d_model}")
         if cfg.text_only:
             raise ValueError("cfg: text_only models have no image block")
         super().__init__(cfg)

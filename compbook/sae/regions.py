@@ -25,6 +25,19 @@ N_REGIONS = 20
 SPATIAL_EXPONENT = 0.02
 
 
+def dense_labels(labels: torch.Tensor) -> torch.Tensor:
+    """``labels`` (B, P) integers renumbered per row to ``0..n-1`` in increasing order (``n``: the row's distinct
+    labels; int64, same shape): the same partition of each row's patches, with labels at most ``P - 1`` whatever
+    the input's values (a label of 10^9 would otherwise size a buffer by it). Sort-based: O(B P) memory."""
+    labels = torch.as_tensor(labels)
+    if labels.ndim != 2:
+        raise ValueError(f"labels must be (B, P) integer labels, got shape {tuple(labels.shape)}")
+    ordered, order = labels.long().sort(1)
+    rank = torch.zeros_like(ordered)
+    rank[:, 1:] = (ordered[:, 1:] != ordered[:, :-1]).cumsum(1)
+    return torch.empty_like(rank).scatter_(1, order, rank)
+
+
 def grid_distance(rows: int, cols: int) -> torch.Tensor:
     """Manhattan distance between the patches of a ``rows x cols`` grid (row-major), divided by its max: (P, P)."""
     rows, cols = checks.integer(rows, "rows"), checks.integer(cols, "cols")
@@ -93,7 +106,8 @@ def average_linkage(dist: torch.Tensor, n_clusters: int) -> torch.Tensor:
     ``d(i+j, m) = (n_i d(i, m) + n_j d(j, m)) / (n_i + n_j)``.
     """
     d = checks.tensor(dist, "dist", finite=False)
-    checks.allocation(tuple(d.shape), "dist (a float64 copy to merge in)", 8 * 3)     # before the copy
+    # its float64 copies: torch's, NumPy's, the two upper triangles and their sum (before the copy)
+    checks.allocation(tuple(d.shape), "dist (the float64 copies to merge in)", 8 * 6)
     d = d.detach().cpu().double().numpy().copy()                                      # numpy: small arrays
     single = d.ndim == 2
     if single:

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from .. import checks
 from ..config import dataclass_text, device
-from .regions import SPATIAL_EXPONENT, default_regions, patch_regions
+from .regions import SPATIAL_EXPONENT, default_regions, dense_labels, patch_regions
 from .topk import TopKSAE, check_activations, fvu_loss
 
 EPS = 1e-8
@@ -92,8 +92,14 @@ def exclusive_sparsity(z_hat: torch.Tensor, regions) -> torch.Tensor:
 
 
 def region_labels(regions, shape: tuple, name: str = "regions") -> torch.Tensor:
-    """``regions`` (a tensor, array or nested list) as int64 region labels of ``shape``, each ``>= 0`` (a negative
-    label would wrap to the last region, a fraction be truncated: both refused, naming ``name``)."""
+    """``regions`` (a tensor, array or nested list) as int64 region labels of ``shape`` (B, P), each ``>= 0`` (a
+    negative label would wrap to the last region, a fraction be truncated: both refused, naming ``name``),
+    renumbered per image to ``0..n-1`` (:func:`compbook.sae.regions.dense_labels`).
+
+    Why renumber: GS and ES read a label only as "these patches of this image share a region" (each image's
+    penalty is its own, and an unused label is an absent region, masked out by ``present``), so the penalties
+    are the same for any labels of the same partition (tested), while the buffers are sized by the largest
+    label: labels up to 10^9 asked for a (B, 10^9, P) one-hot. Renumbered, G <= P."""
     if not isinstance(regions, torch.Tensor):
         regions = torch.as_tensor(checks.integers(regions, name))
     if regions.is_floating_point() or regions.is_complex() or regions.dtype == torch.bool:
@@ -102,7 +108,7 @@ def region_labels(regions, shape: tuple, name: str = "regions") -> torch.Tensor:
         raise ValueError(f"{name}: shape {tuple(regions.shape)}, expected {tuple(shape)}")
     if regions.numel() and int(regions.min()) < 0:
         raise ValueError(f"{name} must be region labels >= 0, got {int(regions.min())}")
-    return regions.long()
+    return dense_labels(regions)
 
 
 def batch_penalties(z_hat: torch.Tensor, regions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,8 +122,10 @@ def batch_penalties(z_hat: torch.Tensor, regions: torch.Tensor) -> tuple[torch.T
     if b * p == 0:
         raise ValueError(f"z_hat: no image patches to penalise, got shape {tuple(z_hat.shape)}")
     regions = region_labels(regions, (b, p))
-    g = int(regions.max()) + 1
-    checks.allocation((b, g, p), "regions (one-hot of the labels)", z_hat.element_size())
+    g, d, e = int(regions.max()) + 1, z_hat.shape[2], z_hat.element_size()
+    # the one-hot (int64, then z_hat's dtype), Z_hat^2, and the (B, G, d) sums with _gs_es's four steps on them
+    checks.check_budget((8 + e) * b * g * p + e * b * p * d + 6 * e * b * g * d,
+                        f"batch_penalties of {b} images x {p} patches in {g} regions x d_sae={d}")
     onehot = torch.nn.functional.one_hot(regions.long(), g).transpose(1, 2).to(z_hat.dtype)   # (B, G, P)
     count = onehot.sum(2, keepdim=True)                                                        # (B, G, 1)
     present = (count > 0).to(z_hat.dtype)
@@ -167,7 +175,7 @@ class SAETrainConfig:
         checks.integer(self.steps, "steps")
         checks.integer(self.batch_images, "batch_images")
         checks.real(self.lr, "lr", 0, low_open=True)
-        # a lower bound of one step's buffers (dense pre-activation codes, one token per image, float64)
+        # one token per image (a floor: fit_sae checks one step's buffers with the data's sizes, step_bytes)
         checks.check_budget(8.0 * d_sae * checks.integer(self.batch_images, "batch_images"), f"d_sae={d_sae}")
 
 
@@ -242,8 +250,10 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
     if b * p == 0:
         raise ValueError(f"vals_hat: no image patches to penalise, got shape {tuple(vals_hat.shape)}")
     regions = region_labels(regions, (b, p))
-    checks.allocation((b, (int(regions.max()) + 1) * d_sae), "regions x d_sae (the penalty's sums)",
-                      vals_hat.element_size())
+    g, e = int(regions.max()) + 1, vals_hat.element_size()
+    # the slots (int64, twice), the kept values squared, and the (B, G, d_sae) sums with _gs_es's steps on them
+    checks.check_budget(2 * 8.0 * b * p * k + e * b * p * k + 6.0 * e * b * g * d_sae,
+                        f"sparse_penalties of {b} images in {g} regions x d_sae={d_sae}")
     return _sparse_penalties(vals_hat, idx.long(), regions, d_sae)
 
 
@@ -318,6 +328,22 @@ def check_data(data, d_in: int | None = None, needs_attention: bool = False, nam
     return data
 
 
+def step_bytes(cfg: SAETrainConfig, d_in: int, n_images: int, n_tokens: int, n_patches: int) -> float:
+    """Bytes one SAE holds while :func:`fit_sae` trains it on ``n_images`` of ``n_tokens`` tokens (``n_patches``
+    image patches), float32: its weights' gradients, Adam's two moments and the decoder's renormalisation (4
+    copies of the 2 d_in d_sae weights); a batch's activations, codes and reconstructions with autograd's saved
+    tensors and their gradients (10 d_in + 6 d_sae floats a token, measured); with ``cfg.lam > 0`` the penalties
+    twice over (their backward), and the regions: 7 float64 (P, P) distances an image (region_distance's, then
+    average_linkage's copies), for every image at once unless ``cfg.regions_every_step``."""
+    b = min(cfg.batch_images, n_images)
+    out = 4.0 * (4 * 2 * d_in * cfg.d_sae + b * n_tokens * (10 * d_in + 6 * cfg.d_sae))
+    if cfg.lam > 0:
+        g = default_regions(cfg.n_regions, n_patches)
+        out += 2 * (24.0 * b * n_patches * cfg.k + 24.0 * b * g * cfg.d_sae)
+        out += 56.0 * (b if cfg.regions_every_step else n_images) * n_patches ** 2
+    return out
+
+
 def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = True, schedule=None,
             clip: float | None = None, desc: str = "SAE") -> TrainResult:
     """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
@@ -335,11 +361,13 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = T
     if clip is not None:
         checks.real(clip, "clip", 0, low_open=True)
     n, p = data.acts.shape[0], len(data.patch_idx)
+    dev = device()                                           # cuda in full mode on a GPU, else cpu
+    checks.check_budget(step_bytes(cfg, sae.cfg.d_in, n, data.acts.shape[1], p),
+                        f"training an SAE of d_sae={cfg.d_sae} on batches of {cfg.batch_images} images", device=dev)
     n_regions = default_regions(cfg.n_regions, p)
     regions = None
     if cfg.lam > 0 and not cfg.regions_every_step:
         regions = data.regions(n_regions, cfg.exponent)      # the VLM is frozen: same attention, same regions
-    dev = device()                                           # cuda in full mode on a GPU, else cpu
     sae.to(dev)
     pidx = data.patch_idx.to(dev)
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)

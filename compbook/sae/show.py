@@ -1,14 +1,109 @@
-"""Figures for Part C: scenes with captions, where a latent fires, patch regions (chapters 14-15), the k / lambda
-study against k (chapter 15) and identification rates (chapter 16)."""
+"""Figures and small tables for Part C: scenes with captions, where a latent fires, patch regions (chapters
+14-15), the training settings, the reading rule and the k / lambda study against k (chapter 15), the labels of a
+caption's tokens and identification rates (chapter 16).
+
+Text in the figures is at least 8 pt at the page's width (:data:`WIDTH` inches) and legends sit outside the data."""
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from .. import checks
 
 WIDTH = 7.0
+FONT = 8          # the smallest text in a figure, in points at WIDTH
+
+
+def rounded(df: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """``df`` for the page: every float as text with ``digits`` significant digits, NaN as ``n/a``."""
+    checks.integer(digits, "digits")
+
+    def cell(v):
+        if isinstance(v, (float, np.floating)):
+            return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
+        return v
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    return df.apply(lambda col: col.map(cell)) if len(df) else df
+
+
+def pm(mean: float, half: float, signed: bool = False) -> str:
+    """``mean ± half`` for the page: decimals from the half-width (two significant digits of it, at most 3
+    decimals), and never more than 4 significant digits of the mean; "(one seed)" where ``half`` is not finite."""
+    mean, half = float(checks.real(mean, "mean")), float(half)
+    sign = "+" if signed else ""
+    if not math.isfinite(half):
+        return f"{mean:{sign}.4g} (one seed)"
+    if half < 0:
+        raise ValueError(f"half must be a half-width >= 0, got {half!r}")
+    decimals = 3 if half == 0 else min(3, max(0, 1 - math.floor(math.log10(half))))
+    if mean:
+        decimals = min(decimals, max(0, 3 - math.floor(math.log10(abs(mean)))))
+    return f"{mean:{sign}.{decimals}f} ± {half:.{decimals}f}"
+
+
+def summary(df: pd.DataFrame, columns) -> pd.DataFrame:
+    """Mean ± 95% t-interval half-width over the rows of each ``method`` of ``df`` (one row per seed), as
+    :func:`pm` writes them, and the number of seeds; one row per method (chapter 15's table at its k)."""
+    from ..stats import t_interval
+
+    checks.instance(df, "df", pd.DataFrame)
+    missing = ({"method"} | set(columns)) - set(df.columns)
+    if missing:
+        raise ValueError(f"columns: {sorted(missing)} not in df ({sorted(df.columns)})")
+    rows = {m: {**{c: pm(*t_interval(g[c].to_numpy(float))) for c in columns}, "seeds": len(g)}
+            for m, g in df.groupby("method", sort=False)}
+    return pd.DataFrame(rows).T
+
+
+def differences(reading: pd.DataFrame) -> pd.DataFrame:
+    """A table with ``"<c>"`` and ``"<c> ±"`` column pairs (a :func:`compbook.sae.study.reading_table`) with each
+    pair written as one signed :func:`pm` column."""
+    out = reading.copy()
+    for c in [c for c in reading.columns if f"{c} ±" in reading.columns]:
+        out[c] = [pm(m, h, signed=True) for m, h in zip(reading[c], reading[f"{c} ±"])]
+        out = out.drop(columns=f"{c} ±")
+    return out
+
+
+_SETTINGS = {   # SAETrainConfig field -> what it means on the page (chapter 15)
+    "d_sae": "latents in the dictionary",
+    "k": "TopK: latents kept per token",
+    "lam": "lambda, the weight of the penalties (0: vanilla)",
+    "gs_weight": "weight of group sparsity GS",
+    "es_weight": "weight of exclusive sparsity ES",
+    "n_regions": "regions per image",
+    "exponent": "power of the grid distance",
+    "steps": "training steps",
+    "batch_images": "images per batch",
+    "lr": "learning rate (Adam)",
+}
+
+
+def config_table(cfg, **varied) -> pd.DataFrame:
+    """The settings of an :class:`compbook.sae.s2ae.SAETrainConfig` that matter, one row each with its meaning;
+    ``varied`` (field -> values) shows the values a study varies instead of ``cfg``'s one value."""
+    from .s2ae import SAETrainConfig
+
+    checks.instance(cfg, "cfg", SAETrainConfig)
+    unknown = set(varied) - set(_SETTINGS)
+    if unknown:
+        raise ValueError(f"varied: {sorted(unknown)} are not shown settings ({sorted(_SETTINGS)})")
+    rows = {}
+    for name, meaning in _SETTINGS.items():
+        value = varied.get(name, getattr(cfg, name))
+        if name == "n_regions" and value is None:
+            value = "min(20, patches)"
+        elif isinstance(value, (tuple, list)):
+            value = ", ".join(f"{v:g}" for v in value)
+        elif isinstance(value, float):
+            value = f"{value:g}"
+        rows[meaning] = str(value)
+    return pd.DataFrame({"value": rows}).rename_axis("setting")
 
 
 def _grid_axes(n: int, ncols: int, height: float):
@@ -26,7 +121,7 @@ def show_scenes(scenes, idx, ncols: int = 4):
     for ax, i in zip(axes, idx):
         ax.imshow(scenes.images[i], interpolation="nearest")
         words = scenes.vocab.decode(scenes.tokens[i].tolist()).replace(" and ", "\nand ")
-        ax.set_title(words, fontsize=7)
+        ax.set_title(words, fontsize=FONT)
     fig.tight_layout()
     return fig
 
@@ -63,7 +158,7 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
             if c < len(where):
                 n = where[c]
                 ax.imshow(overlay(scenes.images[n], active[n, :, j], scenes.grid), interpolation="nearest")
-        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=8, loc="left")
+        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=FONT, loc="left")
     fig.tight_layout()
     return fig
 
@@ -78,9 +173,9 @@ def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
         h = scenes.images[i].shape[0] // scenes.grid[0]
         big = np.kron(colours, np.ones((h, h, 1)))
         ax.imshow(0.45 * scenes.images[i] + 0.55 * big, interpolation="nearest")
-        ax.set_title(f"scene {i}: {len(np.unique(lab))} regions", fontsize=8)
+        ax.set_title(f"scene {i}: {len(np.unique(lab))} regions", fontsize=FONT + 1)
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(title, fontsize=FONT + 2)
     fig.tight_layout()
     return fig
 
@@ -99,9 +194,9 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
                        big, levels=[0.5], colors="red", linewidths=1.5)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=7)
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(title, fontsize=FONT + 1)
     fig.tight_layout()
     return fig
 
@@ -137,7 +232,7 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
     if missing:
         raise ValueError(f"columns: {sorted(missing)} not in the study table")
     ks = sorted(df.k.unique())
-    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 2.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 2.9), squeeze=False)
     for ax, c in zip(axes.flat, columns):
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
@@ -154,11 +249,12 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_title(c, fontsize=10)
-        ax.set_xlabel("k", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes.flat[min(1, len(columns) - 1)].legend(fontsize=6, loc="lower left")
-    fig.tight_layout()
+        ax.set_title(c, fontsize=FONT + 2)
+        ax.set_xlabel("k", fontsize=FONT + 1)
+        ax.tick_params(labelsize=FONT)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))        # the legend above the panels, over no data
     return fig
 
 
@@ -172,7 +268,7 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
     saes, pipelines = list(dict.fromkeys(df.sae)), ["hierarchical", "direct"]
     if set(df.pipeline) - set(pipelines):
         raise ValueError(f"ident: pipelines {sorted(set(df.pipeline))}, expected {pipelines}")
-    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 2.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 3.0), squeeze=False, sharey=True)
     colours = {"hierarchical": "tab:blue", "direct": "tab:orange"}
     for ax, c in zip(axes.flat, columns):
         for j, p in enumerate(pipelines):
@@ -180,15 +276,69 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
             x = np.arange(len(saes)) + (j - 0.5) * 0.38
             ax.bar(x, [m for m, _ in stats], 0.36, yerr=[h for _, h in stats], capsize=3, color=colours[p],
                    label=p)
-        ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=8)
-        ax.set_title(c, fontsize=10)
+        ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=FONT + 1)
+        ax.set_title(c, fontsize=FONT + 2)
         ax.set_ylim(0, 1)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=FONT)
     if paper:
         for p, rate in paper.items():
-            axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1)
-            axes.flat[0].text(len(saes) - 0.5, rate, f"the paper, {p}", fontsize=6, ha="right", va="bottom")
-    axes.flat[0].set_ylabel("share of latents", fontsize=8)
-    axes.flat[-1].legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+            axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1, label=f"the paper, {p}")
+    axes.flat[0].set_ylabel("share of latents", fontsize=FONT + 1)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))       # the legend above the panels, over no data
     return fig
+
+
+def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
+                      xlabel: str = "S2AE minus vanilla\n(dotted: half the paper's effect; dashed: all of it)"):
+    """Chapter 15's reading rule as a picture: each case ``(label, mean, half)`` (a difference and its 95%
+    half-width) drawn as an interval against 0, half the paper's effect and the paper's effect, with the reading
+    that :func:`compbook.sae.study.reread` gives it on the right. ``paper_size`` > 0, ``paper_sign`` the side of 0
+    the paper's effect lies on (+1 a gain, -1 a drop)."""
+    from .study import reread
+
+    cases = list(checks.sequence(cases, "cases", 1))
+    checks.real(paper_size, "paper_size", 0, low_open=True)
+    if paper_sign not in (-1, 1):
+        raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.45 * len(cases) + 1.0))
+    colours = {"reproduced": "tab:green", "direction": "tab:olive", "not": "tab:red", "inconclusive": "tab:grey"}
+    for i, case in enumerate(cases):
+        label, mean, half = case
+        verdict = reread(mean, half, paper_sign, paper_size)
+        y = len(cases) - 1 - i
+        colour = colours[verdict.split()[0]]
+        ax.errorbar(mean, y, xerr=half, fmt="o", capsize=4, color=colour, ms=5)
+        ax.text(1.02, y, verdict.replace(" (", "\n("), transform=ax.get_yaxis_transform(), va="center", fontsize=FONT, color=colour)
+    p = paper_sign * paper_size
+    ax.axvline(0, color="black", lw=0.8)
+    ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
+    ax.axvline(p, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(sorted([0, p / 2, p]))
+    ax.tick_params(axis="x", labelsize=FONT + 1)
+    ax.set_yticks(range(len(cases)), [c[0] for c in reversed(cases)], fontsize=FONT + 1)
+    ax.set_ylim(-0.6, len(cases) - 0.4)
+    ax.set_xlabel(xlabel, fontsize=FONT + 1)
+    low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
+    ax.set_xlim(min(low, -0.6 * paper_size if p > 0 else 1.6 * p), max(high, 1.6 * p if p > 0 else 0.6 * paper_size))
+    fig.subplots_adjust(left=0.27, right=0.64, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
+    # room on the left for the cases' names and on the right for the readings
+    return fig
+
+
+def caption_labels(scenes, labellings: dict, i: int = 0) -> pd.DataFrame:
+    """The labels each labelling gives the caption tokens of scene ``i`` (chapter 16): one row per token (padding
+    left out), one column per labelling of ``labellings`` (name -> :class:`compbook.sae.crossmodal.ConceptLabels`),
+    the labels joined by ", " ("-" for none)."""
+    checks.index(i, "i", len(scenes), "the scene set")
+    if not isinstance(labellings, dict) or not labellings:
+        raise ValueError("labellings must be a non-empty dict: name -> ConceptLabels")
+    vocab = scenes.vocab
+    ids = scenes.tokens[i].tolist()
+    keep = [t for t, w in enumerate(ids) if w != vocab.pad_id]
+    out = {}
+    for name, lab in labellings.items():
+        names = np.asarray(lab.names)
+        out[name] = [", ".join(names[np.flatnonzero(lab.tokens[i, t].numpy())]) or "-" for t in keep]
+    return pd.DataFrame(out, index=pd.Index([vocab.tokens[ids[t]] for t in keep], name="token"))

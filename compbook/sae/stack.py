@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .. import checks
 from ..config import device as default_device
 from .regions import default_regions, patch_regions
-from .s2ae import SAEData, SAETrainConfig, TrainResult, _sparse_penalties, binarize_ste, check_data
+from .s2ae import SAEData, SAETrainConfig, TrainResult, _sparse_penalties, binarize_ste, check_data, step_bytes
 from .topk import TopKSAE, fvu_loss
 
 #: Fields every SAE of a stack must share (the batched shapes and the one optimiser); the others may differ.
@@ -102,6 +102,8 @@ def fit_stack(saes, data: SAEData, cfgs, progress: bool = False, schedule=None, 
         clip = checks.real(clip, "clip", 0, low_open=True)
     dev = torch.device(device) if device is not None else default_device()
     n, p = data.acts.shape[0], len(data.patch_idx)
+    checks.check_budget(sum(step_bytes(c, saes[0].d_in, n, data.acts.shape[1], p) for c in cfgs),
+                        f"training a stack of {len(saes)} SAEs", device=dev)
     fixed = {}                                               # regions once per (count, exponent): the VLM is frozen
     keys = [(default_regions(c.n_regions, p), c.exponent) for c in cfgs]
     for c, key in zip(cfgs, keys):

@@ -287,7 +287,7 @@ def tiny_sweep():
 # -- the study's runs: the runner's records, else the SAEs stored before it, else run ------------------------------
 def records_store(store: str):
     """The folder of the runner's records of SAE store ``store``: ``data/<store>/sweep/`` (registered records are
-    fetched outside a checkout: :func:`compbook.door.local_path`)."""
+    fetched outside a checkout: :func:`compbook.results.door.local_path`)."""
     return door.local_path(f"{store}/{RECORDS}", "store")
 
 

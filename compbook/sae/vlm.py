@@ -56,11 +56,16 @@ class TinyVLMConfig:
         checks.integer(self.pad_id, "pad_id", 0, self.vocab_size - 1)
         checks.seed(self.seed)
         checks.boolean(self.text_only, "text_only")      # a string such as "no" would be true
+        checks.check_budget(4.0 * 4 * self.n_weights, f"a TinyVLM of d_model={self.d_model}, "
+                            f"n_layers={self.n_layers}, d_mlp={self.d_mlp}, vocab_size={self.vocab_size} "
+                            f"(weights, gradients and Adam's moments)")
+
+    @property
+    def n_weights(self) -> float:
+        """About how many weights a model of this config has (an upper bound of the layers' biases and norms)."""
         d = self.d_model
-        n = (self.n_layers * (4 * d * d + 2 * d * self.d_mlp) + 2 * self.vocab_size * d
-             + (self.patch_dim + self.grid[0] * self.grid[1] + self.max_text) * d)
-        checks.check_budget(4.0 * 4 * n, f"a TinyVLM of d_model={d}, n_layers={self.n_layers}, d_mlp={self.d_mlp}, "
-                                         f"vocab_size={self.vocab_size} (weights, gradients and Adam's moments)")
+        return float(self.n_layers * (4 * d * d + 2 * d * self.d_mlp + 16 * d) + 2 * self.vocab_size * d
+                     + (self.patch_dim + self.grid[0] * self.grid[1] + self.max_text) * d)
 
     @property
     def n_patches(self) -> int:
@@ -222,12 +227,15 @@ def check_inputs(cfg: TinyVLMConfig, patches, tokens, patches_name: str = "patch
             raise ValueError(f"{patches_name} must be float32 (the model's weights), got {patches.dtype}")
 
 
-def check_batch_size(cfg: TinyVLMConfig, batch: int, n_text: int, what: str) -> None:
+def check_batch_size(cfg: TinyVLMConfig, batch: int, n_text: int, what: str, training: bool = False) -> None:
     """Refuse (``checks.check_budget``) a forward pass of ``batch`` sequences whose activations and attention
-    probabilities of every layer would not fit in memory, before anything is allocated."""
+    probabilities of every layer (twice: forward and backward) would not fit in memory, before anything is
+    allocated; ``training``: with the model built on the way, its initialisation's temporaries, the gradients and
+    AdamW's two moments (5 copies of :attr:`TinyVLMConfig.n_weights`, float32)."""
     t = (0 if cfg.text_only else cfg.n_patches) + n_text
     per_seq = cfg.n_layers * (cfg.n_heads * t * t + t * (4 * cfg.d_model + cfg.d_mlp)) + t * cfg.vocab_size
-    checks.check_budget(4.0 * 2 * batch * per_seq, f"{what} on {batch} sequences of {t} tokens")
+    checks.check_budget(4.0 * (2 * batch * per_seq + (5 * cfg.n_weights if training else 0)),
+                        f"{what} on {batch} sequences of {t} tokens")
 
 
 def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool = True,
@@ -243,7 +251,7 @@ def train_vlm(cfg: TinyVLMConfig, scenes, tcfg: VLMTrainConfig, progress: bool =
     check_inputs(cfg, scenes.patches, scenes.tokens[:, :-1], "scenes.patches", "scenes.tokens")
     if model is not None:
         checks.instance(model, "model", nn.Module)
-    check_batch_size(cfg, tcfg.batch, scenes.tokens.shape[1], "training")
+    check_batch_size(cfg, tcfg.batch, scenes.tokens.shape[1], "training", training=True)
     model = TinyVLM(cfg) if model is None else model
     dev = config.device()
     model.to(dev)

@@ -136,8 +136,8 @@ def execute(sweep_run, sweep_run_many, configs: list, threads: int | None = None
     """Run one task in a worker: ``run_many(configs)`` or ``[run(c) for c in configs]``; checks the answer's
     shape (a list of dicts, one per config). ``threads``: torch's intra-op threads in this worker."""
     if threads:
-        import torch
-        torch.set_num_threads(threads)
+        from .. import config
+        config.set_threads(threads)
     if sweep_run_many is not None and (len(configs) > 1 or sweep_run is None):
         records = sweep_run_many(list(configs))
     else:

@@ -2,7 +2,9 @@
 
 Config: ``seed``, ``d`` (features), ``n`` (samples), ``steps``, ``lr``; optional ``sleep`` (seconds per task
 config, a stand-in for a longer training), ``log`` (a file each execution appends its seed to: tests count
-runs; each line the seed and ``$COMPBOOK_TOY_TAG``), ``fail`` (``"always"``: raises, a config that cannot succeed), ``crash_once`` (a marker file: the first
+runs; each line the seed and ``$COMPBOOK_TOY_TAG``), ``gate`` (a folder: while it exists, each execution, once
+logged, waits to take a token file from it; tests decide how many executions go on and when, with no clock),
+``fail`` (``"always"``: raises, a config that cannot succeed), ``crash_once`` (a marker file: the first
 execution kills its own worker process, the retry succeeds). :func:`fit_lines` fits a stack of same-shape models
 with one batched matmul per step (the stacked path), :func:`fit_line` one model (the same numbers).
 """
@@ -16,6 +18,9 @@ from pathlib import Path
 import torch
 
 from .spec import Sweep
+
+#: the longest an execution waits at its gate before it fails (a test that never opens it fails, not hangs)
+GATE_SECONDS = 300.0
 
 #: an execution's tag in the log (tests tell a rerun's executions from the first run's); workers get it from the
 #: driver (the runner forwards ``COMPBOOK_*`` variables)
@@ -35,6 +40,8 @@ def _side_effects(config: dict) -> None:
     if config.get("log"):                       # one line per execution: the seed, and the run's tag
         with open(config["log"], "a") as f:
             f.write(f"{config['seed']} {os.environ.get(TAG_VARIABLE, '-')}\n")
+    if config.get("gate"):
+        _pass_gate(Path(config["gate"]))
     if config.get("sleep"):
         time.sleep(config["sleep"])
     if config.get("fail") == "always":
@@ -43,6 +50,24 @@ def _side_effects(config: dict) -> None:
     if marker and not Path(marker).exists():
         Path(marker).touch()
         os._exit(3)                     # the worker dies mid-task, as a killed node's would
+
+
+def _pass_gate(gate: Path) -> None:
+    """Go on once a token file of ``gate`` is taken (unlinked: one execution per token), or the folder is gone."""
+    deadline = time.monotonic() + GATE_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            tokens = sorted(gate.iterdir())
+        except FileNotFoundError:
+            return                      # the gate was removed: every execution goes on
+        for token in tokens:
+            try:
+                token.unlink()
+                return
+            except FileNotFoundError:
+                continue                # another execution took it first
+        time.sleep(0.02)
+    raise TimeoutError(f"toy execution waited {GATE_SECONDS:g} s at the closed gate {gate}")
 
 
 def fit_lines(configs: list) -> list:

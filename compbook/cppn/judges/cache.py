@@ -64,7 +64,7 @@ def cache_file_name(identity: str) -> str:
 
 
 def cache_folder() -> Path:
-    """The book's judge caches: ``data/judge_cache/`` (:func:`compbook.door.made_path`)."""
+    """The book's judge caches: ``data/judge_cache/`` (:func:`compbook.results.door.made_path`)."""
     return door.made_path(CACHE_FOLDER)
 
 

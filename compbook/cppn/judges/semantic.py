@@ -52,8 +52,9 @@ def prepare(images) -> torch.Tensor:
     """``images`` ``(N, H, W, 3)`` in [0, 1] (checked by :func:`compbook.cppn.judges.base.check_images`) as float32
     ``(N, 3, 64, 64)``; other sizes are resized (area when shrinking, bilinear when growing)."""
     if isinstance(images, torch.Tensor) and images.ndim == 4:
-        checks.check_budget(4.0 * images[:1].numel() * (2 + len(images)), f"prepare: {len(images)} images of "
-                            f"{images.shape[1]} x {images.shape[2]} px")
+        # the checked and float32 copies (8 bytes a value at most, each), and the resized images and their clamp
+        checks.check_budget(16.0 * images.numel() + 4.0 * 2 * len(images) * 3 * RES * RES,
+                            f"prepare: {len(images)} images of {images.shape[1]} x {images.shape[2]} px")
     images = base.check_images(images)
     if not len(images):
         raise ValueError("images must hold at least one image, got (0, H, W, 3)")

@@ -1,0 +1,121 @@
+"""compbook.sae.show's page helpers: rounded tables, the settings table, the reading rule's picture, a caption's
+token labels, and legends that sit outside the data."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from compbook.sae import coherence as co
+from compbook.sae import show, study as st
+from compbook.sae.data import make_scenes
+from compbook.sae.s2ae import SAETrainConfig
+
+matplotlib.use("Agg")
+
+
+def test_rounded_keeps_four_significant_digits_and_writes_n_a():
+    df = pd.DataFrame({"x": [2 / 3, 123456.7, float("nan"), 0.000123456], "name": ["a", "b", "c", "d"]})
+    got = show.rounded(df)
+    assert got.x.tolist() == ["0.6667", "1.235e+05", "n/a", "0.0001235"]
+    assert got.name.tolist() == ["a", "b", "c", "d"]
+    for cell in got.x:
+        digits = cell.split("e")[0].replace(".", "").replace("-", "").lstrip("0")
+        assert cell == "n/a" or len(digits) <= 4
+    with pytest.raises(ValueError, match="df"):
+        show.rounded([1.0])
+
+
+def test_pm_keeps_four_significant_digits_and_the_half_widths_precision():
+    assert show.pm(31.984, 0.013) == "31.98 ± 0.01"
+    assert show.pm(-25.857, 0.88, signed=True) == "-25.86 ± 0.88"
+    assert show.pm(0.0244, 0.0031, signed=True) == "+0.024 ± 0.003"
+    assert show.pm(32, 0) == "32.00 ± 0.00"
+    assert show.pm(0.5, float("nan")) == "0.5 (one seed)"
+    with pytest.raises(ValueError, match="half"):
+        show.pm(1.0, -0.1)
+    df = pd.DataFrame({"method": ["a"] * 3 + ["b"] * 3, "x": [1.0, 1.1, 0.9, 2.0, 2.0, 2.0]})
+    got = show.summary(df, ["x"])
+    assert got.loc["b", "x"] == "2.000 ± 0.000" and got.loc["a", "seeds"] == 3
+    reading = pd.DataFrame({"k": [8], "EV": [-0.0156], "EV ±": [0.0012]})
+    assert show.differences(reading).columns.tolist() == ["k", "EV"]
+    assert show.differences(reading).EV.iloc[0] == "-0.016 ± 0.001"
+
+
+def test_config_table_shows_values_not_a_repr():
+    cfg = SAETrainConfig(d_sae=64, k=4, steps=10)
+    table = show.config_table(cfg, k=(8, 32), lam=(0.0, 0.01))
+    values = dict(zip(table.index, table.value))
+    assert values["TopK: latents kept per token"] == "8, 32"
+    assert values["lambda, the weight of the penalties (0: vanilla)"] == "0, 0.01"
+    assert values["latents in the dictionary"] == "64" and values["training steps"] == "10"
+    assert values["regions per image"] == "min(20, patches)"
+    assert not any("SAETrainConfig" in v for v in table.value)
+    with pytest.raises(ValueError, match="varied"):
+        show.config_table(cfg, seed=(1, 2))
+    with pytest.raises(ValueError, match="cfg"):
+        show.config_table({"k": 4})
+
+
+def test_reading_rule_picture_labels_each_case_with_reread():
+    cases = [("a", 0.9, 0.3), ("b", 0.25, 0.1), ("c", -0.4, 0.2), ("d", 0.05, 0.2), ("e", 0.3, 0.5)]
+    fig = show.plot_reading_rule(cases)
+    texts = [t.get_text().replace("\n(", " (") for t in fig.axes[0].texts]
+    want = [st.reread(m, h, 1, 1.0) for _, m, h in cases]
+    assert texts == want
+    assert {w.split()[0] for w in want} == {"reproduced", "direction", "not", "inconclusive"}
+    # a drop (the paper's side below 0) reads the mirrored cases the same way
+    fig = show.plot_reading_rule([(n, -m, h) for n, m, h in cases], paper_size=1.0, paper_sign=-1)
+    assert [t.get_text().replace("\n(", " (") for t in fig.axes[0].texts] == want
+    with pytest.raises(ValueError, match="paper_sign"):
+        show.plot_reading_rule(cases, paper_sign=0)
+
+
+def test_caption_labels_are_the_labellings_tokens():
+    scenes = make_scenes(4, seed=3)
+    labs = co.labellings(scenes)
+    table = show.caption_labels(scenes, labs, 1)
+    ids = [t for t in scenes.tokens[1].tolist() if t != scenes.vocab.pad_id]
+    assert table.index.tolist() == [scenes.vocab.tokens[t] for t in ids]
+    names = labs["word"].names
+    for r, token in enumerate(table.index):
+        if token in names:                        # a colour or shape word carries itself under "word"
+            assert token in table["word"].iloc[r].split(", ")
+    # next token: row r carries what row r + 1 carries under "word"
+    assert table["next token"].iloc[:-1].tolist() == table["word"].iloc[1:].tolist()
+    with pytest.raises(ValueError, match="labellings"):
+        show.caption_labels(scenes, {}, 0)
+
+
+def _inside(box, axes_boxes):
+    return any(box.overlaps(a) for a in axes_boxes)
+
+
+@pytest.mark.parametrize("which", ["study", "identification"])
+def test_legends_sit_outside_the_panels(which):
+    if which == "study":
+        rows = [{"k": k, "lambda": lam, "method": "vanilla" if lam == 0 else f"S2AE (lambda={lam:g})", "seed": s,
+                 "EV": 0.9 + 0.01 * s, "L0 patches": k - 10 * lam * s, "mIoU": 0.2 + lam}
+                for k in (8, 32) for lam in (0.0, 0.01) for s in range(3)]
+        fig = show.plot_study(pd.DataFrame(rows), chosen_k=32)
+    else:
+        ident = pd.DataFrame([{"method": f"{m}, {p}", "seed": s, "identified": 0.5, "identified (objects)": 0.4}
+                              for m in ("vanilla", "S2AE (lambda=0.01)") for p in ("hierarchical", "direct")
+                              for s in range(3)])
+        fig = show.plot_identification(ident, paper={"hierarchical": 0.988, "direct": 0.664})
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+    assert legends
+    panels = [a.get_window_extent(r) for a in fig.axes]
+    for leg in legends:
+        assert not _inside(leg.get_window_extent(r), panels)
+        for t in leg.get_texts():
+            assert t.get_fontsize() >= show.FONT
+    for a in fig.axes:
+        for t in a.get_xticklabels() + a.get_yticklabels():
+            assert t.get_fontsize() >= show.FONT
+    assert math.isclose(fig.get_figwidth(), show.WIDTH)
+    assert np.isfinite(fig.get_figheight())
