@@ -74,9 +74,9 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
 
 # -- chapter 11: scenes as sums, seen as arrows that agree ---------------------------------------------------------
 def arrows_figure(cosines: dict, width: float = 7.0):
-    """Chapter 11's opening figure: per embedding (a row), the spread of :func:`~compbook.binding.decomposition.
-    arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the first to the third quartile, whiskers
-    from the 5th to the 95th percentile, the median written beside it."""
+    """Chapter 11's opening figure: per embedding (a row), the spread of
+    :func:`~compbook.binding.decomposition.arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the
+    first to the third quartile, whiskers from the 5th to the 95th percentile, the median written beside it."""
     names = list(cosines)
     fig, ax = plt.subplots(figsize=(width, 0.55 * len(names) + 1.0))
     data = [np.asarray(cosines[k], float) for k in names]
