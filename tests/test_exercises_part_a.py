@@ -170,6 +170,8 @@ def test_second_exercises():
     assert ex.check_colours_needed(3).passed
     assert "one direction per primitive" in ex.check_colours_needed(12).message
     assert "alternates" in ex.check_colours_needed(2).message
+    assert ex.check_colours_needed(4, r=13).passed      # 13 is not a multiple of 3: one more colour
+    assert "multiple of 3" in ex.check_colours_needed(3, r=13).message
     assert ex.check_width_decay(math.log(2)).passed
     assert "bits" in ex.check_width_decay(1.0).message
     assert "not its log" in ex.check_width_decay(0.5).message

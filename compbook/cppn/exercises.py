@@ -224,11 +224,14 @@ def check_corner_radius(answer) -> Checked:
 
 def check_colours_needed(answer, r: int = 12, k: int = 3) -> Checked:
     """Chapter 2: the fewest directions (colours) a ring of ``r`` primitives read ``k`` at a time needs, so that
-    primitives read by one node never share a direction (``r`` divisible by ``k``: exactly ``k``)."""
+    primitives read by one node never share a direction (``r`` divisible by ``k``: exactly ``k``; otherwise more)."""
     ring = [tuple((i + j) % r for j in range(k)) for i in range(r)]
     want = int(frames.greedy_colouring(frames.cooccurrence(ring, r)).max()) + 1
-    return check_value(answer, want, f"colours for a ring of {r} read {k} at a time",
-                       {"one direction per primitive": r, "two (a ring alternates colours)": 2})
+    mistakes = {"one direction per primitive": r, "two (a ring alternates colours)": 2}
+    if r % k:
+        mistakes[f"colouring i by i mod {k} (right only when the ring's length is a multiple of {k}: here "
+                 f"primitives {r - 1} and 0 share a colour, and one node reads both)"] = k
+    return check_value(answer, want, f"colours for a ring of {r} read {k} at a time", mistakes)
 
 
 def check_width_decay(answer, p: float = 0.5) -> Checked:
