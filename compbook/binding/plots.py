@@ -139,6 +139,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
         ax.hlines(value, x0, x1, color=color, ls=ls, lw=1.8, label=label)
         ax.set_xlabel("coverage", fontsize=9)
         ax.set_title(f"{what} decoding", fontsize=9)
+        ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=9)
     axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
