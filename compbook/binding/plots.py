@@ -170,6 +170,8 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
         ax = axes[0][-1]
         ax.plot([0, lo, hi, 1], [0, 0, 1, 1], color="0.45", ls=":", lw=2)
         ax.set_title(title, fontsize=9)
+        ax.yaxis.tick_right()
+        ax.yaxis.set_label_position("right")
         ax.set_ylabel("the paper's test: unseen-object\nrecognition (sketch)", fontsize=9)
         ax.set_xlabel("coverage", fontsize=9)
         ax.set_xlim(0, 1)
