@@ -18,7 +18,7 @@ in ``CHANGELOG.md``.
 """
 
 #: the package's version, its one source (``pyproject.toml`` reads it: ``[tool.setuptools.dynamic]``)
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 import os as _os
 

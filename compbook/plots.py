@@ -159,8 +159,8 @@ def colouring_figure(groups: Sequence[Sequence[int]], r: int, colour, F):
         ax.add_patch(plt.Rectangle((-1.5, i - 0.5), 0.9, 1, color=palette[colour[i] % 10], clip_on=False))
     ax.set_xlim(-1.6, F.shape[1] - 0.5)
     ax.set_xticks(range(F.shape[1])), ax.set_yticks(range(r))
-    ax.set_xlabel("coordinate of R^d"), ax.set_ylabel("primitive")
-    ax.set_title("|F|: each colour its own coordinates", fontsize=10)
+    ax.set_xlabel(r"coordinate of $\mathbb{R}^d$"), ax.set_ylabel("primitive")
+    ax.set_title(r"$|F|$: each colour its own coordinates", fontsize=10)
     fig.tight_layout()
     return fig
 

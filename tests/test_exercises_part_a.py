@@ -158,7 +158,7 @@ def test_half_selectivity():
 
 @pytest.mark.parametrize("check", [ex.check_coordinate_grid, ex.check_welch_bound, ex.check_png_ratio,
                                    ex.check_newton_schulz, ex.check_emc2_score, ex.check_half_selectivity,
-                                   ex.check_deepest_target])
+                                   ex.check_deepest_target, ex.check_deepest_picture])
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message
@@ -171,6 +171,8 @@ def test_second_exercises():
     assert ex.check_colours_needed(3).passed
     assert "one direction per primitive" in ex.check_colours_needed(12).message
     assert "alternates" in ex.check_colours_needed(2).message
+    assert ex.check_colours_needed(4, r=13).passed      # 13 is not a multiple of 3: one more colour
+    assert "multiple of 3" in ex.check_colours_needed(3, r=13).message
     assert ex.check_width_decay(math.log(2)).passed
     assert "bits" in ex.check_width_decay(1.0).message
     assert "not its log" in ex.check_width_decay(0.5).message
@@ -238,3 +240,20 @@ def test_a_complex_frame_is_refused_not_read_by_its_real_parts():
     F = frames.simplex_etf(3).astype(complex) * 1j      # real parts all 0: coherence 1.0 if the imaginary is dropped
     r = ex.check_frame_meets_bound(F, r=4, d=3)
     assert not r.passed and "complex" in r.message and "coherence" not in r.message, r.message
+
+
+def test_deepest_picture():
+    """Chapter 9's exercise asks about three pictures the chapter does not show; the busiest gets the most layers."""
+    pics = ex.skimage_pictures()
+    pred = {n: depth.predict_depth(im, rounded=False, extrapolate=True) for n, im in pics.items()}
+    ratio = {n: depth.png_compression_ratio(im) for n, im in pics.items()}
+    deepest = max(pred, key=pred.get)
+    assert deepest == min(ratio, key=ratio.get)          # the line's slope is negative: least compressible, deepest
+    assert ex.check_deepest_picture(deepest).passed
+    other = min(pred, key=pred.get)
+    r = ex.check_deepest_picture(other)
+    assert not r.passed and "compresses least" in r.message
+    assert "not one of" in ex.check_deepest_picture("astronaut").message
+    assert not ex.check_deepest_picture(...).passed
+    with pytest.raises(ValueError, match="names"):
+        ex.skimage_pictures(("astronaut",))

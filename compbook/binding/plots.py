@@ -74,9 +74,9 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
 
 # -- chapter 11: scenes as sums, seen as arrows that agree ---------------------------------------------------------
 def arrows_figure(cosines: dict, width: float = 7.0):
-    """Chapter 11's opening figure: per embedding (a row), the spread of :func:`~compbook.binding.decomposition.
-    arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the first to the third quartile, whiskers
-    from the 5th to the 95th percentile, the median written beside it."""
+    """Chapter 11's opening figure: per embedding (a row), the spread of
+    :func:`~compbook.binding.decomposition.arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the
+    first to the third quartile, whiskers from the 5th to the 95th percentile, the median written beside it."""
     names = list(cosines)
     fig, ax = plt.subplots(figsize=(width, 0.55 * len(names) + 1.0))
     data = [np.asarray(cosines[k], float) for k in names]
@@ -122,8 +122,9 @@ def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
 def decoding_figure(table, references: dict, width: float = 7.0):
     """Chapter 12's figure: concept and object decoding of held-out-object scenes against coverage, one line per
     MLP width (black: the encoder itself, width 0); ``table`` columns coverage, width, concept, object;
-    ``references`` ``{"concept": (value, label), "object": (value, label)}`` drawn as red dotted lines. The legend
-    sits right of the panels."""
+    ``references`` ``{"concept": (value, label, (x0, x1)), "object": ...}``: a reference level drawn only over the
+    coverages ``x0..x1`` it applies to, concept and object in distinct colours and dashes. The legend sits right
+    of the panels."""
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
     widths = np.log2([w for w in table["width"].unique() if w > 0])
     span = max(np.ptp(widths), 1)
@@ -133,10 +134,12 @@ def decoding_figure(table, references: dict, width: float = 7.0):
             ax.plot(g.coverage, g[what], marker="o", ms=3, lw=2 if real else 1,
                     color="k" if real else plt.cm.viridis(0.85 * (np.log2(w) - widths.min()) / span),
                     label="the encoder itself" if real else f"MLP, width {w}")
-        value, label = references[what]
-        ax.axhline(value, color="tab:red", ls=":", lw=1.5, label=label)
+        value, label, (x0, x1) = references[what]
+        color, ls = ("tab:red", ":") if what == "concept" else ("tab:purple", "-.")
+        ax.hlines(value, x0, x1, color=color, ls=ls, lw=1.8, label=label)
         ax.set_xlabel("coverage", fontsize=9)
         ax.set_title(f"{what} decoding", fontsize=9)
+        ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=9)
     axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
@@ -155,24 +158,38 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
     """Chapter 13's figure: one panel per object-space size, the swap test on seen objects, on unseen objects
     (with its 95% interval) and a random order of the candidates (chance), against coverage. ``curves``: a
     DataFrame indexed by (|O|, coverage) with columns seen, unseen, low, high, chance
-    (:func:`compbook.binding.sweep.binding_curves`); ``paper_jump`` ``(lo, hi, label)``: the paper's jump from
-    chance to near perfect, sketched. The legend sits under the panels."""
+    (:func:`compbook.binding.sweep.binding_curves`); ``paper_jump`` ``(lo, hi, title)``: the paper's jump in its
+    own test (unseen-object recognition) from near 0 to near 1 between coverages lo and hi, sketched in a panel of
+    its own, titled ``title``. The legend sits under the panels."""
     sizes = list(dict.fromkeys(curves.index.get_level_values(0)))
-    fig, axes = plt.subplots(1, len(sizes), figsize=(width, 3.3), sharey=True, squeeze=False)
+    ratios = [1] * len(sizes) + ([0.75] if paper_jump is not None else [])
+    fig, axes = plt.subplots(1, len(ratios), figsize=(width, 3.3), squeeze=False,
+                             gridspec_kw={"width_ratios": ratios})
+    if paper_jump is not None:
+        lo, hi, title = paper_jump
+        ax = axes[0][-1]
+        ax.plot([0, lo, hi, 1], [0, 0, 1, 1], color="0.45", ls=":", lw=2)
+        ax.set_title(title, fontsize=9)
+        ax.yaxis.tick_right()
+        ax.yaxis.set_label_position("right")
+        ax.set_ylabel("the paper's test: unseen-object\nrecognition (sketch)", fontsize=9)
+        ax.set_xlabel("coverage", fontsize=9)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.tick_params(labelsize=9)
     for ax, n in zip(axes[0], sizes):
         g = curves.loc[n]
-        if paper_jump is not None:
-            lo, hi, label = paper_jump
-            ax.plot([0, lo, hi, 1], [0, 0, 1, 1], color="0.7", ls=":", lw=1.5, label=label)
         ax.plot(g.index, g["seen"], marker="o", ms=4, color="tab:blue", label="seen objects")
         ax.plot(g.index, g["unseen"], marker="s", ms=4, color="tab:orange", label="unseen objects (95% interval)")
         ax.fill_between(g.index, g["low"], g["high"], color="tab:orange", alpha=0.3, lw=0)
         ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, label="chance (a random order)")
         ax.set_title(f"|O| = {n:,} objects", fontsize=9)
-        ax.set_xlabel("coverage (share of objects seen in training)", fontsize=9)
+        ax.set_xlabel("coverage", fontsize=9)
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.02, 1.02)
         ax.tick_params(labelsize=9)
+        if ax is not axes[0][0]:
+            ax.tick_params(labelleft=False)
     axes[0][0].set_ylabel("scenes passing the swap test", fontsize=9)
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncols=2, fontsize=9, frameon=False)

@@ -7,12 +7,14 @@ The planted mistakes are the ones a reader is likely to make; where an answer ma
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from ..exercises import (Checked, as_array, check_function, check_value, correct, kind, not_an_answer, rng,
                          run_answer, wrong, wrong_kind)
+from .. import checks
 from . import depth, emc2, frames, optim, volume_ratio
 from .network import CPPN, coordinate_grid
 
@@ -224,11 +226,14 @@ def check_corner_radius(answer) -> Checked:
 
 def check_colours_needed(answer, r: int = 12, k: int = 3) -> Checked:
     """Chapter 2: the fewest directions (colours) a ring of ``r`` primitives read ``k`` at a time needs, so that
-    primitives read by one node never share a direction (``r`` divisible by ``k``: exactly ``k``)."""
+    primitives read by one node never share a direction (``r`` divisible by ``k``: exactly ``k``; otherwise more)."""
     ring = [tuple((i + j) % r for j in range(k)) for i in range(r)]
     want = int(frames.greedy_colouring(frames.cooccurrence(ring, r)).max()) + 1
-    return check_value(answer, want, f"colours for a ring of {r} read {k} at a time",
-                       {"one direction per primitive": r, "two (a ring alternates colours)": 2})
+    mistakes = {"one direction per primitive": r, "two (a ring alternates colours)": 2}
+    if r % k:
+        mistakes[f"colouring i by i mod {k} (right only when the ring's length is a multiple of {k}: here "
+                 f"primitives {r - 1} and 0 share a colour, and one node reads both)"] = k
+    return check_value(answer, want, f"colours for a ring of {r} read {k} at a time", mistakes)
 
 
 def check_width_decay(answer, p: float = 0.5) -> Checked:
@@ -296,6 +301,40 @@ def check_deepest_target(answer) -> Checked:
     shallow = min(predicted, key=predicted.get)
     hint = " (that is the shallowest: a high ratio means a simple image)" if answer == shallow else ""
     return wrong(f"{answer!r} gets depth {predicted[answer]:.1f}, not the deepest{hint}")
+
+
+SKIMAGE_PICTURES = ("camera", "coins", "moon")
+
+
+def skimage_pictures(names: Sequence[str] = SKIMAGE_PICTURES) -> dict:
+    """Chapter 9's exercise pictures from ``skimage.data`` (bundled, no download): name -> ``(H, W, 3)`` in [0, 1]
+    (grey pictures repeated over three channels)."""
+    import skimage.data
+    out = {}
+    for name in checks.sequence(names, "names", 1):
+        if not isinstance(name, str) or name not in SKIMAGE_PICTURES:
+            raise ValueError(f"names: {name!r} is not one of {SKIMAGE_PICTURES}")
+        im = np.asarray(getattr(skimage.data, name)(), dtype=np.float64)
+        im = im / im.max()
+        out[name] = np.repeat(im[..., None], 3, -1) if im.ndim == 2 else im
+    return out
+
+
+def check_deepest_picture(answer) -> Checked:
+    """Chapter 9: which of three ``skimage.data`` pictures not shown in the chapter (``SKIMAGE_PICTURES``) the
+    depth line gives the deepest network."""
+    if not isinstance(answer, str):
+        refused = not_an_answer(answer, "picture name")     # a Checked that did not pass is falsy: no `or`
+        return refused if refused is not None else wrong(f"expected a picture's name, got {type(answer).__name__}")
+    predicted = {n: depth.predict_depth(im, rounded=False, extrapolate=True) for n, im in skimage_pictures().items()}
+    ratios = {n: depth.png_compression_ratio(im) for n, im in skimage_pictures().items()}
+    want = max(predicted, key=predicted.get)
+    if answer == want:
+        return correct(f"{want!r}: PNG ratio {ratios[want]:.2f}, the lowest, so the line asks for the most layers")
+    if answer not in predicted:
+        return wrong(f"{answer!r} is not one of the three pictures: {sorted(predicted)}")
+    return wrong(f"{answer!r} compresses by {ratios[answer]:.2f}, more than {want!r}; the line gives the most "
+                 "layers to the picture that compresses least (the busiest)")
 
 
 def check_half_selectivity(answer) -> Checked:
