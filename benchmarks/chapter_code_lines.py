@@ -1,8 +1,8 @@
 """Visible code lines per result, per chapter: ``python benchmarks/chapter_code_lines.py chapters``.
 
 A *visible code line* is a non-blank, non-comment line of a code cell the page shows (not tagged ``hide-input``,
-``remove-input`` or ``remove-cell``; the Colab setup cell excluded). A *result* is a code cell that shows
-something: it prints, plots, displays or draws a slider, or ends in an expression (a table). The book's rule
+``hide-cell``, ``remove-input`` or ``remove-cell``; the Colab setup cell excluded). A *result* is a code cell that
+shows something: it prints, plots, displays or draws a slider, or ends in an expression (a table). The book's rule
 (CONTRIBUTING.md): at most 10 visible lines per result on average in every chapter (``tests/test_book.py``).
 """
 
@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-HIDDEN = {"hide-input", "remove-input", "remove-cell"}
+HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 SHOWS = re.compile(r"\b(print|display|frame_slider|imshow|plt\.|plots\.|\.plot\(|show\(|HTML\()")
 
 

@@ -2,7 +2,7 @@
 
 Each part's ``fulltime`` module (:mod:`compbook.cppn.fulltime`, :mod:`compbook.binding.fulltime`,
 :mod:`compbook.sae.fulltime`) turns its chapters' ``FULL`` configs into :class:`Work` items; this module turns them
-into seconds on a :class:`GPU` (:func:`seconds`), into the line every chapter's first cell prints (:func:`say`) and
+into seconds on a :class:`GPU` (:func:`seconds`), into the note every chapter's first cell prints (:func:`say`) and
 into the README's table (:func:`table`).
 
 The method (the same for every chapter): time = FLOPs / (peak fp32 throughput x :data:`ACHIEVED`) + sequential
@@ -23,12 +23,14 @@ from . import checks, config
 ACHIEVED = 0.3
 #: seconds one kernel costs beyond its FLOPs: launch and PyTorch's dispatch (our choice)
 LAUNCH_S = 10e-6
-#: above this many hours on a T4 the printed line names Colab's session limit
+#: above this many hours on a T4 the printed note names Colab's session limit
 COLAB_WARN_H = 3.0
-#: Colab's free session, as the printed line says it (it varies: at most about 12 h, often less)
+#: Colab's free session, as the printed note says it (it varies: at most about 12 h, often less)
 COLAB_LIMIT = "a few hours to 12 h"
 #: the setting that shrinks full mode to a chapter's named subset (:func:`compbook.config.full_subset`)
 SUBSET_HINT = f"{config.SUBSET_VARIABLE}=1"
+#: how the note's one line with the settings begins (the only line that names them)
+REPRODUCE = "Reproduce at that scale:"
 
 
 @dataclass(frozen=True)
@@ -89,19 +91,44 @@ def duration(s: float) -> str:
     return f"{h:.1f} h" if h < 10 else f"{round(h)} h"
 
 
-def say(works, subset=None) -> str:
-    """The lines a chapter prints (each within 80 columns): full mode's time on one A100 and on a T4, Colab's
-    session limit where the T4's exceeds :data:`COLAB_WARN_H`, and ``subset``'s T4 time (the works of
-    ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
+def say(works, subset=None, page: str | None = None) -> str:
+    """The note a chapter prints under its first cell, in a reader's words (lines within 80 columns): how long the
+    page runs on the CPU that recorded it (``page``: the chapter's key, ``"ch07"``, or its file's stem, read from
+    the run-time record, :func:`compbook.results.runtimes.seconds`; no CPU clause where ``page`` is None), and how
+    long it takes at the papers' scale (full mode) on one A100 and on a T4; then one "Reproduce" line with the
+    settings: full mode, Colab's session limit where the T4's time exceeds :data:`COLAB_WARN_H`, and ``subset``'s
+    T4 time (the works of ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
     a, t = seconds(works, A100), seconds(works, T4)
-    lines = [f"full mode: about {duration(a)} on one A100, {duration(t)} on a T4 (compbook.estimate)"
-             if a >= 60 else "full mode: under a minute on one GPU (compbook.estimate)"]
-    shorter = subset is not None and seconds(subset, T4) < t
+    on_a100, on_t4 = _kept(duration(a)), _kept(duration(t))
+    scale = (f"at the papers' scale it takes about {on_a100} on one A100 GPU ({on_t4} on a T4)."
+             if a >= 60 else "at the papers' scale it takes under a minute on one GPU.")
+    if page is None:
+        first = scale[0].upper() + scale[1:]
+    else:
+        from .results import runtimes
+        cpu, s = runtimes.page_seconds(page)
+        first = f"On {cpu} this page runs in about {_kept(_cpu_time(s))}; {scale}"
+    steps = [f"{config.MODE_VARIABLE}=full on a GPU"]
     if t > COLAB_WARN_H * 3600:
-        lines.append(f"(beyond a Colab session of {COLAB_LIMIT}: your own GPU{', or the subset' * shorter})")
-    if shorter:
-        lines.append(f"subset: about {duration(seconds(subset, T4))} on a T4: {SUBSET_HINT}")
-    return "\n".join(lines)
+        steps.append(f"longer than a free Colab session ({COLAB_LIMIT})")
+    if subset is not None and seconds(subset, T4) < t:
+        steps.append(f"{SUBSET_HINT} runs a subset in about {_kept(duration(seconds(subset, T4)))} on a T4")
+    import textwrap
+    lines = textwrap.wrap(first, 80) + textwrap.wrap(f"{REPRODUCE} " + "; ".join(steps) + ".", 80)
+    return "\n".join(lines).replace(_NBSP, " ")
+
+
+_NBSP = "\u00a0"
+
+
+def _kept(words: str) -> str:
+    """``words`` (a time, ``30 min``) kept on one line when wrapped."""
+    return words.replace(" ", _NBSP)
+
+
+def _cpu_time(s: int) -> str:
+    """A recorded CPU time in words: ``27 s``, ``3 min``."""
+    return f"{s} s" if s < 90 else f"{round(s / 60)} min"
 
 
 def sized(cls, subset: bool = False):

@@ -5,7 +5,8 @@ message, shown as one line in Jupyter. A wrong answer is never a traceback: the 
 reference and, where it differs, with the planted wrong answers a reader is likely to write (TopK before ReLU, the
 mean instead of the sum, an off-by-one...), and names the one it matches. Something that is not an answer yet (the
 placeholder ``...``, ``None``, a string, a function returning ``None``) is refused politely, so a notebook whose
-exercise cells are left as they are still runs top to bottom.
+exercise cells are left as they are still runs top to bottom; the stub as the chapter gives it (``...``, a function
+whose body is ``...``) gets one line, "Your turn: fill in `f` above, then run this cell.", not a failure.
 
 A reader's function runs through :func:`run_answer`: under a time limit (:data:`TIME_LIMIT` seconds per call, a
 parameter), with everything it raises reported (``SystemExit`` and a ``KeyboardInterrupt`` it raises itself
@@ -35,20 +36,30 @@ from . import checks
 TIME_LIMIT = 5.0
 
 
+#: what a check says before the reader has written anything (the stub as the chapter gives it)
+YOUR_TURN = "Your turn"
+
+
 @dataclass(frozen=True)
 class Checked:
-    """A check's verdict on an answer: ``passed`` and what was tried or what went wrong."""
+    """A check's verdict on an answer: ``passed`` and what was tried or what went wrong; ``pending`` when there
+    is no answer yet (the chapter's stub as it stands), said as an invitation, not a failure."""
 
     passed: bool
     message: str
+    pending: bool = False
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __repr__(self) -> str:
+        if self.pending:
+            return f"{YOUR_TURN}: {self.message}"
         return ("correct: " if self.passed else "not yet: ") + self.message
 
     def _repr_markdown_(self) -> str:
+        if self.pending:
+            return f"**{YOUR_TURN}:** {self.message}"
         mark = "**correct**" if self.passed else "**not yet**"
         return f"{mark}: {self.message}"
 
@@ -61,11 +72,19 @@ def wrong(message: str) -> Checked:
     return Checked(False, message)
 
 
+def your_turn(message: str) -> Checked:
+    """No answer yet: the stub as the chapter gives it (see :func:`is_stub`)."""
+    return Checked(False, message, pending=True)
+
+
 def not_an_answer(answer, kind: str) -> Checked | None:
     """A polite refusal when ``answer`` is not an answer of the kind wanted (``"function"`` or ``"number"``...);
-    ``None`` when it is one."""
+    ``None`` when it is one. The chapter's stub left as it is (the placeholder ``...``, a function whose body is
+    only ``...``) is an invitation (:func:`your_turn`), not a failure."""
     if answer is Ellipsis:
-        return wrong(f"no answer yet: replace the placeholder `...` with your {kind}")
+        return your_turn(f"replace the placeholder `...` above with your {kind}, then run this cell.")
+    if kind == "function" and callable(answer) and is_stub(answer):
+        return your_turn(f"fill in `{getattr(answer, '__name__', 'the function')}` above, then run this cell.")
     if answer is None:
         return wrong(f"the answer is None: your {kind} is missing (a function that forgot `return`?)")
     if kind == "function" and not callable(answer):
@@ -78,6 +97,30 @@ def not_an_answer(answer, kind: str) -> Checked | None:
     if kind == "array" and isinstance(answer, (str, bytes, dict)):
         return wrong(f"expected an array, got {type(answer).__name__}")
     return None
+
+
+def is_stub(fn) -> bool:
+    """Whether ``fn`` is an exercise's stub as written: a function whose body (after a docstring) is nothing but
+    ``...`` or ``pass``. Read from its source (a notebook cell's, which IPython keeps); a function whose source
+    cannot be read is not called a stub (its output is checked as any answer's is)."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return False
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    name = getattr(fn, "__name__", None)
+    found = [d for d in defs if getattr(d, "name", "<lambda>") == name]
+    if len(found) != 1:
+        return False
+    body = found[0].body if isinstance(found[0].body, list) else [ast.Expr(found[0].body)]
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str) and len(body) > 1:
+        body = body[1:]                               # a docstring
+    return all(isinstance(b, ast.Pass) or isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+               and b.value.value is Ellipsis for b in body)
 
 
 def _is_number(x) -> bool:

@@ -8,8 +8,8 @@ Rules (the book's conventions, CONTRIBUTING.md):
 * a number in the prose is glued from the run (``{glue:text}`name:.3f```) or is the paper's, on a line that says
   so ("the paper", "the paper's"); a decimal typed anywhere else is a finding;
 * a main chapter's main line (the cells before its ``## Exercises``) holds at most ``MAX_WORDS`` words of prose
-  and ``MAX_CODE_LINES`` visible code lines (cells tagged ``hide-input``, ``remove-input`` or ``remove-cell`` are
-  not visible);
+  and ``MAX_CODE_LINES`` visible code lines (cells tagged ``hide-input``, ``hide-cell``, ``remove-input`` or
+  ``remove-cell`` are not visible);
 * stored verdicts by an AI model are never called human;
 * the book speaks of its subject, not of its own making (no issue numbers, sessions, "the spec").
 """
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 MAX_WORDS = 2500
 MAX_CODE_LINES = 120
-HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
+HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 MAIN = re.compile(r"^\d\d_")                   # main chapters: 01_... 16_...
 NOTES = re.compile(r"^notes_part_([abc])_\w+$")  # notes chapters: notes_part_a_judges, ...
 

@@ -39,6 +39,25 @@ def test_notebook_is_cleared_with_kernelspec_and_setup_cell(nb_path):
     first = "".join(nb["cells"][0]["source"])
     assert '"google.colab" in sys.modules' in first
     assert f"git+{paths.REPOSITORY_URL}" in first
+    assert "remove-cell" in nb["cells"][0]["metadata"].get("tags", []), \
+        "the Colab setup cell runs first but stays off the page: tag it remove-cell"
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercise_solutions_are_folded(nb_path):
+    """The book's own solution of an exercise (the cell that asserts its check passes) is folded on the page
+    (``hide-cell``: its code and its "correct" line one click away, behind "Show the solution"), never printed
+    under the reader's stub."""
+    cells = json.loads(nb_path.read_text())["cells"]
+    start = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                  and "".join(c["source"]).lstrip().startswith("## Exercises")), len(cells))
+    solutions = [c for c in cells[start:]
+                 if c["cell_type"] == "code" and "assert result.passed" in "".join(c["source"])]
+    shown = [i for i, c in enumerate(solutions) if "hide-cell" not in c["metadata"].get("tags", [])
+             or c["metadata"].get("mystnb", {}).get("code_prompt_show") != "Show the solution"]
+    assert not shown, f"{nb_path.name}: solution cells not folded under 'Show the solution' (hide-cell): {shown}"
+    if start < len(cells) and nb_path.name[:2].isdigit():
+        assert solutions, f"{nb_path.name}: exercises without a solution cell"
 
 
 def test_mode_switch(monkeypatch):

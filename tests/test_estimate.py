@@ -89,12 +89,57 @@ def test_say_lines_fit_and_name_colab_and_subset():
     long = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 5 * 3600)]    # 5 h on a T4
     short = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 40 * 60)]    # 40 min on a T4
     text = estimate.say(long, short)
-    lines = text.splitlines()
-    assert lines[0].startswith("full mode: about") and "on a T4" in lines[0] and "5.0 h on a T4" in lines[0]
-    assert any(estimate.COLAB_LIMIT in line for line in lines)
-    assert lines[-1] == f"subset: about 40 min on a T4: {estimate.SUBSET_HINT}"
-    assert all(len(line) <= 80 for line in lines)
+    assert text.startswith("At the papers' scale it takes about") and "(5.0 h on a T4)" in text
+    assert estimate.COLAB_LIMIT in " ".join(text.split())
+    assert " ".join(text.split()).endswith(f"{estimate.SUBSET_HINT} runs a subset in about 40 min on a T4.")
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert not [line for line in text.splitlines() if line.split()[0] in ("s", "min", "h")], "a time split"
     assert "Colab" not in estimate.say(short) and "subset" not in estimate.say(short, short)
+    tiny = [estimate.Work(1.0)]
+    assert "under a minute on one GPU" in estimate.say(tiny)
+
+
+def test_say_is_a_readers_note():
+    """Words, not tools: no module or file names; the settings only in the one line that starts "Reproduce"."""
+    long = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 5 * 3600)]
+    short = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 40 * 60)]
+    text = " ".join(estimate.say(long, short, page="ch01").split())
+    said, settings = text.split(estimate.REPRODUCE)
+    for word in ("compbook", "COMPBOOK_", ".json", "make test", "landing page", "full mode"):
+        assert word not in said, word
+    assert f"{config.MODE_VARIABLE}=full" in settings and estimate.SUBSET_HINT in settings
+    assert "compbook." not in settings and ".json" not in settings
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_chapters_note_states_its_recorded_cpu_time(notebook):
+    """The CPU time in a chapter's note is the run-time record's (data/runtimes.json), for that very notebook; the
+    GPU times are the estimate's."""
+    from compbook.results import runtimes
+    key = key_of(notebook)
+    rec = runtimes.load()
+    recorded = rec["seconds"][notebook.stem]
+    assert runtimes.page_seconds(key) == runtimes.page_seconds(notebook.stem) == ("a 2-core CPU", recorded) \
+        or "2-core" not in rec["where"]
+    text = " ".join(part_of(key).say(key).split())
+    cpu = f"{recorded} s" if recorded < 90 else f"{round(recorded / 60)} min"
+    assert f"this page runs in about {cpu};" in text, text
+    works = part_of(key).works(key)
+    a100 = estimate.seconds(works, estimate.A100)
+    assert (f"about {estimate.duration(a100)} on one A100" in text) if a100 >= 60 else "under a minute" in text
+    changed = dict(rec, seconds=dict(rec["seconds"], **{notebook.stem: recorded + 7}))
+    assert runtimes.page_seconds(key, changed)[1] == recorded + 7     # read from the record, not typed
+
+
+def test_say_run_states_this_run_beside_the_record():
+    from compbook.results import runtimes
+    rec = {"where": "a 4-core CPU machine", "seconds": {"07_depth": 30}}
+    assert runtimes.say_run("07_depth", 61.4, "cpu", rec) == \
+        "This run of the page took 61 s in CPU mode (the recorded run on a 4-core CPU: 30 s)."
+    with pytest.raises(ValueError, match="ch99"):
+        runtimes.page_seconds("ch99", rec)
+    with pytest.raises(ValueError, match="took"):
+        runtimes.say_run("07_depth", -1.0, "cpu", rec)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)

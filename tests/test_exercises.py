@@ -60,6 +60,62 @@ def test_non_answers_are_refused_politely(answer, says):
     assert isinstance(r, Checked) and not r.passed and says in r.message
 
 
+def test_the_stub_as_given_is_an_invitation_not_a_failure():
+    def row_sums(x):
+        """Sum each row."""
+        ...   # your code
+    for r in (check_function(row_sums, ref_sum, CASES, "row sums"), check_value(..., 0.5, "the bound")):
+        assert isinstance(r, Checked) and not r.passed and r.pending
+        assert repr(r).startswith("Your turn: ") and "not yet" not in repr(r) and "None" not in repr(r)
+        assert "\n" not in repr(r) and r._repr_markdown_().startswith("**Your turn:**")
+    assert "`row_sums`" in check_function(row_sums, ref_sum, CASES, "row sums").message
+
+
+def test_only_the_untouched_stub_is_one():
+    def started(x):
+        y = x.sum(axis=-1)          # forgot to return it
+
+    def passes(x):
+        pass
+    assert exercises.is_stub(passes) and not exercises.is_stub(started) and not exercises.is_stub(ref_sum)
+    r = check_function(started, ref_sum, CASES, "row sums")
+    assert not r.passed and not r.pending and "returned None" in r.message
+    assert not exercises.is_stub(len)       # no Python source: checked as any answer is
+
+
+def _chapter_exercise_cells():
+    import json
+    from pathlib import Path
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        start = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                     and "".join(c["source"]).lstrip().startswith("## Exercises"))
+        yield path, ["".join(c["source"]) for c in cells[start:] if c["cell_type"] == "code"
+                     and "assert result.passed" not in "".join(c["source"])        # the folded solutions
+                     and "remove-cell" not in c["metadata"].get("tags", [])]       # bookkeeping: glue, ...
+
+
+@pytest.mark.parametrize("path, cells", list(_chapter_exercise_cells()), ids=lambda x: getattr(x, "stem", ""))
+def test_every_chapters_stubs_say_your_turn(path, cells):
+    """Each chapter's reader cell, run as the page gives it, shows one "Your turn" line (its last expression)."""
+    import ast
+    import linecache
+    space = {}
+    stubs = 0
+    for k, src in enumerate(cells):
+        name = f"<{path.stem} exercise cell {k}>"
+        linecache.cache[name] = (len(src), None, src.splitlines(True), name)     # as IPython keeps a cell
+        tree = ast.parse(src)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, name, "exec"), space)
+        if last is not None:
+            shown = eval(compile(ast.Expression(last.value), name, "eval"), space)
+            assert isinstance(shown, Checked) and shown.pending and repr(shown).startswith("Your turn: "), \
+                f"{path.name} cell {k}: {shown!r}"
+            stubs += 1
+    assert stubs >= 2, f"{path.name}: {stubs} reader cells"
+
+
 def test_an_input_edited_in_place_spoils_no_comparison():
     def edits(x):
         x *= 0

@@ -157,7 +157,8 @@ def test_half_selectivity():
 
 
 @pytest.mark.parametrize("check", [ex.check_coordinate_grid, ex.check_welch_bound, ex.check_png_ratio,
-                                   ex.check_newton_schulz, ex.check_emc2_score, ex.check_half_selectivity])
+                                   ex.check_newton_schulz, ex.check_emc2_score, ex.check_half_selectivity,
+                                   ex.check_deepest_target, ex.check_deepest_picture])
 def test_the_placeholder_is_refused_politely(check):
     r = check(...)
     assert not r.passed and "placeholder" in r.message

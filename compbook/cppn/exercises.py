@@ -289,7 +289,8 @@ def check_deepest_target(answer) -> Checked:
     """Chapter 9: the name of the unknown target the depth line gives the deepest network."""
     from .experiments import unknown_targets
     if not isinstance(answer, str):
-        return not_an_answer(answer, "target name") or wrong(f"expected a target's name, got {type(answer).__name__}")
+        refused = not_an_answer(answer, "target name")      # a Checked that did not pass is falsy: no `or`
+        return refused if refused is not None else wrong(f"expected a target's name, got {type(answer).__name__}")
     full_size, _ = unknown_targets()
     predicted = {n: depth.predict_depth(img, rounded=False, extrapolate=True) for n, img in full_size.items()}
     want = max(predicted, key=predicted.get)
@@ -323,8 +324,8 @@ def check_deepest_picture(answer) -> Checked:
     """Chapter 9: which of three ``skimage.data`` pictures not shown in the chapter (``SKIMAGE_PICTURES``) the
     depth line gives the deepest network."""
     if not isinstance(answer, str):
-        return not_an_answer(answer, "picture name") or wrong(f"expected a picture's name, got "
-                                                               f"{type(answer).__name__}")
+        refused = not_an_answer(answer, "picture name")     # a Checked that did not pass is falsy: no `or`
+        return refused if refused is not None else wrong(f"expected a picture's name, got {type(answer).__name__}")
     predicted = {n: depth.predict_depth(im, rounded=False, extrapolate=True) for n, im in skimage_pictures().items()}
     ratios = {n: depth.png_compression_ratio(im) for n, im in skimage_pictures().items()}
     want = max(predicted, key=predicted.get)

@@ -179,5 +179,5 @@ def works(chapter: str, subset: bool = False) -> list:
 
 
 def say(chapter: str) -> str:
-    """The lines ``chapter``'s first cell prints: its full-mode time, and its subset's where it has one."""
-    return say_works(works(chapter), works(chapter, subset=True))
+    """The note ``chapter``'s first cell prints: its CPU run time, its full-mode time and how to run it."""
+    return say_works(works(chapter), works(chapter, subset=True), page=chapter)

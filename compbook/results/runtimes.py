@@ -88,6 +88,30 @@ def seconds(chapter: str, rec: dict | None = None) -> int:
     return rec["seconds"][chapter]
 
 
+def page_seconds(page: str, rec: dict | None = None) -> tuple[str, int]:
+    """``(the CPU in words, whole seconds)`` of one page: ``page`` is a notebook's stem (``"07_depth"``) or a
+    chapter's key as the parts' ``fulltime`` modules name it (``"ch07"``); the CPU is read off the record's
+    ``where`` (``"a 2-core CPU"``; ``"a CPU"`` where it names no core count)."""
+    rec = load() if rec is None else rec
+    stem = checks.instance(page, "page", str)
+    if re.fullmatch(r"ch\d\d", page):
+        found = [s for s in rec["seconds"] if s.startswith(page[2:] + "_")]
+        if len(found) != 1:
+            raise ValueError(f"page {page!r}: {len(found)} notebooks of the run-time record start {page[2:]}_")
+        stem = found[0]
+    cores = re.search(r"(\d+)-core", rec.get("where", ""))
+    return (f"a {cores.group(1)}-core CPU" if cores else "a CPU"), seconds(stem, rec)
+
+
+def say_run(page: str, took: float, mode: str = "cpu", rec: dict | None = None) -> str:
+    """The line a chapter may print at its end: how long this run of the page took (``took`` seconds, in
+    ``mode``) beside the recorded run (:func:`page_seconds`), in a reader's words."""
+    took = checks.real(took, "took", 0)
+    cpu, s = page_seconds(page, rec)
+    said = "CPU" if mode == "cpu" else str(mode)
+    return f"This run of the page took {took:.0f} s in {said} mode (the recorded run on {cpu}: {s} s)."
+
+
 def table_rows(titles: dict, rec: dict | None = None) -> list[tuple[str, str]]:
     """``(title, "34 s")`` per notebook in ``titles`` order (``{stem: title}``, the table of contents), then the
     total in minutes."""
