@@ -198,9 +198,12 @@ def test_batch_penalties_match_the_per_image_ones(data, bad):
     z_hat = arg("z_hat", tensors((b, p, 4), ("float64",)), st.one_of(
         tensors((b, p, 4), ("special", "int")), st.just(torch.zeros(b, p)), st.just(torch.zeros(0, p, 4))))
     g = np.random.default_rng(data.draw(st.integers(0, 99)))
-    regions = arg("regions", st.just(torch.from_numpy(g.integers(0, 3, (b, p)))), st.sampled_from([
+    # labels name regions only: any non-negative integers, 10^12 included (renumbered per image, no buffer sized
+    # by them)
+    scale = data.draw(st.sampled_from([1, 10 ** 11]))
+    regions = arg("regions", st.just(torch.from_numpy(g.integers(0, 3, (b, p))) * scale), st.sampled_from([
         torch.full((b, p), -1), torch.full((b, p), 0.5), torch.zeros(b, p + 1, dtype=torch.int64),
-        torch.full((b, p), 10 ** 12), [["a"] * p] * b, torch.zeros(b, p, dtype=torch.bool)]))
+        [["a"] * p] * b, torch.zeros(b, p, dtype=torch.bool)]))
 
     def check(out):
         gs, es = out
@@ -226,9 +229,9 @@ def test_sparse_penalties_match_the_dense_ones(data, bad):
         tensors((b, p, k), ("special", "int")), st.just(torch.zeros(b, p)), st.just("abc")))
     idx = arg("idx", st.just(good_idx), st.sampled_from([good_idx + d, good_idx - good_idx.max() - 1,
                                                         good_idx.double(), good_idx[..., :0]]))
-    regions = arg("regions", st.just(torch.from_numpy(g.integers(0, 3, (b, p)))), st.sampled_from([
-        torch.full((b, p), -1), torch.full((b, p), 0.5), torch.zeros(b, p + 1, dtype=torch.int64),
-        torch.full((b, p), 10 ** 12)]))
+    scale = data.draw(st.sampled_from([1, 10 ** 11]))      # any non-negative labels (renumbered per image)
+    regions = arg("regions", st.just(torch.from_numpy(g.integers(0, 3, (b, p))) * scale), st.sampled_from([
+        torch.full((b, p), -1), torch.full((b, p), 0.5), torch.zeros(b, p + 1, dtype=torch.int64)]))
     names = {"d_sae": ("d_sae", "idx", "regions x d_sae")}
 
     def check(out):

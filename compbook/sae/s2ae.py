@@ -252,7 +252,7 @@ def sparse_penalties(vals_hat: torch.Tensor, idx: torch.Tensor, regions: torch.T
     regions = region_labels(regions, (b, p))
     g, e = int(regions.max()) + 1, vals_hat.element_size()
     # the slots (int64, twice), the kept values squared, and the (B, G, d_sae) sums with _gs_es's steps on them
-    checks.check_budget(2 * 8.0 * b * p * k + e * b * p * k + 6.0 * e * b * g * d_sae,
+    checks.check_budget(2 * 8 * b * p * k + e * b * p * k + 6 * e * b * g * d_sae,     # ints: no overflow
                         f"sparse_penalties of {b} images in {g} regions x d_sae={d_sae}")
     return _sparse_penalties(vals_hat, idx.long(), regions, d_sae)
 
