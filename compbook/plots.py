@@ -111,7 +111,9 @@ def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_
     layers = [checks.integer(l, "layers[]", 0, len(maps) - 1) for l in checks.sequence(layers, "layers", 1)]
     per_layer = checks.integer(per_layer, "per_layer", 1, 12)
     size = checks.real(size, "size", 0, 100, low_open=True)
-    fig, axes = plt.subplots(len(layers), per_layer, figsize=(size * per_layer + 0.5, size * len(layers) +
+    width = size * per_layer + 0.5
+    scale = max(1.0, width / 7.0)              # a figure wider than the column is shown shrunk: its text grows
+    fig, axes = plt.subplots(len(layers), per_layer, figsize=(width, size * len(layers) +
                                                                (0.35 if title else 0)), squeeze=False)
     for row, l in zip(axes, layers):
         layer = checks.instance(maps[l], f"maps[{l}]", torch.Tensor, " (width, H, W)")
@@ -124,9 +126,9 @@ def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_
                 s.set_visible(False)
         for ax, i in zip(row, keep):
             ax.imshow(_np(layer[i]), cmap="RdBu_r", vmin=-1, vmax=1)
-        row[0].set_ylabel(f"layer {l + 1}", fontsize=9)
+        row[0].set_ylabel(f"layer {l + 1}", fontsize=9 * scale)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=10 * scale)
     fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.2)
     return fig
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import checks, config, paths, sweeps
+from ..config import using_threads
 from ..journal import canonical
 from . import emc2, picbreeder, store, twins as tw
 from .network import CPPN
@@ -240,7 +241,7 @@ def train_fer_twin_task(config: dict) -> dict:
     ckpt = None if config["checkpoint"] is None else Path(config["checkpoint"])
     if ckpt is not None:
         ckpt.parent.mkdir(parents=True, exist_ok=True)
-    with _threads(config["threads"]):
+    with using_threads(config["threads"]):
         model, info = tw.train_fer_twin(recipe, ckpt, max_minutes=config["max_minutes"])
         if not info["done"]:
             raise RuntimeError(f"{recipe.target} seed {recipe.seed}: stopped at step {info['steps']} (time); rerun "
