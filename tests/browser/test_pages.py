@@ -23,6 +23,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+import sys  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+import page_rules  # noqa: E402  (the one list of pages that still break a rule)
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 PARTS = [part["caption"] for part in TOC["parts"]]
 PAGES = [TOC["root"]] + [f for part in TOC["parts"] for c in part["chapters"]
@@ -235,6 +238,10 @@ def test_main_chapter_fits_its_bounds(browser, site, page):
         pytest.fail(f"{page}.html was not built")
     _open(browser, site, page)
     problems = too_long(browser, page)
+    listed = page_rules.expected(page, "page_length")
+    if listed:                          # strict: a listed page that fits fails, so its entry goes
+        assert problems, f"{page} fits its bounds now: remove its 'page_length' entry from tests/page_rules.py"
+        pytest.xfail(f"{page}: {listed}: " + "; ".join(problems))
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
 
 
@@ -246,8 +253,13 @@ def test_page_reads_well(browser, site, page):
     # the API appendix renders docstrings, whose formulas are plain ASCII notation (``h_{l-1}``), not TeX
     # written for MathJax: the raw-TeX check reads the book's own pages
     checks = [c for c in CHECKS if not (page.startswith("appendix/") and c is raw_math)]
-    problems = [p for check in checks for p in check(browser)]
+    listed = page_rules.expected(page, "overflow")
+    problems = [p for check in checks if not (listed and check is overflowing) for p in check(browser)]
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+    if listed:                          # strict: a listed page that no longer overflows fails, so its entry goes
+        wide = overflowing(browser)
+        assert wide, f"{page} no longer overflows: remove its 'overflow' entry from tests/page_rules.py"
+        pytest.xfail(f"{page}: {listed}: " + "; ".join(wide[:3]))
 
 
 def test_every_chapter_page_has_math_typeset_offline(browser, site):
