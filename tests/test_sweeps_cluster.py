@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 import torch
 
@@ -128,6 +129,19 @@ def _records(store: Path) -> int:
     return len(list(store.glob("*.json"))) if store.is_dir() else 0
 
 
+def _node_processes(node) -> list:
+    """Every process of a Ray node (its raylet and the rest it started, with their children: the workers)."""
+    out = []
+    for infos in node.all_processes.values():
+        for info in infos:
+            try:
+                proc = psutil.Process(info.process.pid)
+                out += [proc] + proc.children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
+    return out
+
+
 def _started(log: Path) -> int:
     """Executions started so far (each writes its line before it reaches the gate)."""
     return len(log.read_text().splitlines()) if log.exists() else 0
@@ -190,7 +204,14 @@ def test_a_killed_worker_node_is_retried_and_the_records_are_complete(cluster, t
         try:
             _wait_for(lambda: _started(log) >= 2, 900, "a task held on each node")
             started.append(_started(log))
+            doomed = _node_processes(cluster.worker)
             cluster.remove_node(cluster.worker, allow_graceful=False)
+            # a dead node takes every process on it: a worker process that outlived its raylet could still reply
+            # to the driver directly, and then nothing was lost; the gate stays closed until all of them are gone
+            _, alive = psutil.wait_procs(doomed, timeout=10)
+            for proc in alive:
+                proc.kill()
+            psutil.wait_procs(alive, timeout=30)
             killed.set()
         finally:
             shutil.rmtree(gate, ignore_errors=True)
