@@ -9,9 +9,13 @@ obeys the rule (the entry must then go).
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -267,3 +271,20 @@ def run_time_problems(markdown: str, recorded_s: float) -> list[str]:
 
 def _span(lo: float, hi: float) -> str:
     return f"{lo:g} s or more" if hi == math.inf else f"{lo:g}-{hi:g} s"
+
+
+# -- the figure log the executed chapters wrote (compbook.legibility), read by the browser's figure checks ----------
+FIGURE_LOG_VARIABLE = "COMPBOOK_FIGCHECK_LOG"
+
+
+def figure_log() -> list[dict]:
+    """The records of ``$COMPBOOK_FIGCHECK_LOG`` (one JSON object a line); skipped with a message where it is unset
+    (outside ``make test``), failed where it names no file."""
+    value = os.environ.get(FIGURE_LOG_VARIABLE)
+    if not value:
+        pytest.skip(f"figure check: no log (${FIGURE_LOG_VARIABLE} unset); `make test` runs the chapters with one")
+    path = Path(value)
+    if not path.is_file():
+        pytest.fail(f"${FIGURE_LOG_VARIABLE}={value}: no log there (were the chapters run with COMPBOOK_FIGCHECK "
+                    f"set?)")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

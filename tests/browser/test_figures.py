@@ -8,35 +8,26 @@ Two kinds of finding are judged elsewhere, page by page with the list of pages s
 tiles too small at the width the page shows the figure (``test_rules.py``, from each record's ``measure``).
 """
 
-import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from page_rules import figure_log  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
-LOG_VARIABLE = "COMPBOOK_FIGCHECK_LOG"
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
 
 
-def _log() -> list[dict]:
-    value = os.environ.get(LOG_VARIABLE)
-    if not value:
-        pytest.skip(f"figure check: no log (${LOG_VARIABLE} unset); `make test` runs the chapters with one")
-    path = Path(value)
-    if not path.is_file():
-        pytest.fail(f"${LOG_VARIABLE}={value}: no log there (were the chapters run with COMPBOOK_FIGCHECK set?)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def test_every_chapter_was_watched():
-    watched = {Path(x["where"]).stem for x in _log() if x.get("watching")}
+    watched = {Path(x["where"]).stem for x in figure_log() if x.get("watching")}
     missing = [c for c in CHAPTERS if not any(c in w for w in watched)]
     assert not missing, f"chapters run without the figure check: {missing} (watched: {sorted(watched)})"
 
 
 def test_every_figure_is_legible():
     found = [f"{x['where']}: {x['figure']!r} ({x['size'][0]} x {x['size'][1]} in): {p}"
-             for x in _log() if not x.get("watching") for p in x["problems"]
+             for x in figure_log() if not x.get("watching") for p in x["problems"]
              if not p.startswith("the legend of")]
     assert not found, f"{len(found)} problems in the chapters' figures:\n  " + "\n  ".join(sorted(set(found)))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import os
 import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -20,13 +18,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import page_rules  # noqa: E402
-from page_rules import RULES  # noqa: E402
+from page_rules import RULES, figure_log  # noqa: E402
 from test_pages import PAGES, _html_dir, _open, browser, site  # noqa: E402,F401
 
 from compbook import legibility  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-LOG_VARIABLE = "COMPBOOK_FIGCHECK_LOG"
 BROWSER_RULES = ("wide_math", "table_columns", "table_values", "machine_output", "visible_glue",
                  "figure_text", "figure_tiles")
 
@@ -124,16 +121,6 @@ def _digest(src: str, html_dir: Path | None) -> str | None:
         return None
     path = html_dir / unquote(urlparse(src).path).lstrip("/")
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-
-
-def figure_log() -> list[dict]:
-    value = os.environ.get(LOG_VARIABLE)
-    if not value:
-        pytest.skip(f"figure rules: no log (${LOG_VARIABLE} unset); `make test` runs the chapters with one")
-    path = Path(value)
-    if not path.is_file():
-        pytest.fail(f"${LOG_VARIABLE}={value}: no log there")
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 @pytest.fixture(scope="module")
