@@ -11,7 +11,6 @@ tiles too small at the width the page shows the figure (``test_rules.py``, from 
 import sys
 from pathlib import Path
 
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from page_rules import figure_log  # noqa: E402
