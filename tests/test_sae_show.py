@@ -1,4 +1,4 @@
-"""compbook.sae.show's page helpers: rounded tables, the settings table, the reading rule's picture, a caption's
+"""compbook.sae.show's page helpers: mean ± half-width cells, the settings table, the reading rule's picture, a caption's
 token labels, and legends that sit outside the data."""
 
 import math
@@ -14,18 +14,6 @@ from compbook.sae.data import make_scenes
 from compbook.sae.s2ae import SAETrainConfig
 
 matplotlib.use("Agg")
-
-
-def test_rounded_keeps_four_significant_digits_and_writes_n_a():
-    df = pd.DataFrame({"x": [2 / 3, 123456.7, float("nan"), 0.000123456], "name": ["a", "b", "c", "d"]})
-    got = show.rounded(df)
-    assert got.x.tolist() == ["0.6667", "1.235e+05", "n/a", "0.0001235"]
-    assert got.name.tolist() == ["a", "b", "c", "d"]
-    for cell in got.x:
-        digits = cell.split("e")[0].replace(".", "").replace("-", "").lstrip("0")
-        assert cell == "n/a" or len(digits) <= 4
-    with pytest.raises(ValueError, match="df"):
-        show.rounded([1.0])
 
 
 def test_pm_keeps_four_significant_digits_and_the_half_widths_precision():

@@ -1,4 +1,4 @@
-"""Figures and small tables for Part C: scenes with captions, where a latent fires, patch regions (chapters
+"""Figures and small tables for Part C (a table of numbers for the page: :func:`compbook.glue.readable`): scenes with captions, where a latent fires, patch regions (chapters
 14-15), the training settings, the reading rule and the k / lambda study against k (chapter 15), the labels of a
 caption's tokens and identification rates (chapter 16).
 
@@ -16,19 +16,6 @@ from .. import checks
 
 WIDTH = 7.0
 FONT = 8          # the smallest text in a figure, in points at WIDTH
-
-
-def rounded(df: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
-    """``df`` for the page: every float as text with ``digits`` significant digits, NaN as ``n/a``."""
-    checks.integer(digits, "digits")
-
-    def cell(v):
-        if isinstance(v, (float, np.floating)):
-            return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
-        return v
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    return df.apply(lambda col: col.map(cell)) if len(df) else df
 
 
 def pm(mean: float, half: float, signed: bool = False) -> str:
@@ -258,6 +245,12 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
     return fig
 
 
+_PANELS = {   # identification_table column -> its panel's title (chapter 16)
+    "identified": "all latents read",
+    "identified (objects)": "latents whose truth is not the background\n(a colour, a shape or an object type)",
+}
+
+
 def plot_identification(ident, paper: dict | None = None, columns=("identified", "identified (objects)")):
     """Chapter 16's figure: identification rates per SAE (vanilla, S2AE) and pipeline (hierarchical, direct), mean
     over seeds with its 95% t-interval, one panel per column of ``ident``
@@ -277,13 +270,13 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
             ax.bar(x, [m for m, _ in stats], 0.36, yerr=[h for _, h in stats], capsize=3, color=colours[p],
                    label=p)
         ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=FONT + 1)
-        ax.set_title(c, fontsize=FONT + 2)
+        ax.set_title(_PANELS.get(c, c), fontsize=FONT + 2)
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=FONT)
     if paper:
         for p, rate in paper.items():
             axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1, label=f"the paper, {p}")
-    axes.flat[0].set_ylabel("share of latents", fontsize=FONT + 1)
+    axes.flat[0].set_ylabel("share identified", fontsize=FONT + 1)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.88))       # the legend above the panels, over no data
@@ -315,16 +308,32 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
     ax.axvline(p, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(sorted([0, p / 2, p]))
-    ax.tick_params(axis="x", labelsize=FONT + 1)
     ax.set_yticks(range(len(cases)), [c[0] for c in reversed(cases)], fontsize=FONT + 1)
     ax.set_ylim(-0.6, len(cases) - 0.4)
     ax.set_xlabel(xlabel, fontsize=FONT + 1)
     low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
-    ax.set_xlim(min(low, -0.6 * paper_size if p > 0 else 1.6 * p), max(high, 1.6 * p if p > 0 else 0.6 * paper_size))
+    low = min(low, -0.6 * paper_size if p > 0 else 1.6 * p)
+    high = max(high, 1.6 * p if p > 0 else 0.6 * paper_size)
+    ax.set_xlim(low, high)
+    ticks, labels = _rule_ticks(low, high, p)
+    ax.set_xticks(ticks, labels)
+    ax.tick_params(axis="x", labelsize=FONT)
     fig.subplots_adjust(left=0.27, right=0.64, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
     # room on the left for the cases' names and on the right for the readings
     return fig
+
+
+def _rule_ticks(low: float, high: float, p: float) -> tuple[list, list]:
+    """The reading rule's x ticks: every multiple of half the paper's effect ``p`` in [low, high] (at most 7 of
+    them, else every whole one), with 0, "half" and "paper" named under their numbers."""
+    step = abs(p) / 2
+    if (high - low) / step > 7:
+        step = abs(p)
+    ticks = [step * n for n in range(math.ceil(low / step), math.floor(high / step) + 1)]
+    names = {0.0: "0", p / 2: "half", p: "paper"}
+    labels = [f"{t:g}" + next((f"\n{n}" for v, n in names.items() if n != "0" and math.isclose(t, v)), "")
+              for t in ticks]
+    return ticks, labels
 
 
 def caption_labels(scenes, labellings: dict, i: int = 0) -> pd.DataFrame:
