@@ -1,6 +1,6 @@
-"""Figures and small tables for Part C (a table of numbers for the page: :func:`compbook.glue.readable`): scenes with captions, where a latent fires, patch regions (chapters
+"""Figures and small tables for Part C: scenes with captions, where a latent fires, patch regions (chapters
 14-15), the training settings, the reading rule and the k / lambda study against k (chapter 15), the labels of a
-caption's tokens and identification rates (chapter 16).
+caption's tokens and identification rates (chapter 16). A table of numbers for the page: :func:`compbook.glue.readable`.
 
 Text in the figures is at least 8 pt at the page's width (:data:`WIDTH` inches) and legends sit outside the data."""
 
