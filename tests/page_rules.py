@@ -55,11 +55,6 @@ STILL_BREAKING: dict[str, tuple[str, ...]] = {
     "chapters/14_vanilla_sae": ("figure_text",),
     "chapters/15_structured_sparsity": ("figure_text", "page_length"),
     "chapters/16_reading_the_latents": ("page_length",),
-    "chapters/notes_part_a_claims": ("table_columns", "table_values", "figure_text", "overflow"),
-    "chapters/notes_part_a_judges": ("table_columns", "table_values", "figure_text", "overflow"),
-    "chapters/notes_part_b_coverage": ("table_values", "figure_text", "overflow"),
-    "chapters/notes_part_c_reading": ("table_values", "overflow"),
-    "chapters/notes_part_c_study": ("table_values", "overflow"),
 }
 _SLIDERS = ("a slider's frames are drawn at a lower dpi and shown narrower than the column: their 8 pt text shows "
             "under 8 pt; to redraw at the column's width")
