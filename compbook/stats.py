@@ -101,23 +101,41 @@ def paired_t(a, b, level: float = 0.95) -> tuple[float, float]:
     return t_interval(b - a, level)
 
 
+SIGNIFICANT = 4     # a printed number shows at most this many significant digits (the page rules)
+
+
+def _decimals(digits: int, *values: float) -> int:
+    """``digits`` decimals, fewer where the largest of ``values`` would then show more than :data:`SIGNIFICANT`
+    significant digits (``12.507`` at 3 decimals -> 2)."""
+    largest = max((abs(float(v)) for v in values if np.isfinite(v)), default=0.0)
+    whole = int(math.floor(math.log10(largest))) + 1 if largest >= 1 else 0     # 0.0298: no whole digits
+    d = min(digits, max(0, SIGNIFICANT - whole))
+    carries = d == SIGNIFICANT - whole and round(largest, d) >= 10 ** whole    # 0.99996 -> 1.000, not 1.0000
+    return d - 1 if d > 0 and carries else d
+
+
 def fmt(row, digits: int = 2) -> str:
-    """``0.83 [0.77, 0.88]`` of a row ``{"score", "ci95"}`` (a number alone when there is no interval)."""
+    """``0.83 [0.77, 0.88]`` of a row ``{"score", "ci95"}`` (a number alone when there is no interval);
+    ``digits`` decimals, fewer where a number would show more than :data:`SIGNIFICANT` significant digits."""
     digits = checks.integer(digits, "digits", 0, 20)
     if isinstance(row, (int, float, np.integer, np.floating)) and not isinstance(row, bool):
-        return f"{row:.{digits}f}"
+        return f"{row:.{_decimals(digits, row)}f}"
     s, lo, hi = interval_of(row, "row")
-    return f"{s:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    d = _decimals(digits, s, lo, hi)
+    return f"{s:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
 
 
-def fmt_pm(mean: float, half: float, digits: int = 3) -> str:
-    """``0.512 ± 0.010``; the mean alone, ``0.512 (n=1)``, when ``half`` is NaN (:func:`t_interval` of one
-    value has no width)."""
+def fmt_pm(mean: float, half: float, digits: int = 3, signed: bool = False) -> str:
+    """``0.512 ± 0.010`` (``signed``: ``+0.512 ± 0.010``); the mean alone, ``0.512 (n=1)``, when ``half`` is NaN
+    (:func:`t_interval` of one value has no width). ``digits`` decimals, fewer where a number would show more
+    than :data:`SIGNIFICANT` significant digits (``32.00 ± 0.00``)."""
     mean, digits = checks.real(mean, "mean"), checks.integer(digits, "digits", 0, 20)
+    sign = "+" if signed else ""
     if isinstance(half, (float, np.floating)) and np.isnan(half):
-        return f"{mean:.{digits}f} (n=1)"
+        return f"{mean:{sign}.{_decimals(digits, mean)}f} (n=1)"
     half = checks.real(half, "half", 0)
-    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+    d = _decimals(digits, mean, half)
+    return f"{mean:{sign}.{d}f} ± {half:.{d}f}"
 
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"

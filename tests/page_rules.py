@@ -53,11 +53,6 @@ STILL_BREAKING: dict[str, tuple[str, ...]] = {
     "chapters/12_binding_function": ("page_length",),
     "chapters/13_coverage": ("figure_text",),
     "chapters/15_structured_sparsity": ("figure_text",),
-    "chapters/notes_part_a_claims": ("table_columns", "table_values", "figure_text", "overflow"),
-    "chapters/notes_part_a_judges": ("table_columns", "table_values", "figure_text", "overflow"),
-    "chapters/notes_part_b_coverage": ("table_values", "figure_text", "overflow"),
-    "chapters/notes_part_c_reading": ("table_values", "overflow"),
-    "chapters/notes_part_c_study": ("table_values", "overflow"),
 }
 _SLIDERS = ("a slider's frames are drawn at a lower dpi and shown narrower than the column: their 8 pt text shows "
             "under 8 pt; to redraw at the column's width")

@@ -26,6 +26,7 @@ import time
 import pandas as pd
 
 from .. import checks
+from ..stats import fmt_pm
 from . import experiment as ex, paper
 from . import study as st
 from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS, stored_object_vlm
@@ -130,7 +131,7 @@ def reading(df: pd.DataFrame, columns=COLUMNS) -> pd.DataFrame:
                    "purity": float(h["purity (regions)"].iloc[0])}
             for c in columns:
                 m, w = ex.paired_difference(both, c, "vanilla", h.method.iloc[0])
-                row[c] = f"{m:+.3f} ± {w:.3f}"
+                row[c] = fmt_pm(m, w, signed=True)
             rows.append(row)
     return pd.DataFrame(rows).set_index(["layout", "variant", "regions"])
 

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from .. import checks
-from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, verdict
+from ..stats import NOT_REPRODUCED, REPRODUCED, difference_row, fmt_pm, verdict
 from . import experiment as ex, paper
 from .s2ae import SAEData, SAETrainConfig, check_data
 from .sizes import PartCRun
@@ -223,10 +223,10 @@ def reading_table(df: pd.DataFrame, lams=None, l0_share: float = paper.L0_SHARE,
 
 
 def shown(reading: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """:func:`reading_table` for the page: each difference as "+0.024 ± 0.003"."""
+    """:func:`reading_table` for the page: each difference as "+0.024 ± 0.003" (at most 4 significant digits)."""
     out = reading.copy()
     for c in [c for c in reading.columns if f"{c} ±" in reading.columns]:
-        out[c] = [f"{m:+.{digits}f} ± {h:.{digits}f}" for m, h in zip(reading[c], reading[f"{c} ±"])]
+        out[c] = [fmt_pm(m, h, digits, signed=True) for m, h in zip(reading[c], reading[f"{c} ±"])]
         out = out.drop(columns=f"{c} ±")
     return out
 
@@ -397,7 +397,7 @@ def region_reading(df: pd.DataFrame, l0_share: float, miou_rel: float) -> pd.Dat
         row = {"regions": int(n), "seeds": len(g)}
         row |= {c: float(g[c].iloc[0]) for c in ("purity (regions)", "purity (proximity only)")}
         d = {c: ex.paired_difference(both, c, "vanilla", method) for c in ("EV", "L0 patches", "mIoU")}
-        row |= {f"{c} S2AE - vanilla": f"{m:+.3f} ± {h:.3f}" for c, (m, h) in d.items()}
+        row |= {f"{c} S2AE - vanilla": fmt_pm(m, h, signed=True) for c, (m, h) in d.items()}
         row["L0 reading"] = reread(*d["L0 patches"], -1, l0_share * k)
         row["mIoU reading"] = reread(*d["mIoU"], +1, miou_rel * van.mIoU.mean())
         rows.append(row)
