@@ -188,13 +188,14 @@ def _index(positions, sizes) -> int:
     return i
 
 
-def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 80, **knobs):
+def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 100, **knobs):
     """A slider over one or more knobs (``name=[values]``): live ipywidgets in a front end, else a JS viewer.
 
     ``draw(**knobs)`` returns a matplotlib Figure. ``start`` gives each knob's initial value (default: the
     first). Static mode draws every combination (at most ``MAX_FRAMES``) and displays the viewer; live mode
     displays the ipywidgets ``interact``. Returns None, so a slider as a cell's last line prints nothing more
-    (a returned HTML string would be echoed as a page-wide text output).
+    (a returned HTML string would be echoed as a page-wide text output). The frames are drawn at ``dpi`` and
+    shown at their figures' widths in inches (a frame's text shows at the points it was drawn at).
     """
     knobs = _check_knobs(knobs)
     dpi = _check_draw(draw, dpi)
