@@ -101,17 +101,18 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
 
 
 def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_layer: int = 6,
-                       size: float = 1.35, title: str | None = None):
+                       size: float = 1.35, title: str | None = None, colorbar: bool = False):
     """A readable sample of ``maps`` (from ``CPPN.feature_maps``): for each layer in ``layers`` (0-based), the
     ``per_layer`` neurons whose maps vary most over the grid (constant maps left out), in neuron order, one row
     per layer labelled
     "layer l" (1-based, as the chapters count hidden layers). Tiles of ``size`` inches stay readable at the page's
-    width, where a grid of every neuron would shrink each to a few pixels."""
+    width, where a grid of every neuron would shrink each to a few pixels. ``colorbar``: a bar right of the tiles
+    that reads a tile's colour as the neuron's value (-1 to 1)."""
     maps = checks.sequence(maps, "maps")
     layers = [checks.integer(l, "layers[]", 0, len(maps) - 1) for l in checks.sequence(layers, "layers", 1)]
     per_layer = checks.integer(per_layer, "per_layer", 1, 12)
     size = checks.real(size, "size", 0, 100, low_open=True)
-    width = size * per_layer + 0.5
+    width = size * per_layer + 0.5 + (0.6 if colorbar else 0)
     scale = max(1.0, width / 7.0)              # a figure wider than the column is shown shrunk: its text grows
     fig, axes = plt.subplots(len(layers), per_layer, figsize=(width, size * len(layers) +
                                                                (0.35 if title else 0)), squeeze=False)
@@ -129,7 +130,12 @@ def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_
         row[0].set_ylabel(f"layer {l + 1}", fontsize=9 * scale)
     if title:
         fig.suptitle(title, fontsize=10 * scale)
-    fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.2)
+    fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.2, rect=(0, 0, 1 - 0.6 / width, 1) if colorbar else None)
+    if colorbar:
+        top, bottom = axes[0][0].get_position().y1, axes[-1][0].get_position().y0
+        cax = fig.add_axes((1 - 0.45 / width, bottom, 0.12 / width, top - bottom))
+        bar = fig.colorbar(plt.cm.ScalarMappable(plt.Normalize(-1, 1), "RdBu_r"), cax=cax)
+        bar.set_ticks([-1, 0, 1]), bar.ax.tick_params(labelsize=9 * scale)
     return fig
 
 

@@ -34,6 +34,7 @@ WIDGET_MODES = ("auto", "live", "static")
 MAX_FRAMES = 64
 #: The largest dpi a frame may be drawn at (our choice: a 7 in figure at 300 dpi is 2100 px wide).
 MAX_DPI = 300
+CSS_PX_PER_IN = 96.0     # a browser's inch
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 # environment variables that only a live front end sets for its kernels (nbclient/nbmake set none of them)
 _FRONT_END_VARIABLES = ("JPY_SESSION_NAME", "VSCODE_PID", "VSCODE_CWD")
@@ -120,9 +121,20 @@ def render_frames(draw: Callable, knobs: dict, dpi: int = 80) -> list[str]:
     return frames
 
 
-def frames_html(frames: Sequence[str], knobs: dict, start: dict | None = None) -> str:
+def _css_width(frame: str, dpi: int) -> float:
+    """The CSS width (px) that shows a PNG drawn at ``dpi`` at its figure's size: its pixels / dpi inches, at a
+    browser's 96 px per inch (so its text shows at the points it was drawn at, not at dpi / 96 of them)."""
+    head = base64.b64decode(frame[:44] + "=" * (-len(frame[:44]) % 4))
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"frame {frame[:20]!r}...: not a PNG (render_frames draws PNGs)")
+    return round(int.from_bytes(head[16:20], "big") * CSS_PX_PER_IN / dpi, 1)
+
+
+def frames_html(frames: Sequence[str], knobs: dict, start: dict | None = None, dpi: int | None = None) -> str:
     """A kernel-free viewer: one range input per knob, swapping the shown PNG (``frames`` as from
-    :func:`render_frames`). The page needs no kernel and no network."""
+    :func:`render_frames`). The page needs no kernel and no network. ``dpi``: the dpi the frames were drawn at;
+    given, each frame is shown at its figure's width in inches (never wider than the column), as the book
+    shows a figure, so its text keeps its size; None: at the PNG's pixel width."""
     knobs = _check_knobs(knobs)
     frames = checks.sequence(frames, "frames")
     sizes = [len(v) for v in knobs.values()]
@@ -132,6 +144,7 @@ def frames_html(frames: Sequence[str], knobs: dict, start: dict | None = None) -
         if not isinstance(f, str) or not _BASE64.fullmatch(f):
             raise ValueError(f"frames[{i}] must be a base64 PNG string (render_frames), got {f!r:.40}")
     start = _check_start(start, knobs)
+    widths = None if dpi is None else [_css_width(f, checks.integer(dpi, "dpi", 1, MAX_DPI)) for f in frames]
     uid = "cbs" + uuid.uuid4().hex[:10]
     rows, init = [], []
     for k, (name, values) in enumerate(knobs.items()):
@@ -145,17 +158,19 @@ def frames_html(frames: Sequence[str], knobs: dict, start: dict | None = None) -
             f'<output>{html.escape(_label(values[i0]))}</output></label>')
     frame0 = _index(init, sizes)
     data = ",".join(f'"{f}"' for f in frames)
+    width = "" if widths is None else f"width:{widths[frame0]:g}px;"
+    resize = "" if widths is None else f'img.style.width={json.dumps(widths)}[i]+"px";'
     return (
         f'<div id="{uid}" class="compbook-slider" data-frames="{len(frames)}">'
         f'<div>{"".join(rows)}</div>'
-        f'<img class="cb-frame" data-frame="{frame0}" style="max-width:100%" '
+        f'<img class="cb-frame" data-frame="{frame0}" style="{width}max-width:100%;height:auto" '
         f'src="data:image/png;base64,{frames[frame0]}">'
         f'<script>(function(){{var root=document.getElementById("{uid}");'
         f'var frames=[{data}];var sizes={sizes};'
         'var knobs=root.querySelectorAll("input.cb-knob");var img=root.querySelector("img.cb-frame");'
         'function show(){var i=0;knobs.forEach(function(k,j){i=i*sizes[j]+parseInt(k.value);'
         'k.nextElementSibling.textContent=JSON.parse(k.dataset.labels)[parseInt(k.value)];});'
-        'img.src="data:image/png;base64,"+frames[i];img.dataset.frame=i;}'
+        'img.src="data:image/png;base64,"+frames[i];img.dataset.frame=i;' + resize + '}'
         'knobs.forEach(function(k){k.addEventListener("input",show);});})();</script></div>')
 
 
@@ -173,13 +188,14 @@ def _index(positions, sizes) -> int:
     return i
 
 
-def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 80, **knobs):
+def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 100, **knobs):
     """A slider over one or more knobs (``name=[values]``): live ipywidgets in a front end, else a JS viewer.
 
     ``draw(**knobs)`` returns a matplotlib Figure. ``start`` gives each knob's initial value (default: the
     first). Static mode draws every combination (at most ``MAX_FRAMES``) and displays the viewer; live mode
     displays the ipywidgets ``interact``. Returns None, so a slider as a cell's last line prints nothing more
-    (a returned HTML string would be echoed as a page-wide text output).
+    (a returned HTML string would be echoed as a page-wide text output). The frames are drawn at ``dpi`` and
+    shown at their figures' widths in inches (a frame's text shows at the points it was drawn at).
     """
     knobs = _check_knobs(knobs)
     dpi = _check_draw(draw, dpi)
@@ -189,7 +205,7 @@ def frame_slider(draw: Callable, *, start: dict | None = None, dpi: int = 80, **
     if widget_mode() == "live":
         _live(draw, knobs, start)
         return None
-    display(HTML(frames_html(render_frames(draw, knobs, dpi=dpi), knobs, start)))
+    display(HTML(frames_html(render_frames(draw, knobs, dpi=dpi), knobs, start, dpi=dpi)))
     return None
 
 

@@ -41,6 +41,23 @@ def test_frames_html_starts_on_the_requested_frame_and_embeds_all_frames():
     assert "http" not in page, "the viewer must need no network"
 
 
+def test_frames_show_at_their_figures_width_so_their_text_keeps_its_points():
+    """A frame drawn at 80 dpi shown at its pixel width would show 8 pt text at 8 * 80 / 96 = 6.7 pt: given the
+    dpi, the viewer shows each frame at its figure's width in inches (96 CSS px per inch), frame by frame."""
+    wide = lambda a: plt.subplots(figsize=(2 + a, 1))[0]       # noqa: E731 (frames of different widths)
+    for dpi in (80, 100):
+        frames = sliders.render_frames(wide, {"a": [0, 1]}, dpi=dpi)
+        page = sliders.frames_html(frames, {"a": [0, 1]}, start={"a": 1}, dpi=dpi)
+        widths = [sliders._css_width(f, dpi) for f in frames]
+        assert widths[1] > widths[0] + 48, "the wider figure's frame must show wider"
+        assert abs(widths[1] - 3 * 96) < 0.1 * 96, "a 3 in figure (tight box about 3 in) shows about 3 x 96 px"
+        assert f"width:{widths[1]:g}px" in page, "the start frame's width"
+        assert str(widths).replace(", ", ",") in page.replace(", ", ","), "every frame's width, for the script's swaps"
+    assert "px;max-width" not in sliders.frames_html(frames, {"a": [0, 1]}), "no dpi: shown at its pixel width"
+    with pytest.raises(ValueError, match="not a PNG"):
+        sliders.frames_html(["QUJD", "QUJD"], {"a": [0, 1]}, dpi=80)
+
+
 def test_headless_default_is_static(monkeypatch):
     for v in ("JPY_SESSION_NAME", "VSCODE_PID", "VSCODE_CWD", sliders.WIDGETS_VARIABLE):
         monkeypatch.delenv(v, raising=False)

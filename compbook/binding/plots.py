@@ -1,5 +1,6 @@
 """Figures of chapters 10-13: scenes with their masks, one scene's logits, recognition per split, scenes as
-sums (arrows that agree), decoding through the probe's MLP, the swap test against coverage."""
+sums (arrows that agree), decoding through the probe's MLP (controlled and image encoders), the swap test against
+coverage."""
 
 from __future__ import annotations
 
@@ -120,26 +121,60 @@ def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
 
 # -- chapter 12: decoding held-out objects through the probe's MLP --------------------------------------------------
 def decoding_figure(table, references: dict, width: float = 7.0):
-    """Chapter 12's figure: concept and object decoding of held-out-object scenes against coverage, one line per
-    MLP width (black: the encoder itself, width 0); ``table`` columns coverage, width, concept, object;
-    ``references`` ``{"concept": (value, label, (x0, x1)), "object": ...}``: a reference level drawn only over the
-    coverages ``x0..x1`` it applies to, concept and object in distinct colours and dashes. The legend sits right
-    of the panels."""
+    """Chapter 12's figure: concept and object decoding of held-out-object scenes against coverage: the encoder
+    itself (width 0, black) and the MLP's predictions (width > 0) as one line, their mean over the widths, in a
+    band from the lowest to the highest width's reading (the widths hardly differ: one line each would hide one
+    another); ``table`` columns coverage, width, concept, object; ``references`` ``{"concept": (value, label,
+    (x0, x1)), "object": ...}``: a reference level drawn only over the coverages ``x0..x1`` it applies to,
+    concept and object in distinct colours and dashes. The legend sits right of the panels."""
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
-    widths = np.log2([w for w in table["width"].unique() if w > 0])
-    span = max(np.ptp(widths), 1)
+    real, mlp = table[table["width"] == 0], table[table["width"] > 0]
+    widths = sorted(mlp["width"].unique())
     for ax, what in zip(axes, ("concept", "object")):
-        for w, g in table.groupby("width"):
-            real = w == 0
-            ax.plot(g.coverage, g[what], marker="o", ms=3, lw=2 if real else 1,
-                    color="k" if real else plt.cm.viridis(0.85 * (np.log2(w) - widths.min()) / span),
-                    label="the encoder itself" if real else f"MLP, width {w}")
+        ax.plot(real.coverage, real[what], marker="o", ms=3, lw=2, color="k", label="the encoder itself")
+        g = mlp.groupby("coverage")[what]
+        if len(widths):
+            ax.fill_between(g.min().index, g.min(), g.max(), color="tab:green", alpha=0.25, lw=0,
+                            label=f"MLP, widths {widths[0]:,}-{widths[-1]:,}\n(band: lowest to highest)")
+            ax.plot(g.mean().index, g.mean(), marker="o", ms=3, lw=1.5, color="tab:green",
+                    label="MLP, mean over widths")
         value, label, (x0, x1) = references[what]
         color, ls = ("tab:red", ":") if what == "concept" else ("tab:purple", "-.")
         ax.hlines(value, x0, x1, color=color, ls=ls, lw=1.8, label=label)
         ax.set_xlabel("coverage", fontsize=9)
         ax.set_title(f"{what} decoding", fontsize=9)
         ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=9)
+    axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
+    handles, names = [], []
+    for ax in axes:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            if n not in names:
+                handles.append(h), names.append(n)
+    fig.legend(handles, names, loc="center left", bbox_to_anchor=(0.7, 0.5), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0, 0.7, 1))
+    return fig
+
+
+def encoders_decoding_figure(table, chance: float, width: float = 7.0):
+    """Chapter 12's image encoders: concept and object decoding of held-out-object scenes, one group of bars per
+    training recipe: the encoder itself (width 0, black) and the MLP's predictions at each width (greens).
+    ``table`` columns trained, width, concept, object; ``chance``: the object probes' chance (a dashed line)."""
+    fig, axes = plt.subplots(1, 2, figsize=(width, 2.9), sharey=True)
+    recipes = list(dict.fromkeys(table["trained"]))
+    widths = sorted(table["width"].unique())
+    step = 0.8 / len(widths)
+    for ax, what in zip(axes, ("concept", "object")):
+        for k, w in enumerate(widths):
+            rows = table[table["width"] == w].groupby("trained")[what].mean()
+            shade = plt.cm.Greens(0.4 + 0.5 * k / max(len(widths) - 1, 1))
+            ax.bar(np.arange(len(recipes)) + (k - (len(widths) - 1) / 2) * step, [rows[r] for r in recipes],
+                   step, color="k" if w == 0 else shade, label="the encoder itself" if w == 0 else f"MLP, width {w:,}")
+        if what == "object":
+            ax.axhline(chance, color="tab:red", ls="--", lw=1.2, label="chance (objects)")
+        ax.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=9)
+        ax.set_title(f"{what} decoding", fontsize=9)
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=9)
     axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)

@@ -1,0 +1,52 @@
+"""compbook.binding.plots: chapter 12's decoding figures draw what their tables hold, legibly at the column."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from compbook import legibility
+from compbook.binding import plots
+
+
+def _coverage_table():
+    rng = np.random.default_rng(0)
+    return pd.DataFrame([{"coverage": c, "width": w, "concept": rng.uniform(0.3, 0.9),
+                          "object": rng.uniform(0.1, 0.9)}
+                         for c in (0.1, 0.3, 0.5, 0.7, 0.9) for w in (0, 8, 64, 512)])
+
+
+def test_decoding_figure_draws_the_widths_as_one_band_around_their_mean():
+    table = _coverage_table()
+    refs = {"concept": (0.8, "paper: concepts", (0.3, 1)), "object": (0.2, "paper: objects", (0, 1))}
+    fig = plots.decoding_figure(table, refs)
+    assert legibility.problems(fig, tight=True) == []
+    mlp = table[table.width > 0].groupby("coverage")
+    for ax, what in zip(fig.axes, ("concept", "object")):
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        assert set(lines) >= {"the encoder itself", "MLP, mean over widths"}, "one line per kind, not per width"
+        np.testing.assert_allclose(lines["MLP, mean over widths"].get_ydata(), mlp[what].mean().values)
+        np.testing.assert_allclose(lines["the encoder itself"].get_ydata(),
+                                   table[table.width == 0][what].values)
+        band = ax.collections[0].get_paths()[0].vertices[:, 1]
+        assert band.min() == pytest.approx(mlp[what].min().min()) and band.max() == pytest.approx(
+            mlp[what].max().max()), "the band spans the lowest to the highest width's reading"
+    plt.close(fig)
+
+
+def test_encoders_decoding_figure_has_one_bar_per_recipe_and_width_at_its_reading():
+    rng = np.random.default_rng(1)
+    table = pd.DataFrame([{"trained": t, "width": w, "concept": rng.uniform(0.2, 0.9),
+                           "object": rng.uniform(0.0, 0.9)}
+                          for t in ("with swaps", "without swaps") for w in (0, 64, 256, 1024)])
+    fig = plots.encoders_decoding_figure(table, 1 / 24)
+    assert legibility.problems(fig, tight=True) == []
+    for ax, what in zip(fig.axes, ("concept", "object")):
+        heights = sorted(round(p.get_height(), 9) for p in ax.patches)
+        assert heights == sorted(round(v, 9) for v in table[what]), "every (recipe, width) reading, once"
+    chance = [ln for ln in fig.axes[1].get_lines() if ln.get_label() == "chance (objects)"]
+    assert chance and chance[0].get_ydata()[0] == pytest.approx(1 / 24)
+    plt.close(fig)
