@@ -147,7 +147,7 @@ def colouring_figure(groups: Sequence[Sequence[int]], r: int, colour, F):
     colour = np.asarray(colour)
     F = checks.reals(F, "F", ndim=2)
     palette = plt.cm.tab10.colors
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), gridspec_kw={"width_ratios": [1, 1.1]})
+    fig, axes = plt.subplots(1, 2, figsize=(6.8, 3.4), gridspec_kw={"width_ratios": [1, 1.1]})
     angle = 2 * np.pi * np.arange(r) / r
     xy = np.stack([np.sin(angle), np.cos(angle)], 1)
     ax = axes[0]
@@ -158,7 +158,7 @@ def colouring_figure(groups: Sequence[Sequence[int]], r: int, colour, F):
                     ax.plot(*xy[[a, b]].T, color="0.6", lw=1, zorder=1)
     for i in range(r):
         ax.scatter(*xy[i], s=260, color=palette[colour[i] % 10], edgecolor="k", zorder=2)
-        ax.annotate(str(i), xy[i], ha="center", va="center", fontsize=8, zorder=3)
+        ax.annotate(str(i), xy[i], ha="center", va="center", fontsize=9, zorder=3)
     ax.set_aspect("equal"), ax.axis("off")
     ax.set_title("co-occurrence graph, coloured", fontsize=10)
     ax = axes[1]

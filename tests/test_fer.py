@@ -138,6 +138,7 @@ def test_source_note_says_where_the_networks_are():
     note = fer.source_note()
     assert "skull, butterfly, apple" in note and "23a9c45" in note
     assert ("found in " in note) or ("downloaded from " in note)
+    assert str(Path.home()) not in note and "/tmp/" not in note and ".cache" not in note   # a page shows it
 
 
 # -- twins of FER's architecture ---------------------------------------------------------------------------------

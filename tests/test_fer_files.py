@@ -73,6 +73,7 @@ def test_empty_cache_fetches_every_file_checked_by_digest(served):
         assert got == (copy / rel).read_bytes() and hashlib.sha256(got).hexdigest() == fer_files.SHA256[rel]
     assert not list(cache.rglob("*.part"))
     assert "downloaded from " + server.url in fer.source_note()
+    assert str(cache) not in fer.source_note()          # no path of the machine on a page
     assert len(genome.nodes) > 4 and render.shape == (256, 256, 3)
 
 

@@ -215,12 +215,13 @@ def available(download: bool = True) -> bool:
 
 
 def source_note() -> str:
-    """One line for a chapter: where FER's networks come from (a local folder or the cache of downloads)."""
+    """One line for a chapter: where FER's networks come from (a local folder, named by its last two parts, or
+    the cache of downloads), without a path of the machine that runs it (a page shows it)."""
     paths = [p for n in NAMES for p in find_fer(n).values()]
     if all(fer_files.cache_dir() in p.parents for p in paths):
         url = fer_files.source_url("data/sgd_skull/params.pkl")[0].removesuffix("/data/sgd_skull/params.pkl")
-        where = f"downloaded from {url} into {fer_files.cache_dir()}"
-    else:
-        where = "found in " + ", ".join(sorted({str(p.parents[2]) for p in paths}))
+        where = f"downloaded from {url} into compbook's download cache"
+    else:       # the folder's last two parts (shared/fer): never a path of the machine that runs it
+        where = "found in " + ", ".join(sorted({"/".join(p.parents[2].parts[-2:]) for p in paths}))
     return (f"FER's SGD networks ({', '.join(NAMES)}): FER's data/sgd_<name>/*.pkl at commit "
             f"{fer_files.COMMIT[:7]}, {where}")
