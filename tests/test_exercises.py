@@ -207,7 +207,9 @@ def test_anything_the_readers_code_raises_is_reported(error):
 
 def test_a_real_interrupt_still_stops_the_check():
     """Ctrl-C while the reader's function runs: the interrupt is sent once the function has started (it says so),
-    and the function never ends on its own, so nothing but the interrupt can end the check before its limit."""
+    and the function never ends on its own, so nothing but the interrupt can end the check before its limit.
+    Python's own Ctrl-C handler is installed for the test, as in a kernel or a terminal: a process a shell starts
+    in the background inherits SIGINT ignored, and an ignored interrupt is rightly left ignored (next test)."""
     started = threading.Event()
 
     def runs_until_interrupted(x):
@@ -219,12 +221,42 @@ def test_a_real_interrupt_still_stops_the_check():
         if started.wait(60):
             os.kill(os.getpid(), signal.SIGINT)
 
-    sender = threading.Thread(target=interrupt_once_started, daemon=True)
-    sender.start()
-    with pytest.raises(KeyboardInterrupt):
-        check_function(runs_until_interrupted, ref_sum, CASES, "row sums", seconds=120)
-    sender.join()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sender = threading.Thread(target=interrupt_once_started, daemon=True)
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):
+            check_function(runs_until_interrupted, ref_sum, CASES, "row sums", seconds=120)
+        sender.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert started.is_set()
+
+
+def test_an_ignored_interrupt_stays_ignored_and_the_limit_still_stops_the_function():
+    """Where SIGINT is ignored (a background job), the check leaves it ignored: the interrupt does not stop it,
+    its time limit does, and the handler is put back after."""
+    started = threading.Event()
+
+    def runs_until_stopped(x):
+        started.set()
+        while True:
+            pass
+
+    def interrupt_once_started():
+        if started.wait(60):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        sender = threading.Thread(target=interrupt_once_started, daemon=True)
+        sender.start()
+        r = check_function(runs_until_stopped, ref_sum, CASES, "row sums", seconds=1.0)
+        sender.join()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert started.is_set() and not r.passed and "still running" in r.message
 
 
 def test_a_timer_set_before_the_check_still_rings():
