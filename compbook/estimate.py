@@ -91,17 +91,23 @@ def duration(s: float) -> str:
     return f"{h:.1f} h" if h < 10 else f"{round(h)} h"
 
 
-def say(works, subset=None, page: str | None = None) -> str:
+#: how :func:`say` names full mode's scale where a part does not say (its papers' settings)
+PAPERS_SCALE = "at the papers' scale"
+
+
+def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) -> str:
     """The note a chapter prints under its first cell, in a reader's words (lines within 80 columns): how long the
     page runs on the CPU that recorded it (``page``: the chapter's key, ``"ch07"``, or its file's stem, read from
     the run-time record, :func:`compbook.results.runtimes.seconds`; no CPU clause where ``page`` is None), and how
-    long it takes at the papers' scale (full mode) on one A100 and on a T4; then one "Reproduce" line with the
-    settings: full mode, Colab's session limit where the T4's time exceeds :data:`COLAB_WARN_H`, and ``subset``'s
-    T4 time (the works of ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
+    long it takes at full mode's scale (``scale``: the words that name it, :data:`PAPERS_SCALE` by default) on one
+    A100 and on a T4; then one "Reproduce" line with the settings: full mode, Colab's session limit where the T4's
+    time exceeds :data:`COLAB_WARN_H`, and ``subset``'s T4 time (the works of ``COMPBOOK_FULL_SUBSET=1``) where it
+    is shorter."""
+    checks.non_empty_str(scale, "scale")
     a, t = seconds(works, A100), seconds(works, T4)
     on_a100, on_t4 = _kept(duration(a)), _kept(duration(t))
-    scale = (f"at the papers' scale it takes about {on_a100} on one A100 GPU ({on_t4} on a T4)."
-             if a >= 60 else "at the papers' scale it takes under a minute on one GPU.")
+    scale = (f"{scale} it takes about {on_a100} on one A100 GPU ({on_t4} on a T4)."
+             if a >= 60 else f"{scale} it takes under a minute on one GPU.")
     if page is None:
         first = scale[0].upper() + scale[1:]
     else:

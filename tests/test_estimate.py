@@ -99,6 +99,19 @@ def test_say_lines_fit_and_name_colab_and_subset():
     assert "under a minute on one GPU" in estimate.say(tiny)
 
 
+def test_part_c_says_its_scale_is_a_miniature_not_the_papers():
+    """Part C's full mode is a larger miniature of the tiny VLM, so its note names no "papers' scale"."""
+    from compbook.sae import fulltime as part_c
+    tiny = [estimate.Work(1.0)]
+    assert estimate.say(tiny, scale="in the big setting").startswith("In the big setting it takes under a minute")
+    with pytest.raises(ValueError, match="scale"):
+        estimate.say(tiny, scale="")
+    for key in part_c.CHAPTERS:
+        text = " ".join(part_c.say(key).split())
+        assert "papers' scale" not in text and "not the paper's Qwen2.5-VL-7B" in text, key
+        assert all(len(line) <= 80 for line in part_c.say(key).splitlines()), key
+
+
 def test_say_is_a_readers_note():
     """Words, not tools: no module or file names; the settings only in the one line that starts "Reproduce"."""
     long = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 5 * 3600)]

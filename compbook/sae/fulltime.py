@@ -1,5 +1,6 @@
 """Part C's full-mode time per chapter (chapters 14-16 and Part C's notes), as :class:`compbook.estimate.Work` items
-read from :class:`compbook.sae.sizes.PartCRun`'s ``FULL``; :func:`say` is the line each chapter's first cell prints.
+read from :class:`compbook.sae.sizes.PartCRun`'s ``FULL``; :func:`say` is the line each chapter's first cell prints,
+naming full mode's scale as what it is (:data:`SCALE`: a larger miniature, not the paper's model).
 
 What is counted (our reading of the chapters' code; the constants are our choices): an SAE step is 6 x its
 parameters (encoder and decoder, ``2 x d_model x d_sae``) x the tokens of ``batch_images`` scenes (patches and
@@ -19,6 +20,8 @@ from .sizes import PartCRun
 D_MODEL, TOKENS = 64, 64 + 32
 #: kernels of one SAE step (top-k, encode, decode, loss, backward, optimizer; our choice)
 KERNELS = 40
+#: full mode's scale in a reader's words: a larger miniature of the tiny VLM's setting, not the paper's model
+SCALE = "with more scenes, a larger dictionary and more steps (still the tiny VLM, not the paper's Qwen2.5-VL-7B)"
 #: object-VLM variants chapter 15 trains SAEs on (:data:`compbook.sae.objsae.VARIANTS`: a test counts them)
 OBJECT_VARIANTS = 3
 
@@ -74,4 +77,4 @@ def works(chapter: str, subset: bool = False) -> list:
 
 def say(chapter: str) -> str:
     """The note ``chapter``'s first cell prints: its CPU run time, its full-mode time and how to run it."""
-    return say_works(works(chapter), works(chapter, subset=True), page=chapter)
+    return say_works(works(chapter), works(chapter, subset=True), page=chapter, scale=SCALE)

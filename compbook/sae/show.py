@@ -104,12 +104,13 @@ def _grid_axes(n: int, ncols: int, height: float):
 def show_scenes(scenes, idx, ncols: int = 4):
     """Images with their captions (wrapped), one panel per scene index in ``idx``."""
     idx = checks.index(checks.sequence(idx, "idx"), "idx", len(scenes), "the scene set").tolist()
-    fig, axes = _grid_axes(len(idx), ncols, 2.2)
-    for ax, i in zip(axes, idx):
+    captions = [scenes.vocab.decode(scenes.tokens[i].tolist()).replace(" and ", "\nand ") for i in idx]
+    lines = max(c.count("\n") + 1 for c in captions)      # a row's tallest caption sets its room
+    fig, axes = _grid_axes(len(idx), ncols, 1.75 + 0.16 * lines)
+    for ax, i, words in zip(axes, idx, captions):
         ax.imshow(scenes.images[i], interpolation="nearest")
-        words = scenes.vocab.decode(scenes.tokens[i].tolist()).replace(" and ", "\nand ")
         ax.set_title(words, fontsize=FONT)
-    fig.tight_layout()
+    fig.set_layout_engine("constrained")      # titles never run into the row above
     return fig
 
 
@@ -129,8 +130,22 @@ def overlay(image: np.ndarray, patch_values: np.ndarray, grid: tuple, colour=(1.
     return image * (1 - alpha * v) + alpha * v * np.asarray(colour)
 
 
+#: the outline of a latent's active patches: magenta, a colour no scene object has (objects have black edges)
+ACTIVE = "#ff00ff"
+
+
+def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = ACTIVE):
+    """Outline the patches where ``patch_mask`` (P,) is true on an image of ``size`` pixels drawn in ``ax``."""
+    h = size // grid[0]
+    big = np.kron(np.asarray(patch_mask, float).reshape(grid), np.ones((h, h)))
+    big = np.pad(big, 1)      # closed outlines at the image's edge too
+    at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
+    ax.contour(at, at, big, levels=[0.5], colors=colour, linewidths=1.8)
+
+
 def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None):
-    """For each latent (a row), the first images where it fires with its active patches in red.
+    """For each latent (a row), the first images where it fires: its active patches in their true colours,
+    outlined in magenta (:data:`ACTIVE`, a colour no object has), the other patches faded.
 
     ``codes`` (N, P, d_sae) patch codes of ``scenes``.
     """
@@ -144,7 +159,11 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
             ax.axis("off")
             if c < len(where):
                 n = where[c]
-                ax.imshow(overlay(scenes.images[n], active[n, :, j], scenes.grid), interpolation="nearest")
+                faded = overlay(scenes.images[n], 1 - active[n, :, j], scenes.grid, colour=(1.0, 1.0, 1.0))
+                ax.imshow(faded, interpolation="nearest")
+                _outline(ax, active[n, :, j], scenes.grid, scenes.images[n].shape[0])
+                ax.set_xlim(-0.5, scenes.images[n].shape[1] - 0.5)
+                ax.set_ylim(scenes.images[n].shape[0] - 0.5, -0.5)
         axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=FONT, loc="left")
     fig.tight_layout()
     return fig
