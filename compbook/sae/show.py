@@ -332,7 +332,7 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
     ax.axvline(p, color="grey", lw=0.8, ls="--")
-    ax.set_yticks(range(len(cases)), [c[0] for c in reversed(cases)], fontsize=FONT + 1)
+    ax.set_yticks(range(len(cases)), [c[0].replace(": ", ":\n", 1) for c in reversed(cases)], fontsize=FONT + 1)
     ax.set_ylim(-0.6, len(cases) - 0.4)
     ax.set_xlabel(xlabel, fontsize=FONT + 1)
     low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
@@ -342,7 +342,7 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
     ticks, labels = _rule_ticks(low, high, p)
     ax.set_xticks(ticks, labels)
     ax.tick_params(axis="x", labelsize=FONT + 1)
-    fig.subplots_adjust(left=0.22, right=0.70, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
+    fig.subplots_adjust(left=0.17, right=0.69, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
     # room on the left for the cases' names and on the right for the readings
     return fig
 
