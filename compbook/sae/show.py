@@ -90,7 +90,7 @@ def config_table(cfg, **varied) -> pd.DataFrame:
         elif isinstance(value, float):
             value = f"{value:g}"
         rows[meaning] = str(value)
-    return pd.DataFrame({"value": rows}).rename_axis("setting")
+    return pd.DataFrame({"value": rows})      # no index name: no empty header row on the page
 
 
 def _grid_axes(n: int, ncols: int, height: float):
@@ -172,19 +172,38 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
     return fig
 
 
+def _region_edges(lab: np.ndarray, h: int) -> list:
+    """The line segments, in pixel coordinates, between neighbouring patches of different regions (``lab`` a
+    (rows, cols) grid of region labels, ``h`` pixels a patch side)."""
+    segs = []
+    rows, cols = lab.shape
+    for r in range(rows):
+        for c in range(cols):
+            if c + 1 < cols and lab[r, c] != lab[r, c + 1]:
+                x = (c + 1) * h - 0.5
+                segs.append([(x, r * h - 0.5), (x, (r + 1) * h - 0.5)])
+            if r + 1 < rows and lab[r, c] != lab[r + 1, c]:
+                y = (r + 1) * h - 0.5
+                segs.append([(c * h - 0.5, y), ((c + 1) * h - 0.5, y)])
+    return segs
+
+
 def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
-    """Images with their patch regions drawn as colours (``regions`` (N, P) labels)."""
-    fig, axes = _grid_axes(len(idx), ncols, 2.4)
-    cmap = plt.get_cmap("tab20")
+    """Images with their patch regions drawn as outlines over the true colours (``regions`` (N, P) labels), so
+    that one can see whether a region's border follows an object's."""
+    from matplotlib.collections import LineCollection
+
+    fig, axes = _grid_axes(len(idx), ncols, 2.5)
     for ax, i in zip(axes, idx):
         lab = np.asarray(regions[i]).reshape(scenes.grid)
-        colours = cmap(lab % 20)[..., :3]
         h = scenes.images[i].shape[0] // scenes.grid[0]
-        big = np.kron(colours, np.ones((h, h, 1)))
-        ax.imshow(0.45 * scenes.images[i] + 0.55 * big, interpolation="nearest")
-        ax.set_title(f"scene {i}: {len(np.unique(lab))} regions", fontsize=FONT + 1)
+        ax.imshow(scenes.images[i], interpolation="nearest")
+        segs = _region_edges(lab, h)
+        ax.add_collection(LineCollection(segs, colors="white", linewidths=3.0))
+        ax.add_collection(LineCollection(segs, colors="black", linewidths=1.4))
+        ax.set_title(f"scene {i}: {len(np.unique(lab))} regions", fontsize=FONT + 3)
     if title:
-        fig.suptitle(title, fontsize=FONT + 2)
+        fig.suptitle(title, fontsize=FONT + 3)
     fig.tight_layout()
     return fig
 
@@ -194,7 +213,8 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
 
     ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
     """
-    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 2.1), squeeze=False)
+    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.15 * (title.count("\n") + 1)),
+                             squeeze=False)
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
         if np.any(m):       # the region's outline, so that the colours under it stay true
@@ -219,8 +239,10 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
 
     refs = torch.tensor([row["references"]])
     masks = region_masks(z_img, refs, [row["latent"]], scenes.grid, scenes.images.shape[1])[0]
-    title = (f"latent {row['latent']} | image: {row['image concept']} | text: {row['text concept']} | "
-             f"truth: {row['truth']}\ntop caption words: {', '.join(row['top words'][:8]) or '(none)'}")
+    reading = "hierarchical reading" if hierarchical else "direct reading (whole images, no region)"
+    title = (f"{reading} of latent {row['latent']}\nimage: {row['image concept']} | "
+             f"text: {row['text concept']} | truth: {row['truth']}\n"
+             f"top caption words: {', '.join(row['top words'][:8]) or '(none)'}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
                            row["descriptions"], title)
 
@@ -248,9 +270,9 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
             x = np.array(ks) * (1 + 0.06 * (i - 1))          # a small offset so the intervals do not overlap
             line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=3, capsize=2,
                                label=method_name(lam))
-            ax.plot(np.repeat(x, [int((g.k == k).sum()) for k in ks]),
-                    np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), ".",
-                    color=line.lines[0].get_color(), alpha=0.35, ms=3)
+            ax.plot(np.repeat(x * 1.03, [int((g.k == k).sum()) for k in ks]),   # seeds just right of the mean
+                    np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), "o", mfc="none",
+                    color=line.lines[0].get_color(), alpha=0.8, ms=4, mew=0.8)
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
         if ev_target is not None and c == "EV":
@@ -259,8 +281,8 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
         ax.set_title(c, fontsize=FONT + 2)
-        ax.set_xlabel("k", fontsize=FONT + 1)
-        ax.tick_params(labelsize=FONT)
+        ax.set_xlabel("k", fontsize=FONT + 2)
+        ax.tick_params(labelsize=FONT + 1)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.9))        # the legend above the panels, over no data
@@ -293,11 +315,12 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
                    label=p)
         ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=FONT + 1)
         ax.set_title(_PANELS.get(c, c), fontsize=FONT + 2)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.1)                       # room above 1: the paper's 0.988 stays visible
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
         ax.tick_params(labelsize=FONT)
     if paper:
         for p, rate in paper.items():
-            axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1, label=f"the paper, {p}")
+            axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1.5, label=f"the paper, {p}")
     axes.flat[0].set_ylabel("share identified", fontsize=FONT + 1)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
@@ -317,20 +340,21 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
     checks.real(paper_size, "paper_size", 0, low_open=True)
     if paper_sign not in (-1, 1):
         raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.45 * len(cases) + 1.0))
-    colours = {"reproduced": "tab:green", "direction": "tab:olive", "not": "tab:red", "inconclusive": "tab:grey"}
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.5 * len(cases) + 1.1))
+    colours = {"reproduced": "#1a7f1a", "direction": "#8a5a00", "not": "#c00000", "inconclusive": "#555555"}
     for i, case in enumerate(cases):
         label, mean, half = case
         verdict = reread(mean, half, paper_sign, paper_size)
         y = len(cases) - 1 - i
         colour = colours[verdict.split()[0]]
         ax.errorbar(mean, y, xerr=half, fmt="o", capsize=4, color=colour, ms=5)
-        ax.text(1.02, y, verdict.replace(" (", "\n("), transform=ax.get_yaxis_transform(), va="center", fontsize=FONT, color=colour)
+        ax.text(1.02, y, verdict.replace(" (", "\n("), transform=ax.get_yaxis_transform(), va="center",
+                fontsize=FONT + 1, color=colour)
     p = paper_sign * paper_size
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
     ax.axvline(p, color="grey", lw=0.8, ls="--")
-    ax.set_yticks(range(len(cases)), [c[0] for c in reversed(cases)], fontsize=FONT + 1)
+    ax.set_yticks(range(len(cases)), [c[0].replace(": ", ":\n", 1) for c in reversed(cases)], fontsize=FONT + 1)
     ax.set_ylim(-0.6, len(cases) - 0.4)
     ax.set_xlabel(xlabel, fontsize=FONT + 1)
     low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
@@ -339,8 +363,8 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
     ax.set_xlim(low, high)
     ticks, labels = _rule_ticks(low, high, p)
     ax.set_xticks(ticks, labels)
-    ax.tick_params(axis="x", labelsize=FONT)
-    fig.subplots_adjust(left=0.27, right=0.64, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
+    ax.tick_params(axis="x", labelsize=FONT + 1)
+    fig.subplots_adjust(left=0.17, right=0.69, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
     # room on the left for the cases' names and on the right for the readings
     return fig
 
