@@ -10,18 +10,15 @@ import numpy as np
 from .. import scenes as S
 
 
-def scene_figure(scene: S.Scene, title: str | None = None, width: float = 7.0):
-    """The image, its masks (one colour per object) and the patch labels of a 8 px grid, side by side."""
-    fig, ax = plt.subplots(1, 3, figsize=(width, width / 3 + 0.4))
+def scene_figure(scene: S.Scene, title: str | None = None, width: float = 4.8):
+    """The image and its masks (one colour per object) side by side, ``width`` inches for both."""
+    fig, ax = plt.subplots(1, 2, figsize=(width, width / 2 + 0.4))
     ax[0].imshow(scene.image)
     lab = np.full(scene.masks.shape[1:], -1)
     for i, m in enumerate(scene.masks):
         lab[m] = i
     ax[1].imshow(lab, cmap="tab10", vmin=-1, vmax=9, interpolation="nearest")
-    p = max(scene.image.shape[0] // 8, 1)
-    pg = scene.patches(p)
-    ax[2].imshow(pg.labels.reshape(pg.grid), cmap="tab10", vmin=-1, vmax=9, interpolation="nearest")
-    for a, t in zip(ax, ("image", "masks", f"patch labels ({p} px)")):
+    for a, t in zip(ax, ("image", "masks")):
         a.set_title(t, fontsize=9)
         a.axis("off")
     fig.suptitle(title or scene.caption, fontsize=9)
