@@ -137,7 +137,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
         g = mlp.groupby("coverage")[what]
         if len(widths):
             ax.fill_between(g.min().index, g.min(), g.max(), color="tab:green", alpha=0.25, lw=0,
-                            label=f"MLP, widths {widths[0]:,}-{widths[-1]:,} (band: lowest to highest)")
+                            label=f"MLP, widths {widths[0]:,}-{widths[-1]:,}\n(band: lowest to highest)")
             ax.plot(g.mean().index, g.mean(), marker="o", ms=4, lw=1.5, color="tab:green",
                     label="MLP, mean over widths", zorder=3)
         value, label, (x0, x1) = references[what]
@@ -155,8 +155,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
         for h, n in zip(*ax.get_legend_handles_labels()):
             if n not in names:
                 handles.append(h), names.append(n)
-    fig.legend(handles, [n.replace("\n", " ") for n in names], loc="outside lower center", ncols=2, fontsize=9,
-               frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
     return fig
 
 
