@@ -123,34 +123,36 @@ def decoding_figure(table, references: dict, width: float = 7.0):
     band from the lowest to the highest width's reading (the widths hardly differ: one line each would hide one
     another); ``table`` columns coverage, width, concept, object; ``references`` ``{"concept": (value, label,
     (x0, x1)), "object": ...}``: a reference level drawn only over the coverages ``x0..x1`` it applies to,
-    concept and object in distinct colours and dashes. The legend sits right of the panels."""
-    fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
+    concept and object in distinct colours and dashes, drawn under the data lines. The legend sits below the
+    panels; the coverage ticks read 0 to 1 without trailing zeros (neighbouring panels' end labels stay apart)."""
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.9), sharey=True, layout="constrained")
     real, mlp = table[table["width"] == 0], table[table["width"] > 0]
     widths = sorted(mlp["width"].unique())
     for ax, what in zip(axes, ("concept", "object")):
-        ax.plot(real.coverage, real[what], marker="o", ms=3, lw=2, color="k", label="the encoder itself")
+        ax.plot(real.coverage, real[what], marker="o", ms=4, lw=2, color="k", label="the encoder itself",
+                zorder=4)
         g = mlp.groupby("coverage")[what]
         if len(widths):
             ax.fill_between(g.min().index, g.min(), g.max(), color="tab:green", alpha=0.25, lw=0,
                             label=f"MLP, widths {widths[0]:,}-{widths[-1]:,}\n(band: lowest to highest)")
-            ax.plot(g.mean().index, g.mean(), marker="o", ms=3, lw=1.5, color="tab:green",
-                    label="MLP, mean over widths")
+            ax.plot(g.mean().index, g.mean(), marker="o", ms=4, lw=1.5, color="tab:green",
+                    label="MLP, mean over widths", zorder=3)
         value, label, (x0, x1) = references[what]
         color, ls = ("tab:red", ":") if what == "concept" else ("tab:purple", "-.")
-        ax.hlines(value, x0, x1, color=color, ls=ls, lw=1.8, label=label)
-        ax.set_xlabel("coverage", fontsize=9)
-        ax.set_title(f"{what} decoding", fontsize=9)
+        ax.hlines(value, x0, x1, color=color, ls=ls, lw=1.5, alpha=0.7, zorder=1, label=label)
+        ax.set_xlabel("coverage", fontsize=10)
+        ax.set_title(f"{what} decoding", fontsize=10)
         ax.set_xlim(0, 1)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
         ax.set_ylim(0, 1)
-        ax.tick_params(labelsize=9)
-    axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
+        ax.tick_params(labelsize=10)
+    axes[0].set_ylabel("accuracy on held-out objects", fontsize=10)
     handles, names = [], []
     for ax in axes:
         for h, n in zip(*ax.get_legend_handles_labels()):
             if n not in names:
                 handles.append(h), names.append(n)
-    fig.legend(handles, names, loc="center left", bbox_to_anchor=(0.7, 0.5), fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0, 0.7, 1))
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
     return fig
 
 
