@@ -55,10 +55,11 @@ assert sys.executable == {python!r}, sys.executable
 assert Path(compbook.__file__).resolve().is_relative_to({wheel!r}), compbook.__file__
 assert compbook.paths.repository_root() is None
 OPENED_OUTSIDE = []
-def _record(event, args, forbidden={forbidden!r}):
+def _record(event, args, forbidden={forbidden!r}, environment={environment!r}):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
         p = str(Path(os.fsdecode(os.fspath(args[0]))).resolve())
-        if any(p == f or p.startswith(f + "/") for f in forbidden):
+        inside = lambda folders: any(p == f or p.startswith(f + "/") for f in folders)
+        if inside(forbidden) and not inside(environment):
             OPENED_OUTSIDE.append(p)
 sys.addaudithook(_record)
 print("COLAB-CHECK compbook from", compbook.__file__)
@@ -174,11 +175,18 @@ def read(path: Path):
         return nbformat.read(path, as_version=4)
 
 
+def environment() -> list[str]:
+    """The folders of the interpreter that runs the tests (its prefix, its base prefix): its packages are Colab's
+    own packages, not the checkout's files, even where the virtual environment lies inside the checkout (the
+    README's ``python3 -m venv .venv``)."""
+    return sorted({str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
 def prepare(source: Path, folder: Path, wheel: Path, forbidden: list[str]) -> Path:
     """``source`` with the checking cells inserted, written into ``folder``; returns its path."""
     nb = read(source)
     first = nbformat.v4.new_code_cell(FIRST_CELL.format(python=sys.executable, wheel=str(wheel.resolve()),
-                                                        forbidden=forbidden))
+                                                        forbidden=forbidden, environment=environment()))
     last = nbformat.v4.new_code_cell(LAST_CELL)
     for cell in (first, last):
         cell.metadata[MARK] = True

@@ -207,3 +207,22 @@ def test_the_timing_report_refuses_a_failed_chapter_and_records_a_passed_one(tmp
     for bad in (colab.Outcome("07_depth.ipynb", 1, 30.4, "boom"), colab.Outcome("07_depth.ipynb", 0, 30.4)):
         with pytest.raises(ValueError, match="did not pass"):
             runtimes.from_junit(colab.junit([passed, bad], tmp_path / "bad.xml"))
+
+
+def test_the_open_check_counts_the_checkout_but_not_a_virtual_environment_inside_it(tmp_path):
+    """The README's ``python3 -m venv .venv`` puts the interpreter's packages inside the checkout: opening them is
+    Colab's own business, opening any other file of the checkout is not (the likely bug: every package import
+    reported as a checkout file)."""
+    checkout, venv = tmp_path / "checkout", tmp_path / "checkout" / ".venv"
+    (venv / "lib").mkdir(parents=True)
+    code = colab.FIRST_CELL.format(python="", wheel="", forbidden=[str(checkout.resolve())],
+                                   environment=[str(venv.resolve())])
+    body = code[code.index("OPENED_OUTSIDE = []"):code.index("sys.addaudithook")]
+    scope = {"os": os, "Path": Path}
+    exec(body, scope)
+    scope["_record"]("open", (str(venv / "lib" / "numpy.py"), "r", 0))
+    scope["_record"]("open", (str(tmp_path / "elsewhere.txt"), "r", 0))
+    assert scope["OPENED_OUTSIDE"] == []
+    scope["_record"]("open", (str(checkout / "data" / "registry.json"), "r", 0))
+    assert scope["OPENED_OUTSIDE"] == [str((checkout / "data" / "registry.json").resolve())]
+    assert str(Path(sys.prefix).resolve()) in colab.environment()
