@@ -205,37 +205,10 @@ def test_anything_the_readers_code_raises_is_reported(error):
     assert not r.passed and type(error).__name__ in r.message
 
 
-def test_a_real_interrupt_still_stops_the_check():
-    """Ctrl-C while the reader's function runs: the interrupt is sent once the function has started (it says so),
-    and the function never ends on its own, so nothing but the interrupt can end the check before its limit.
-    Python's own Ctrl-C handler is installed for the test, as in a kernel or a terminal: a process a shell starts
-    in the background inherits SIGINT ignored, and an ignored interrupt is rightly left ignored (next test)."""
-    started = threading.Event()
-
-    def runs_until_interrupted(x):
-        started.set()
-        while True:
-            pass
-
-    def interrupt_once_started():
-        if started.wait(60):
-            os.kill(os.getpid(), signal.SIGINT)
-
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        sender = threading.Thread(target=interrupt_once_started, daemon=True)
-        sender.start()
-        with pytest.raises(KeyboardInterrupt):
-            check_function(runs_until_interrupted, ref_sum, CASES, "row sums", seconds=120)
-        sender.join()
-    finally:
-        signal.signal(signal.SIGINT, old)
-    assert started.is_set()
-
-
-def test_an_ignored_interrupt_stays_ignored_and_the_limit_still_stops_the_function():
-    """Where SIGINT is ignored (a background job), the check leaves it ignored: the interrupt does not stop it,
-    its time limit does, and the handler is put back after."""
+def _check_interrupted_under(handler, seconds: float):
+    """Run a check on a function that never ends on its own, with ``handler`` as the SIGINT handler, and send
+    SIGINT once the function has started (it says so). Returns ``(result or the exception raised, started,
+    the handler during the check)``; the caller's handler is put back after."""
     started = threading.Event()
 
     def runs_until_stopped(x):
@@ -247,16 +220,35 @@ def test_an_ignored_interrupt_stays_ignored_and_the_limit_still_stops_the_functi
         if started.wait(60):
             os.kill(os.getpid(), signal.SIGINT)
 
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old = signal.signal(signal.SIGINT, handler)
     try:
         sender = threading.Thread(target=interrupt_once_started, daemon=True)
         sender.start()
-        r = check_function(runs_until_stopped, ref_sum, CASES, "row sums", seconds=1.0)
+        try:
+            out = check_function(runs_until_stopped, ref_sum, CASES, "row sums", seconds=seconds)
+        except BaseException as e:          # noqa: BLE001: the test reads what the check raised
+            out = e
         sender.join()
-        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        during = signal.getsignal(signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, old)
-    assert started.is_set() and not r.passed and "still running" in r.message
+    return out, started.is_set(), during
+
+
+def test_a_real_interrupt_still_stops_the_check():
+    """Ctrl-C while the reader's function runs stops the check (nothing but the interrupt can end it before its
+    120 s limit). Python's own Ctrl-C handler is installed for the test, as in a kernel or a terminal: a process a
+    shell starts in the background inherits SIGINT ignored, and an ignored interrupt is rightly left ignored."""
+    out, started, _ = _check_interrupted_under(signal.default_int_handler, seconds=120)
+    assert started and isinstance(out, KeyboardInterrupt), out
+
+
+def test_an_ignored_interrupt_stays_ignored_and_the_limit_still_stops_the_function():
+    """Where SIGINT is ignored (a background job), the check leaves it ignored: the interrupt does not stop it,
+    its time limit does, and the handler is as it was after."""
+    out, started, during = _check_interrupted_under(signal.SIG_IGN, seconds=1.0)
+    assert started and during == signal.SIG_IGN
+    assert isinstance(out, Checked) and not out.passed and "still running" in out.message, out
 
 
 def test_a_timer_set_before_the_check_still_rings():

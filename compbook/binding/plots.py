@@ -117,6 +117,16 @@ def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
 
 
 # -- chapter 12: decoding held-out objects through the probe's MLP --------------------------------------------------
+def _shared_legend(axes) -> tuple[list, list]:
+    """The legend entries of all ``axes``, each label once (for one figure legend over panels that share them)."""
+    handles, names = [], []
+    for ax in axes:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            if n not in names:
+                handles.append(h), names.append(n)
+    return handles, names
+
+
 def decoding_figure(table, references: dict, width: float = 7.0):
     """Chapter 12's figure: concept and object decoding of held-out-object scenes against coverage: the encoder
     itself (width 0, black) and the MLP's predictions (width > 0) as one line, their mean over the widths, in a
@@ -147,11 +157,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=10)
     axes[0].set_ylabel("accuracy on held-out objects", fontsize=10)
-    handles, names = [], []
-    for ax in axes:
-        for h, n in zip(*ax.get_legend_handles_labels()):
-            if n not in names:
-                handles.append(h), names.append(n)
+    handles, names = _shared_legend(axes)
     fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
     return fig
 
@@ -177,11 +183,7 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize=9)
     axes[0].set_ylabel("accuracy on held-out objects", fontsize=9)
-    handles, names = [], []
-    for ax in axes:
-        for h, n in zip(*ax.get_legend_handles_labels()):
-            if n not in names:
-                handles.append(h), names.append(n)
+    handles, names = _shared_legend(axes)
     fig.legend(handles, names, loc="center left", bbox_to_anchor=(0.74, 0.5), fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 0.74, 1))
     return fig
