@@ -14,9 +14,9 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.binding.recipe_data import batch_queries, sample_recipe_scenes, split_objects
-from compbook.binding.recipe_model import RecipeEncoder, batch_loss
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.binding.recipe.data import batch_queries, sample_recipe_scenes, split_objects
+from compbook.binding.recipe.model import RecipeEncoder, batch_loss
 
 
 def main():

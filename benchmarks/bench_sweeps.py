@@ -1,11 +1,11 @@
-"""Benchmark: the sweep runner (compbook.sweeps) on this machine. Three ratios, each measured in one run:
+"""Benchmark: the sweep runner (compbook.runs.sweeps) on this machine. Three ratios, each measured in one run:
 
 1. 16 tiny models, ``local`` sequential against ``ray`` on a local cluster of 2 CPUs (one model per task): the
    speed-up from a second core (near 2 on 2 idle cores);
 2. the per-task overhead: tasks that do almost nothing, ``local`` against ``ray`` (milliseconds per task);
 3. stacked models per task (``run_many``, one batched fit of 16) against one model per task, on each backend.
 
-Models are the runner's toy (:mod:`compbook.sweeps.toys`: least squares by gradient descent, float64): for 1, models
+Models are the runner's toy (:mod:`compbook.runs.sweeps.toys`: least squares by gradient descent, float64): for 1, models
 whose fit takes a fraction of a second on one thread; for 3, tiny ones (a step is a few small kernels), the regime
 of the papers' many small networks, where a stack of 16 makes one step of bigger kernels. Each timing is the best of ``--repeats`` runs into a fresh store;
 the Ray cluster is started once, before the timings (its start is printed apart).
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from compbook import sweeps
-from compbook.sweeps import toys
+from compbook.runs import sweeps
+from compbook.runs.sweeps import toys
 
 
 def timed(sweep, repeats: int, **options) -> float:

@@ -1,11 +1,11 @@
 """compbook: the helper package of the compbook teaching book.
 
-* shared pieces (top level): :mod:`~compbook.config` (CPU / full mode), :mod:`~compbook.paths`,
+* shared pieces (top level): :mod:`~compbook.config` (CPU / full mode), :mod:`~compbook.results.paths`,
   :mod:`~compbook.checks` (argument checks), :mod:`~compbook.stats` (intervals and their formatting),
-  :mod:`~compbook.checkpoints` (safetensors + JSON for every part), :mod:`~compbook.images`,
-  :mod:`~compbook.plots`, :mod:`~compbook.sliders`, :mod:`~compbook.scenes` (scenes of Parts B and C),
-  :mod:`~compbook.results` (the registry of stored results in ``data/``), :mod:`~compbook.serving` (an
-  OpenAI-compatible chat client) and :mod:`~compbook.journal` (atomic files and journals that survive a killed
+  :mod:`~compbook.results.checkpoints` (safetensors + JSON for every part), :mod:`~compbook.book.images`,
+  :mod:`~compbook.book.plots`, :mod:`~compbook.book.sliders`, :mod:`~compbook.scenes` (scenes of Parts B and C),
+  :mod:`~compbook.results` (the registry of stored results in ``data/``), :mod:`~compbook.runs.serving` (an
+  OpenAI-compatible chat client) and :mod:`~compbook.results.journal` (atomic files and journals that survive a killed
   run);
 * Part A, chapters 1-9 and their notes: :mod:`compbook.cppn` (CPPNs, training, EMC2-Bench and its judges, claims);
 * Part B, chapters 10-13: :mod:`compbook.binding` (how embedding models bind concepts);
@@ -26,6 +26,6 @@ from .config import set_threads as _set_threads
 
 _set_threads()                                # torch's threads, chosen once (compbook.config.threads)
 
-if _os.environ.get("COMPBOOK_FIGCHECK"):      # a run that checks every figure it draws (compbook.legibility.watch)
-    from .legibility import watch as _watch
+if _os.environ.get("COMPBOOK_FIGCHECK"):      # a run that checks every figure it draws (compbook.book.legibility.watch)
+    from .book.legibility import watch as _watch
     _watch()

@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import torch
 
-from .paths import safe_name, safe_path  # noqa: F401 (the one rule for names in file paths; the registry's too)
 
 #: Default budget for one render's buffers, in MiB (our choice: a 2-core, 24 GiB CI machine renders its
 #: largest book images, 256 px, with a few MiB; a reader's 2000 px render of a 12 x 22 CPPN fits).
@@ -357,24 +357,30 @@ def same_length(a, b, name_a: str, name_b: str) -> int:
     return len(a)
 
 
-def json_file(path, what: str = "JSON file", kind: type = dict):
-    """The JSON content (a ``kind``, dict by default) of the file ``path``: ``ValueError`` naming the file when
-    it is a folder, not valid JSON (truncated?), holds another kind, or is a file of the registered ``data/``
-    that its registry does not list with this digest (:func:`compbook.results.verify`; ``FileNotFoundError`` when
-    missing)."""
-    import json
+# -- names in file paths: the one rule (the registry of stored results reads its paths by it) ---------------------
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
-    from . import results
-    p = file_path(path, what)
-    results.verify(p)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{what} {p} is not valid JSON (truncated or edited? {e})") from None
-    if not isinstance(data, kind):
-        raise ValueError(f"{what} {p} must hold a JSON {'object' if kind is dict else kind.__name__}, "
-                         f"got {type(data).__name__}")
-    return data
+
+def safe_name(value, name: str) -> str:
+    """``value`` as one file or folder name that cannot leave its folder: letters, digits, ``_ . + -``, not
+    starting with a dot, no separator, no ``..``."""
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{name} must be a plain file name (letters, digits, _ . + -; no '/', no '..'), "
+                         f"got {value!r}")
+    return value
+
+
+def safe_path(folder, relative, name: str) -> Path:
+    """``folder / relative`` where ``relative`` (``"emc2/twin_skull"``) is a relative path of :func:`safe_name`
+    parts separated by ``/``, so the result stays inside ``folder`` (resolved: a link out of it is refused too)."""
+    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\\" in relative:
+        raise ValueError(f"{name} must be a relative path inside {folder} (parts joined by '/'), got {relative!r}")
+    for part in relative.split("/"):
+        safe_name(part, f"{name} (part {part!r} of {relative!r})")
+    path = Path(folder) / relative
+    if not path.resolve().is_relative_to(Path(folder).resolve()):
+        raise ValueError(f"{name}={relative!r} leaves its folder {folder} (a link?)")
+    return path
 
 
 # -- shared rules for values, indices, sidecars and allocations ------------------------------------------------------

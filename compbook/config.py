@@ -21,7 +21,7 @@ MODES = ("cpu", "full")
 #: test's step, seed and sample counts (``make test`` runs every chapter so; CONTRIBUTING.md, "Full-mode smoke")
 SMOKE_VARIABLE = "COMPBOOK_SMOKE"
 #: ``COMPBOOK_FULL_SUBSET=1`` with ``COMPBOOK_MODE=full``: each long chapter's named subset (its config's ``SUBSET``:
-#: e.g. one target, fewer seeds), to fit a GPU session; each chapter prints its time (:mod:`compbook.estimate`)
+#: e.g. one target, fewer seeds), to fit a GPU session; each chapter prints its time (:mod:`compbook.runs.estimate`)
 SUBSET_VARIABLE = "COMPBOOK_FULL_SUBSET"
 
 

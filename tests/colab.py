@@ -50,10 +50,10 @@ FIRST_CELL = """\
 # inserted by tests/colab.py: the wheel's compbook, no checkout, and every opened file recorded
 import os, sys
 from pathlib import Path
-import compbook, compbook.paths
+import compbook, compbook.results.paths
 assert sys.executable == {python!r}, sys.executable
 assert Path(compbook.__file__).resolve().is_relative_to({wheel!r}), compbook.__file__
-assert compbook.paths.repository_root() is None
+assert compbook.results.paths.repository_root() is None
 OPENED_OUTSIDE = []
 def _record(event, args, forbidden={forbidden!r}, environment={environment!r}):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):

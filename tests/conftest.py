@@ -35,7 +35,7 @@ def fers_files():
     them). Where one cannot be had (offline, no ../shared/fer), this warns once and stops trying: the tests that
     read FER's files then fail by themselves, naming what is missing (none skips); the others still run."""
     import warnings
-    from compbook.cppn import fer_files
+    from compbook.cppn.data import fer_files
     try:
         return {rel: fer_files.fetch(rel) for rel in fer_files.SHA256}
     except (OSError, ValueError) as e:

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.binding.recipe_data import batch_queries, sample_recipe_scenes, split_objects
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.binding.recipe.data import batch_queries, sample_recipe_scenes, split_objects
 
 
 def tiny(**kw) -> RecipeConfig:

@@ -1,4 +1,4 @@
-"""Local servers for the tests of compbook.serving and its users (only 127.0.0.1; every loop bounded):
+"""Local servers for the tests of compbook.runs.serving and its users (only 127.0.0.1; every loop bounded):
 
 * :class:`TransformersServe`: ``transformers serve`` on a free port with a saved model folder (started, killed,
   restarted on the same port);

@@ -1,9 +1,9 @@
-"""compbook.cppn.agreement: agreement metrics and the held-out split."""
+"""compbook.cppn.audit.agreement: agreement metrics and the held-out split."""
 
 import numpy as np
 import pytest
 
-from compbook.cppn import agreement
+from compbook.cppn.audit import agreement
 
 
 def test_metrics_against_hand_computed_values():
@@ -55,8 +55,9 @@ def test_validate_reads_a_new_batch_at_fixed_thresholds():
     "can't tell" is left out and counted."""
     import torch
 
-    from compbook.cppn import labelling, picbreeder
-    from compbook.cppn.agreement import validate
+    from compbook.cppn.audit import labelling
+    from compbook.cppn import picbreeder
+    from compbook.cppn.audit.agreement import validate
     skull = picbreeder.render(picbreeder.load_genome("skull", download=False), labelling.RES)
     skull = torch.as_tensor(skull, dtype=torch.float32)
     blank = torch.zeros_like(skull)

@@ -16,10 +16,10 @@ import pytest
 from refusal import assert_refused
 import torch
 
-from compbook import images, plots
+from compbook.book import images, plots
 from compbook.cppn import (backprop, depth, emc2, frames, judges, network as cppn, optim, picbreeder, prune,
                            train, volume_ratio)
-from compbook.cppn import store as checkpoints
+from compbook.cppn.data import store as checkpoints
 
 SECONDS = 1.0
 
@@ -154,7 +154,7 @@ CASES = {
     "fit_many 3 targets for 1 model": lambda c: train.fit_many([c.model], np.zeros((3, 8, 8, 3)), 1,
                                                               progress=False),
     "mse a batch of targets": lambda c: train.mse(c.model, np.zeros((2, 8, 8, 3))),
-    # -- compbook.cppn.store ---------------------------------------------------------------------------------
+    # -- compbook.cppn.data.store ---------------------------------------------------------------------------------
     "save_cppn metadata with an object": lambda c: checkpoints.save_cppn(c.model, c.dir / "new1", {"x": object()}),
     "save_cppn metadata with NaN": lambda c: checkpoints.save_cppn(c.model, c.dir / "new2", {"loss": _nan}),
     "save_cppn metadata a list": lambda c: checkpoints.save_cppn(c.model, c.dir / "new3", [1, 2]),
@@ -234,7 +234,7 @@ CASES = {
     "log_rho p='0.5'": lambda c: volume_ratio.log_rho(c.dag, 2, 2, p="0.5"),
     "rho_monte_carlo n=0": lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=0),
     "minimise_coherence steps=0": lambda c: frames.minimise_coherence(3, 2, steps=0),
-    # -- compbook.images and compbook.cppn.optim -------------------------------------------------------------------
+    # -- compbook.book.images and compbook.cppn.optim -------------------------------------------------------------------
     "resize res=0": lambda c: images.resize(c.target, 0),
     "to_square res=-4": lambda c: images.to_square(c.target, -4),
     "to_square an empty image": lambda c: images.to_square(np.zeros((0, 5, 3)), 4),

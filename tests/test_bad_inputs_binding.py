@@ -11,9 +11,12 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition, recipe, recipe_data
-from compbook.binding import recipe_eval, recipe_model, recognition, splits, sweep, symbolic
-from compbook.binding.recipe_config import RecipeConfig
+from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition
+from compbook.binding.recipe.train import train as recipe, data as recipe_data
+from compbook.binding.recipe.train import evaluate as recipe_eval, model as recipe_model
+from compbook.binding import recognition, splits, symbolic
+from compbook.binding.runs import sweep
+from compbook.binding.recipe.config import RecipeConfig
 from compbook.binding.encoders import clip_loss
 from compbook.binding.train import DualTrainConfig
 

@@ -13,10 +13,11 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.binding import complexity, decomposition, probes, recipe_model, symbolic
+from compbook.binding import complexity, decomposition, probes, symbolic
+from compbook.binding.recipe.train import model as recipe_model
 from compbook.binding import controlled
 from compbook.binding.encoders import EncoderConfig
-from compbook.binding.recipe_config import RecipeConfig
+from compbook.binding.recipe.config import RecipeConfig
 from compbook.binding.train import DualStack
 
 SECONDS = 1.0

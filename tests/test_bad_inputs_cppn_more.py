@@ -11,7 +11,9 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.cppn import counting, emc2, experiments, fer, network, prune, tables, twins
+from compbook.cppn.audit import counting, tables
+from compbook.cppn import emc2, fer, network, prune, twins
+from compbook.cppn.runs import experiments
 from compbook.cppn.network import CPPN
 
 SECONDS = 1.0

@@ -30,7 +30,9 @@ from compbook.binding.encoders import clip_loss
 from compbook.binding.data import PairData
 from compbook.binding.encoders import EncoderConfig
 from compbook.binding.train import DualTrainConfig, train_stack
-from compbook.cppn import agreement, experiments, fer, labelling, twins
+from compbook.cppn.audit import agreement, labelling
+from compbook.cppn.runs import experiments
+from compbook.cppn import fer, twins
 from compbook.cppn.judges import semantic
 from compbook.sae import crossmodal, describe, interpret, metrics, regions, s2ae, topk, vlm
 

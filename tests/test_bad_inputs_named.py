@@ -15,10 +15,13 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook import checkpoints
-from compbook.binding import complexity, data as bdata, pretrained, probes, sweep, symbolic
+from compbook.results import checkpoints
+from compbook.binding import complexity, data as bdata, pretrained, probes, symbolic
+from compbook.binding.runs import sweep
 from compbook.binding.controlled import ControlledConfig
-from compbook.cppn import agreement, emc2, experiments, frames, network, optim, twins
+from compbook.cppn.audit import agreement
+from compbook.cppn import emc2, frames, network, optim, twins
+from compbook.cppn.runs import experiments
 from compbook.cppn.network import CPPN
 from compbook.sae import data as sdata
 

@@ -16,9 +16,10 @@ import pytest
 from refusal import assert_refused
 import torch
 
-from compbook.cppn import agreement, claims, labelling, network as cppn, reader_labels, reread
+from compbook.cppn.audit import agreement, claims, labelling, reader_labels, reread
+from compbook.cppn import network as cppn
 from compbook.cppn.judges import registry, semantic
-from compbook.paths import data_dir
+from compbook.results.paths import data_dir
 
 SECONDS = 1.0
 HANG = 5
@@ -139,7 +140,7 @@ CASES = {
     "read_choice a directory": lambda c: semantic.read_choice(c.dir / "folder"),
     "default_judge truncated choice.json": lambda c: semantic.default_judge(c.dir / "choice_cut.json"),
     "default_judge edited choice.json": lambda c: semantic.default_judge(c.dir / "choice_edited.json"),
-    # -- compbook.cppn.labelling -------------------------------------------------------------------------------
+    # -- compbook.cppn.audit.labelling -------------------------------------------------------------------------------
     "labeller_identity labeller=5": lambda c: labelling.labeller_identity(5),
     "labeller_identity labeller ''": lambda c: labelling.labeller_identity(""),
     "networks concepts 'skull' (a string)": lambda c: labelling.networks("skull"),
@@ -216,7 +217,7 @@ CASES = {
     "write_key note=5": lambda c: labelling.write_key(c.dir / "new_key.json", c.items, 5),
     "write_key items not JSON-able": lambda c: labelling.write_key(c.dir / "new_key.json", [{"x": object()}], "n"),
     "write_key items with NaN": lambda c: labelling.write_key(c.dir / "new_key.json", [{"x": _nan}], "n"),
-    # -- compbook.cppn.agreement -------------------------------------------------------------------------------
+    # -- compbook.cppn.audit.agreement -------------------------------------------------------------------------------
     "metrics lengths differ": lambda c: agreement.metrics([True], [True, False]),
     "metrics strings": lambda c: agreement.metrics(["yes", "no"], [True, False]),
     "metrics NaN": lambda c: agreement.metrics([_nan, 1.0], [True, False]),
@@ -258,7 +259,7 @@ CASES = {
                                                                         {2: "y"}),
     "self_agreement first a list": lambda c: agreement.self_agreement([{"of": 1, "item": 2}], ["y"], {2: "y"}),
     "self_agreement relabel without 'of'": lambda c: agreement.self_agreement([{"item": 2}], {1: "y"}, {2: "y"}),
-    # -- compbook.cppn.reread ------------------------------------------------------------------------------------
+    # -- compbook.cppn.audit.reread ------------------------------------------------------------------------------------
     "machine_scores no judges": lambda c: reread.machine_scores({}),
     "machine_scores a judge that is a string": lambda c: reread.machine_scores({"x": "ssim"}),
     "machine_scores a judge without identity": lambda c: reread.machine_scores({"x": _NotAJudge()}),
@@ -292,7 +293,7 @@ CASES = {
     "run deltas=()": lambda c: reread.run(deltas=()),
     "run concepts ['dog']": lambda c: reread.run(concepts=["dog"]),
     "run made_by=5": lambda c: reread.run(made_by=5),
-    # -- compbook.cppn.claims ------------------------------------------------------------------------------------
+    # -- compbook.cppn.audit.claims ------------------------------------------------------------------------------------
     "verdict paper='more'": lambda c: claims.verdict(c.a, c.b, "more"),
     "verdict score outside its interval": lambda c: claims.verdict(_row(0.9, 0.1, 0.2), c.b),
     "verdict a string score": lambda c: claims.verdict(_row("x", 0.1, 0.2), c.b),

@@ -15,8 +15,9 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.cppn import (counting, depth, emc2, experiments, fer, frames, network as cppn, optim, panel, prune,
-                           volume_ratio)
+from compbook.cppn.audit import counting
+from compbook.cppn import depth, emc2, fer, frames, network as cppn, optim, panel, prune, volume_ratio
+from compbook.cppn.runs import experiments
 from compbook.cppn import train
 from compbook.cppn.backprop import Backprop
 from compbook.cppn.judges.base import SSIMJudge

@@ -15,8 +15,9 @@ import pytest
 from refusal import assert_refused
 import torch
 
-from compbook import checkpoints
-from compbook.binding import controlled, data as bdata, decomposition, probes, recognition, sweep
+from compbook.results import checkpoints
+from compbook.binding import controlled, data as bdata, decomposition, probes, recognition
+from compbook.binding.runs import sweep
 from compbook.binding.encoders import EncoderConfig
 from compbook.binding.train import DualStack
 from compbook.sae import interpret, metrics, regions, s2ae, topk

@@ -14,8 +14,10 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook.sae import claims, coherence, crossmodal, data as sdata, describe, experiment, interpret, metrics, \
-    objregions, objsae, refopt, regions, s2ae, sizes, study, topk, vlm
+from compbook.sae.studies import claims, objregions, objsae, refopt, study
+from compbook.sae import (
+    coherence, crossmodal, data as sdata, describe, experiment, interpret, metrics, regions, s2ae, sizes, topk, vlm
+)
 
 SECONDS = 1.0
 NAN = float("nan")

@@ -23,9 +23,10 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook import checkpoints
-from compbook.sae import data as sdata, describe, experiment, hf_interpret, interpret, metrics, objregions, \
-    objsae, refopt, regions, s2ae, show, study, topk, vlm
+from compbook.results import checkpoints
+from compbook.sae import data as sdata, describe, experiment, interpret, metrics, regions, s2ae, show, topk, vlm
+from compbook.sae.servers import hf_interpret
+from compbook.sae.studies import objregions, objsae, refopt, study
 
 SECONDS = 1.0
 NAN = float("nan")

@@ -1,4 +1,4 @@
-"""Bad and hostile inputs to the shared modules ``compbook.scenes`` and ``compbook.sliders``.
+"""Bad and hostile inputs to the shared modules ``compbook.scenes`` and ``compbook.book.sliders``.
 
 As ``tests/test_bad_inputs.py``: each case is one call that must raise ``ValueError`` (never a ``TypeError``,
 ``IndexError``, ``MemoryError`` ..., never a silent wrong answer), within a second, before any work, leaving the
@@ -13,7 +13,7 @@ import pytest
 from refusal import assert_refused
 
 from compbook import scenes as S
-from compbook import sliders
+from compbook.book import sliders
 
 SECONDS = 1.0
 HANG = 5            # seconds after which a case counts as hung (the alarm)

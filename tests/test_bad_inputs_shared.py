@@ -18,8 +18,10 @@ import pytest
 import torch
 from refusal import assert_refused
 
-from compbook import checkpoints, checks, images, plots, scenes as S, sliders, stats
-from compbook.cppn import store
+from compbook.results import checkpoints
+from compbook import checks, scenes as S, stats
+from compbook.book import images, plots, sliders
+from compbook.cppn.data import store
 from compbook.cppn.network import uniform_cppn
 
 SECONDS = 1.0
@@ -119,7 +121,7 @@ CASES = {
     "same_length an int": (lambda c: checks.same_length(5, [1], "scores", "labels"), "scores"),
     "torch_device 2**63": (lambda c: checks.torch_device(2 ** 63, "device"), "device"),
     "seed 2**64 (beyond torch's generators)": (lambda c: checks.seed(2 ** 64), "seed"),
-    # -- compbook.images ---------------------------------------------------------------------------------------
+    # -- compbook.book.images ---------------------------------------------------------------------------------------
     "to_square floats in [0, 255] (no silent / 255)": (lambda c: images.to_square(c.img255, 8), "image"),
     "to_square floats slightly above 1": (lambda c: images.to_square(c.img * 1.01, 8), "image"),
     "to_square a 100,000 px image (memory)": (lambda c: images.to_square(HUGE_IMAGE, 8), "100000"),
@@ -166,7 +168,7 @@ CASES = {
     "interval_of ci95 None": (lambda c: stats.interval_of({"score": 0.5, "ci95": None}, "b"), "ci95"),
     "verdict a bool": (lambda c: stats.verdict(True, 0.5), "a"),
     "wilson z NaN": (lambda c: stats.wilson(3, 10, z=NAN), "z"),
-    # -- compbook.checkpoints (say which field differs) --------------------------------------------------------
+    # -- compbook.results.checkpoints (say which field differs) --------------------------------------------------------
     "load_cppn tensors of another width": (lambda c: store.load_cppn(c.dir / "m_wide"), "activations"),
     "load_cppn tensors of another depth": (lambda c: store.load_cppn(c.dir / "m_deep"), "activations"),
     "load_cppn tensors of another output width": (lambda c: store.load_cppn(c.dir / "m_grey"), "color"),
@@ -203,7 +205,7 @@ CASES = {
     "ObjectSpace.object_values id == n_objects": (lambda c: c.space.object_values(24), "object_id"),
     "ObjectSpace.named id -1": (lambda c: c.space.named(-1), "object_id"),
     "patchify p 4.5": (lambda c: c.scene.patches(4.5), "p"),
-    # -- compbook.plots ----------------------------------------------------------------------------------------
+    # -- compbook.book.plots ----------------------------------------------------------------------------------------
     "show_images 8-bit floats (no silent clip to white)": (lambda c: plots.show_images([c.img255]), "images[0]"),
     "show_images NaN image": (lambda c: plots.show_images([np.full((4, 4, 3), NAN)]), "images[0]"),
     "show_images no images": (lambda c: plots.show_images([]), "images"),
@@ -228,7 +230,7 @@ CASES = {
     "slider_twin no values": (lambda c: plots.slider_twin(lambda v, ax: None, [], "a"), "values"),
     "slider_twin ncols 0": (lambda c: plots.slider_twin(lambda v, ax: None, [1], "a", ncols=0), "ncols"),
     "slider_twin draw not callable": (lambda c: plots.slider_twin("draw", [1], "a"), "draw"),
-    # -- compbook.sliders --------------------------------------------------------------------------------------
+    # -- compbook.book.sliders --------------------------------------------------------------------------------------
     "render_frames dpi 80.5": (lambda c: sliders.render_frames(lambda a: _fig(), {"a": [1]}, dpi=80.5), "dpi"),
 }
 

@@ -21,15 +21,20 @@ import torch
 from refusal import assert_refused
 
 from compbook.binding.splits import coverage_split
-from compbook.binding import clevr, controlled, recipe, sweep
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.binding.recipe_model import RecipeEncoder
+from compbook.binding import clevr, controlled
+from compbook.binding.recipe.train import train as recipe
+from compbook.binding.runs import sweep
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.binding.recipe.model import RecipeEncoder
 from compbook.binding.data import PairData
 from compbook.binding.encoders import EncoderConfig
 from compbook.binding.train import DualStack, DualTrainConfig, train_stack
-from compbook.cppn import counting, store, twins
+from compbook.cppn.audit import counting
+from compbook.cppn.data import store
+from compbook.cppn import twins
 from compbook.cppn.network import CPPN
-from compbook.sae import crossmodal, data as sdata, experiment, interpret, s2ae, study, topk, vlm
+from compbook.sae import crossmodal, data as sdata, experiment, interpret, s2ae, topk, vlm
+from compbook.sae.studies import study
 
 SECONDS = 1.0
 NAN = float("nan")

@@ -8,8 +8,9 @@ import torch
 
 from compbook.binding.controlled import (ControlledConfig, contrastive_loss, encode, init_params, object_tokens,
                                          query_embeddings, scene_tokens, swaps, train_controlled)
-from compbook.binding.sweep import (SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits,
-                                   transition)
+from compbook.binding.runs.sweep import (
+    SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits, transition
+)
 from compbook.binding.splits import coverage_split
 from compbook.binding.symbolic import SymbolicTokens
 
@@ -158,7 +159,7 @@ def test_swap_separation_fails_a_bag_of_concepts_and_passes_a_lookup():
 def test_validation_binding_reads_saved_models_per_model(tmp_path):
     """One swap-only score per saved model, in [0, 1], the same on a second call (the splits are rebuilt
     from the record's sweep config, validation part only)."""
-    from compbook.binding.sweep import load_sweep, validation_binding
+    from compbook.binding.runs.sweep import load_sweep, validation_binding
     run_size(SWEEP, TINY, out_dir=tmp_path, progress=False)
     rec = load_sweep(3, tmp_path)
     a, b = validation_binding(rec, n_scenes=8), validation_binding(rec, n_scenes=8)
@@ -170,7 +171,7 @@ def test_validation_binding_reads_saved_models_per_model(tmp_path):
 def test_needs_binding_keeps_only_pairs_with_a_third_swap():
     """Against a naive rule: a scene needs binding when some swap of its values is neither present object.
     The likely bug: keeping one object twice, or two objects that differ in one concept only."""
-    from compbook.binding.sweep import needs_binding
+    from compbook.binding.runs.sweep import needs_binding
     cfg = ControlledConfig(n_concepts=3, n_values=3)
     space = cfg.tokens.space
     scenes = np.array([(a, b) for a in range(27) for b in range(27)])
@@ -184,7 +185,7 @@ def test_rescore_recognition_never_exceeds_binding_alone(tmp_path):
     """Full unseen-object recognition (every object a candidate) on scenes that need binding cannot beat the
     swaps-only score on the same scenes: its negatives include every swap. ``rescore`` rewrites the JSON from the
     stored weights, the weights untouched, the same numbers on a second call."""
-    from compbook.binding.sweep import load_sweep, rescore
+    from compbook.binding.runs.sweep import load_sweep, rescore
     from safetensors.torch import load_file
     cfg = dataclasses.replace(TINY, n_concepts=3, n_values=3)
     sweep = dataclasses.replace(SWEEP, max_scenes=200, test_scenes=30)
@@ -233,7 +234,7 @@ def test_own_object_attention_reads_planted_patterns():
 
 
 def test_recipe_check_reports_seen_and_unseen_binding_per_coverage():
-    from compbook.binding.sweep import recipe_check
+    from compbook.binding.runs.sweep import recipe_check
     cfg = dataclasses.replace(TINY, n_concepts=3, n_values=3)
     out = recipe_check(cfg, (0.4, 0.7), max_scenes=200, n_scenes=20)
     assert out["coverages"] == [0.4, 0.7]
@@ -280,7 +281,7 @@ def test_config_modes(monkeypatch):
 def test_chapter_13_readers_of_a_stored_sweep(tmp_path):
     """What chapter 13 reads off a stored sweep: pooled intervals that hold their mean, one row per model, the
     probes' correlations, binding in [0, 1] beside its chance, one slider frame per coverage, attention shares."""
-    from compbook.binding import sweep as W
+    from compbook.binding.runs import sweep as W
     cfg = dataclasses.replace(TINY, n_concepts=3, n_values=3)
     sweep = dataclasses.replace(SWEEP, max_scenes=200, test_scenes=30)
     records = W.load_sweeps(sweep, tmp_path, retrain=True)

@@ -8,7 +8,7 @@ import pytest
 
 from compbook.binding import paper
 from compbook.binding.complexity import ComplexityConfig
-from compbook.binding.recipe_config import RecipeConfig
+from compbook.binding.recipe.config import RecipeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 REWRITTEN = ("10_bag_of_concepts", "11_scenes_are_sums", "12_binding_function", "13_coverage")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compbook import legibility
+from compbook.book import legibility
 from compbook.binding import plots
 
 

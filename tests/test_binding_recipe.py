@@ -1,4 +1,4 @@
-"""Training by the scaled-down released recipe (compbook.binding.recipe): the schedule, deterministic and resumable
+"""Training by the scaled-down released recipe (compbook.binding.recipe.train): the schedule, deterministic and resumable
 training that learns, the command in full mode."""
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 import torch
 from recipe_tiny import one_batch, tiny
 
-from compbook.binding.recipe import lr_factor, train_recipe
-from compbook.binding.recipe_eval import binding_by_swap_split, eval_sets, evaluate_recipe
-from compbook.binding.recipe_model import RecipeEncoder, batch_loss, load_recipe, save_recipe
+from compbook.binding.recipe.train import lr_factor, train_recipe
+from compbook.binding.recipe.evaluate import binding_by_swap_split, eval_sets, evaluate_recipe
+from compbook.binding.recipe.model import RecipeEncoder, batch_loss, load_recipe, save_recipe
 
 
 def test_schedule():

@@ -1,4 +1,4 @@
-"""Checks of the recipe's evaluation and training signal (compbook.binding.recipe_checks): a model
+"""Checks of the recipe's evaluation and training signal (compbook.binding.recipe.checks): a model
 that binds exactly scores 1, a bag of concepts 0 (ties) or near chance (noise), the swaps are the released ones,
 the end-of-scene output sees every scene token and no pad, the probes run on a recipe model."""
 
@@ -6,13 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.binding.recipe import train_recipe
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.binding.recipe_data import (batch_queries, binding_scenes, object_values, query_tokens,
-                                          recipe_scene_tokens, split_objects, swap_negatives, swap_sets)
-from compbook.binding.recipe_eval import eval_sets, evaluate_recipe, floors, paper_metric, swap_binding
-from compbook.binding.recipe_model import RecipeEncoder, save_recipe, stem_for
-from compbook.binding import recipe_checks as K
+from compbook.binding.recipe.train import train_recipe
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.binding.recipe.data import (
+    batch_queries, binding_scenes, object_values, query_tokens, recipe_scene_tokens, split_objects, swap_negatives,
+    swap_sets
+)
+from compbook.binding.recipe.evaluate import eval_sets, evaluate_recipe, floors, paper_metric, swap_binding
+from compbook.binding.recipe.model import RecipeEncoder, save_recipe, stem_for
+from compbook.binding.recipe.train import checks as K
 
 
 def cfg(**kw):
@@ -203,7 +205,7 @@ def test_training_binds_a_tiny_object_space():
 def test_the_notes_tables_of_one_model():
     """Part B's notes: the references line up with the model, the stacked split matches each split alone, the
     pooling table holds both scenes' tokens and gradients, and the floors table carries the model's readings."""
-    from compbook.binding.recipe_eval import StoredEvaluation, floors_table, swap_split_table
+    from compbook.binding.recipe.evaluate import StoredEvaluation, floors_table, swap_split_table
     c = cfg(n_values=8, coverage=0.5)
     torch.manual_seed(1)
     m = RecipeEncoder(c)

@@ -1,10 +1,10 @@
-"""The recipe's settings (compbook.binding.recipe_config): the config idiom, the released sizes, bad fields."""
+"""The recipe's settings (compbook.binding.recipe.config): the config idiom, the released sizes, bad fields."""
 
 import dataclasses
 
 import pytest
 
-from compbook.binding.recipe_config import RecipeConfig
+from compbook.binding.recipe.config import RecipeConfig
 
 
 def test_cpu_and_full_mode(monkeypatch):

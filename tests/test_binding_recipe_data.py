@@ -1,12 +1,13 @@
-"""The recipe's data (compbook.binding.recipe_data) against naive references: split, scenes, tokens, queries."""
+"""The recipe's data (compbook.binding.recipe.data) against naive references: split, scenes, tokens, queries."""
 
 import numpy as np
 import pytest
 from recipe_tiny import naive_tokens, tiny
 
-from compbook.binding.recipe_data import (batch_queries, binding_scenes, object_ids, object_values, query_tokens,
-                                          recipe_scene_tokens, sample_recipe_scenes, split_objects,
-                                          swap_negatives, swap_sets)
+from compbook.binding.recipe.data import (
+    batch_queries, binding_scenes, object_ids, object_values, query_tokens, recipe_scene_tokens,
+    sample_recipe_scenes, split_objects, swap_negatives, swap_sets
+)
 
 
 def test_split_matches_released_convention():

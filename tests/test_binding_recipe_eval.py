@@ -1,4 +1,4 @@
-"""The recipe's readings (compbook.binding.recipe_eval): separation against a naive loop, the floors, the go
+"""The recipe's readings (compbook.binding.recipe.evaluate): separation against a naive loop, the floors, the go
 rule, a stored model read again."""
 
 import dataclasses
@@ -9,10 +9,12 @@ import pytest
 import torch
 from recipe_tiny import tiny
 
-from compbook.binding.recipe_data import binding_scenes, swap_sets
-from compbook.binding.recipe_eval import (bag_of_concepts, coverage_table, eval_sets, evaluate_recipe, evaluate_stored,
-                                          floors, go_no_go, is_stored, load_records, separation)
-from compbook.binding.recipe_model import RecipeEncoder, save_recipe, stem_for
+from compbook.binding.recipe.data import binding_scenes, swap_sets
+from compbook.binding.recipe.evaluate import (
+    bag_of_concepts, coverage_table, eval_sets, evaluate_recipe, evaluate_stored, floors, go_no_go, is_stored,
+    load_records, separation
+)
+from compbook.binding.recipe.model import RecipeEncoder, save_recipe, stem_for
 
 
 def test_separation_against_naive_loop():

@@ -1,4 +1,4 @@
-"""The recipe's model (compbook.binding.recipe_model): the loss against a naive loop, masked pads, the stored
+"""The recipe's model (compbook.binding.recipe.model): the loss against a naive loop, masked pads, the stored
 model and where it goes."""
 
 import dataclasses
@@ -8,10 +8,11 @@ import pytest
 import torch
 from recipe_tiny import one_batch, tiny
 
-from compbook.binding.recipe_data import query_tokens, recipe_scene_tokens
-from compbook.binding.recipe_model import (RecipeEncoder, TokenEncoder, batch_loss, load_recipe, save_recipe, soft_ce,
-                                           stem_for, store_dir)
-from compbook.paths import data_dir
+from compbook.binding.recipe.data import query_tokens, recipe_scene_tokens
+from compbook.binding.recipe.model import (
+    RecipeEncoder, TokenEncoder, batch_loss, load_recipe, save_recipe, soft_ce, stem_for, store_dir
+)
+from compbook.results.paths import data_dir
 
 
 def test_soft_ce_against_naive_loop():

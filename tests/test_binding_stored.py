@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.binding import clevr, sweep
-from compbook.binding.recipe_checks import stored_models
-from compbook.binding.recipe_eval import evaluate_stored
-from compbook.paths import data_dir
+from compbook.binding import clevr
+from compbook.binding.runs import sweep
+from compbook.binding.recipe.checks import stored_models
+from compbook.binding.recipe.evaluate import evaluate_stored
+from compbook.results.paths import data_dir
 
 BINDING = data_dir() / "binding"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compbook import config, paths
+from compbook import config
+from compbook.results import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -73,14 +74,14 @@ def test_mode_switch(monkeypatch):
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
 def test_code_fits_the_page_and_starts_no_live_widget(nb_path):
     """Code lines <= 80 characters (the page's column); no chapter starts an ipywidgets `interact` itself: sliders
-    go through compbook.sliders.frame_slider, which never goes live headless (CONTRIBUTING.md). The setup cell,
+    go through compbook.book.sliders.frame_slider, which never goes live headless (CONTRIBUTING.md). The setup cell,
     whose text CONTRIBUTING.md fixes, is exempt from the width rule."""
     nb = json.loads(nb_path.read_text())
     code = [("".join(c["source"]), k) for k, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
     wide = [f"cell {k}: {line}" for src, k in code[1:] for line in src.splitlines() if len(line) > 80]
     assert not wide, "code lines over 80 characters:\n" + "\n".join(wide)
     calls = [f"cell {k}" for src, k in code if "interact(" in src or "import ipywidgets" in src]
-    assert not calls, f"ipywidgets used directly in {calls}: use compbook.sliders.frame_slider"
+    assert not calls, f"ipywidgets used directly in {calls}: use compbook.book.sliders.frame_slider"
 
 
 def _chapter_code_lines():

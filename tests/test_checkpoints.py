@@ -3,7 +3,8 @@ import json
 import pytest
 import torch
 
-from compbook.cppn import store as checkpoints, picbreeder
+from compbook.cppn.data import store as checkpoints
+from compbook.cppn import picbreeder
 from compbook.cppn.network import uniform_cppn
 
 
@@ -96,7 +97,7 @@ def test_save_replaces_a_checkpoint_atomically(tmp_path, monkeypatch):
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
-    import compbook.checkpoints as generic
+    import compbook.results.checkpoints as generic
     monkeypatch.setattr(generic, "save_file", broken)   # the writer every part shares
     with pytest.raises(OSError, match="disk full"):
         checkpoints.save_cppn(uniform_cppn(1, 2, seed=1), tmp_path / "m")

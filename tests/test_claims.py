@@ -1,10 +1,10 @@
-"""compbook.cppn.claims: the Part A claims table's bookkeeping, on planted numbers."""
+"""compbook.cppn.audit.claims: the Part A claims table's bookkeeping, on planted numbers."""
 
 import numpy as np
 import pytest
 
-from compbook.cppn import claims
-from compbook.cppn.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from compbook.cppn.audit import claims
+from compbook.cppn.audit.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 
 def row(score, lo, hi, **kw):
@@ -60,7 +60,7 @@ def test_p_shallower():
 
 
 def _stored_rows(scores, judges=("default", "ssim")):
-    """Rows as compbook.cppn.experiments.judged writes them, from {name: (k, n)} per network."""
+    """Rows as compbook.cppn.runs.experiments.judged writes them, from {name: (k, n)} per network."""
     from compbook.cppn.panel import groups_from_counts, summary
     out = []
     for name, kns in scores.items():
@@ -153,7 +153,7 @@ def test_peak_set_and_predictor_verdict():
 
 
 def test_counting_claims_one_row_per_rule_policy_judge_and_the_verdict_rule():
-    from compbook.cppn import counting
+    from compbook.cppn.audit import counting
     counted = counting.load()
     rows = claims.counting_claims(counted)
     kinds = counting.table(counted, "kind")
@@ -227,7 +227,7 @@ def test_live_table_sets_the_stored_row_the_page_quotes_beside_the_live_one():
     import torch
 
     from compbook import results
-    from compbook.cppn import tables
+    from compbook.cppn.audit import tables
     reread = results.load("emc2/reread").data
     verdicts = {("skull", "Picbreeder", 0, 0.5): [1] * 28 + [0] * 20,
                 ("skull", "SGD", 0, 0.5): [1] * 40 + [0] * 8}

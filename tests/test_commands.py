@@ -98,8 +98,8 @@ def test_the_collector_finds_the_commands():
 
 
 def test_a_module_without_an_entry_point_fails():
-    """``python -m compbook.cppn.experiments --help`` runs the library module and prints nothing: not a command."""
-    code, out = run_help("compbook.cppn.experiments", ())
+    """``python -m compbook.cppn.runs.experiments --help`` runs the library module and prints nothing: not a command."""
+    code, out = run_help("compbook.cppn.runs.experiments", ())
     assert not (code == 0 and "usage:" in out)
     code, out = run_help("compbook.cppn.no_such_module", ())
     assert code != 0

@@ -10,9 +10,9 @@ from compbook import checks, config
 from compbook.binding.clevr import Setup
 from compbook.binding.complexity import ComplexityConfig
 from compbook.binding.controlled import ControlledConfig
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.binding.sweep import SweepConfig
-from compbook.cppn import experiments
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.binding.runs.sweep import SweepConfig
+from compbook.cppn.runs import experiments
 from compbook.cppn.frames import WelchConfig
 from compbook.cppn.volume_ratio import VolumeConfig
 from compbook.sae.sizes import PartCRun

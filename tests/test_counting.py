@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.cppn import counting, emc2, picbreeder
+from compbook.cppn.audit import counting
+from compbook.cppn import emc2, picbreeder
 from compbook.cppn.network import CPPN, uniform_cppn
 
 

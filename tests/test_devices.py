@@ -12,10 +12,12 @@ import pytest
 import torch
 
 from compbook import config
-from compbook.binding import complexity, controlled, recipe, train as binding_train
+from compbook.binding import complexity, controlled, train as binding_train
+from compbook.binding.recipe.train import train as recipe
 from compbook.cppn import backprop, emc2, train as cppn_train, verdicts
 from compbook.cppn.judges import semantic
-from compbook.sae import s2ae, stack, vlm
+from compbook.sae import s2ae, vlm
+from compbook.sae.runs import stack
 
 #: (function, how it reaches the device): a call of config.device() or of a helper that does
 TRAINERS_AND_SCORERS = {

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from compbook import checkpoints, paths, results
+from compbook.results import checkpoints, paths
+from compbook import results
 from compbook.results import door
 
 ROOT = Path(__file__).resolve().parents[1]
-ALLOWED = {"compbook/paths.py"}                    # and every module of compbook/results/
+ALLOWED = {"compbook/results/paths.py"}                    # and every module of compbook/results/
 FORBIDDEN = {"data_dir", "data_file"}
 
 
@@ -87,7 +88,7 @@ def _never(*args, **kwargs):
 
 
 def test_part_a_stored_runs_are_fetched_chapters_6_to_9_and_the_claims_notes(colab):
-    from compbook.cppn import claims, counting, tables
+    from compbook.cppn.audit import claims, counting, tables
     cache, log = colab
     assert tables.stored("chapter6")["seeds"]
     reread, stored = claims.load()
@@ -108,7 +109,7 @@ def test_chapter_12_complexity_table_is_fetched(colab):
 
 
 def test_chapter_13_sweeps_are_fetched_not_trained(colab, monkeypatch):
-    from compbook.binding import sweep as W
+    from compbook.binding.runs import sweep as W
     cache, log = colab
     monkeypatch.setattr(W, "run_size", _never)
     records = W.load_sweeps()
@@ -132,9 +133,9 @@ def test_chapter_5_twins_are_fetched_not_trained_and_the_judges_notes_load_them(
 
 
 def test_part_b_notes_recipe_models_are_fetched_not_trained(colab, monkeypatch):
-    from compbook.binding import recipe, recipe_eval as E
-    from compbook.binding.recipe_config import RecipeConfig
-    from compbook.binding.recipe_model import stem_for
+    from compbook.binding.recipe.train import train as recipe, evaluate as E
+    from compbook.binding.recipe.config import RecipeConfig
+    from compbook.binding.recipe.model import stem_for
     cache, log = colab
     cfg = RecipeConfig(**json.loads((ROOT / "data/binding/overfit_C2V5_cov0.8_s0.json").read_text())["config"])
     assert E.is_stored(stem_for(cfg, prefix="overfit"))

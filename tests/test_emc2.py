@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from compbook.cppn import emc2
-from compbook.cppn.store import content_hash
+from compbook.cppn.data.store import content_hash
 from compbook.cppn.network import ACTIVATIONS, CPPN
 from compbook.cppn.picbreeder import layerize
 

@@ -1,4 +1,4 @@
-"""compbook.estimate and the parts' fulltime modules: the arithmetic against a hand-computed case, every chapter
+"""compbook.runs.estimate and the parts' fulltime modules: the arithmetic against a hand-computed case, every chapter
 with an estimate printed by its first cells, the subsets shorter, README's table as the functions compute it."""
 
 import json
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from compbook import config, estimate
-from compbook.binding import fulltime as part_b
-from compbook.cppn import fulltime as part_a
-from compbook.sae import fulltime as part_c
+from compbook import config
+from compbook.runs import estimate
+from compbook.binding.runs import fulltime as part_b
+from compbook.cppn.runs import fulltime as part_a
+from compbook.sae.runs import fulltime as part_c
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -101,7 +102,7 @@ def test_say_lines_fit_and_name_colab_and_subset():
 
 def test_part_c_says_its_scale_is_a_miniature_not_the_papers():
     """Part C's full mode is a larger miniature of the tiny VLM, so its note names no "papers' scale"."""
-    from compbook.sae import fulltime as part_c
+    from compbook.sae.runs import fulltime as part_c
     tiny = [estimate.Work(1.0)]
     assert estimate.say(tiny, scale="in the big setting").startswith("In the big setting it takes under a minute")
     with pytest.raises(ValueError, match="scale"):
@@ -176,7 +177,7 @@ def test_long_chapters_offer_a_shorter_subset():
 
 
 def test_subset_is_read_by_full(monkeypatch):
-    from compbook.binding.sweep import SweepConfig
+    from compbook.binding.runs.sweep import SweepConfig
     monkeypatch.setenv("COMPBOOK_MODE", "full")
     monkeypatch.delenv("COMPBOOK_SMOKE", raising=False)
     monkeypatch.delenv(config.SUBSET_VARIABLE, raising=False)
@@ -199,7 +200,8 @@ def test_picbreeder_counts_are_the_genomes():
 
 def test_typed_sizes_match_the_models():
     from compbook.binding import clevr
-    from compbook.sae import objsae, vlm
+    from compbook.sae.studies import objsae
+    from compbook.sae import vlm
     cfg = vlm.TinyVLMConfig(vocab_size=32)
     assert (part_c.D_MODEL, part_c.TOKENS) == (cfg.d_model, cfg.n_patches + cfg.max_text)
     assert part_c.OBJECT_VARIANTS == len(objsae.VARIANTS)
@@ -223,9 +225,9 @@ def test_readme_table_is_the_functions():
 
 def sweep_rows() -> dict:
     """README's sweep rows: description -> works (each part's fulltime; the paper's sweep of Part B)."""
-    from compbook.binding import fulltime as b
-    from compbook.cppn import fulltime as a
-    from compbook.sae import fulltime as c
+    from compbook.binding.runs import fulltime as b
+    from compbook.cppn.runs import fulltime as a
+    from compbook.sae.runs import fulltime as c
     return {"A: depth sweep (chapter 7, full mode)": a.ch07(), "A: EMC2 scoring by the VLM (chapter 5)": a.ch05(),
             "B: coverage sweep (chapter 13, full mode)": b.ch13(), "B: coverage sweep of the paper's size (513 models)":
             b.paper_sweep(), "C: k / lambda study (chapter 15, full mode)": c.ch15()}
@@ -239,7 +241,7 @@ def test_readme_sweep_table_is_the_functions():
 
 
 def test_paper_sweep_is_readmes_command():
-    from compbook.binding import fulltime as b, sweep
+    from compbook.binding.runs import fulltime as b, sweep
     n_cov = len(estimate.sized(sweep.SweepConfig).coverages)
     assert n_cov * 3 * 19 == 513, "README's command: --sizes 5 14 50 --seeds 0..18 at the full sweep's coverages"
     one = estimate.seconds(b.paper_sweep((5,), 1), estimate.A100)

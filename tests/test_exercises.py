@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import exercises
-from compbook.exercises import Checked, as_array, check_function, check_value, close
+from compbook.book import exercises
+from compbook.book.exercises import Checked, as_array, check_function, check_value, close
 
 
 def ref_sum(x):

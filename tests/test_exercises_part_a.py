@@ -41,7 +41,7 @@ def test_local_coherence():
 
 
 def test_volume_ratio():
-    from compbook.cppn.tables import tiny_targets
+    from compbook.cppn.audit.tables import tiny_targets
     right = volume_ratio.rho_exact(tiny_targets()["one unit"], 2, 1, 0.5)
     assert ex.check_volume_ratio(right).passed
     r = ex.check_volume_ratio(1 - right)
@@ -148,7 +148,7 @@ def test_half_selectivity():
                                                  / (f[:, :f.shape[1] // 2].var() + f[:, f.shape[1] // 2:].var())))
     assert not r.passed and "signed" in r.message
     # the chapter's measure uses the same function
-    from compbook.cppn.experiments import half_selectivity
+    from compbook.cppn.runs.experiments import half_selectivity
     maps = torch.zeros(2, 8, 8)
     maps[0, :, :4] = torch.randn(8, 4)
     maps[1] = torch.randn(8, 8)
@@ -201,7 +201,7 @@ def test_redundant_pairs():
 
 
 def test_deepest_target():
-    from compbook.cppn.experiments import unknown_targets
+    from compbook.cppn.runs.experiments import unknown_targets
     imgs, _ = unknown_targets()
     pred = {n: depth.predict_depth(im, rounded=False, extrapolate=True) for n, im in imgs.items()}
     assert ex.check_deepest_target(max(pred, key=pred.get)).passed

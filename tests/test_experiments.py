@@ -1,4 +1,4 @@
-"""compbook.cppn.experiments: chapters 6-9's protocols as functions, on tiny settings."""
+"""compbook.cppn.runs.experiments: chapters 6-9's protocols as functions, on tiny settings."""
 
 import json
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.cppn import experiments, panel, prune
+from compbook.cppn.runs import experiments
+from compbook.cppn import panel, prune
 from compbook.cppn.network import uniform_cppn
 
 
@@ -70,7 +71,7 @@ def test_command_writes_one_section_and_keeps_the_others(tmp_path, monkeypatch):
     path = tmp_path / "partA.json"
     path.write_text(json.dumps({"chapter6": {"kept": True}}))
     monkeypatch.setattr(experiments, "stored_path", lambda: path)
-    from compbook.cppn import tasks
+    from compbook.cppn.runs import tasks
     seen = {}
     monkeypatch.setitem(tasks.RUNNERS, "8", lambda seeds, sample, store=None, **options: seen.update(options)
                         or {"seeds": seeds, "value": 1.5})

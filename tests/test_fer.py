@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import images
-from compbook.cppn import fer, fer_files, picbreeder
+from compbook.book import images
+from compbook.cppn import fer, picbreeder
+from compbook.cppn.data import fer_files
 from compbook.cppn.network import CPPN
 
 #: The earlier conversion of FER's networks to .npz (``params``, ``arch``), kept beside the shared data: the

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import paths
-from compbook.cppn import fer, fer_files, picbreeder
+from compbook.results import paths
+from compbook.cppn import fer, picbreeder
+from compbook.cppn.data import fer_files
 
 
 def _source_folder():

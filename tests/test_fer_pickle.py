@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from compbook.cppn import fer, fer_files, fer_pickle
-from compbook.cppn.fer_pickle import RefusedGlobal
+from compbook.cppn import fer
+from compbook.cppn.data import fer_files, fer_pickle
+from compbook.cppn.data.fer_pickle import RefusedGlobal
 
 NETWORK_FILES = [f"data/sgd_{n}/{f}" for n in fer.NAMES for f in fer.FILES]
 

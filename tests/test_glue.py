@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from compbook.glue import _plain, glue
+from compbook.book.glue import _plain, glue
 
 
 def test_glue_returns_the_value_unchanged():
@@ -37,7 +37,7 @@ def test_an_array_is_refused_not_stored():
 
 
 def test_say_wraps_long_lines_to_the_page_and_leaves_short_ones(capsys):
-    from compbook.glue import say
+    from compbook.book.glue import say
     say("held out:", ", ".join(["purple square"] * 12))
     say("short", 1)
     lines = capsys.readouterr().out.splitlines()
@@ -58,7 +58,7 @@ def test_readable_rounds_to_four_significant_digits_and_writes_n_a():
     import numpy as np
     import pandas as pd
 
-    from compbook.glue import readable
+    from compbook.book.glue import readable
     sys.path.insert(0, str(Path(__file__).parent))
     import page_rules
 

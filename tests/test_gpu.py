@@ -86,8 +86,8 @@ def test_controlled_step_and_complexity_fit():
 
 
 def test_recipe_step():
-    from compbook.binding.recipe import train_recipe
-    from compbook.binding.recipe_config import RecipeConfig
+    from compbook.binding.recipe.train import train_recipe
+    from compbook.binding.recipe.config import RecipeConfig
     cfg = RecipeConfig(n_values=6, d_model=16, n_heads=2, n_layers=1, d_ff=32, d_out=8, steps=2, batch=16,
                        eval_every=2, eval_scenes=40, eval_batches=2, n_concept_queries=8, n_object_queries=8)
     model, record = train_recipe(cfg, progress=False)
@@ -114,7 +114,7 @@ def test_sae_and_tiny_vlm_steps():
 def test_stacked_sae_sweep_on_the_gpu():
     """Part C's sweep configs on CUDA: records come back on the CPU; a stack and the SAEs one by one agree within
     Adam's step (lr per step: on a GPU the batched matmuls may round differently, so not bit for bit)."""
-    from compbook.sae import tasks
+    from compbook.sae.runs import tasks
     configs = [c | {"device": "cuda", "train": c["train"] | {"steps": 3}} for c in tasks.tiny_sweep().configs[:4]]
     stacked = tasks.fit_many(configs)
     for config, record in zip(configs, stacked):

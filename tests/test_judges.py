@@ -362,7 +362,7 @@ def test_vlm_judge_loads_with_from_pretrained(tiny_vlm, tmp_path, monkeypatch):
 # -- the fill command -------------------------------------------------------------------------------------------
 def fake_emc2():
     """A stand-in for compbook.cppn.emc2 that asks about 3 weights, the way the contract says the engine does."""
-    from compbook.cppn.store import content_hash
+    from compbook.cppn.data.store import content_hash
 
     def compositional_score(model, judge, concept, delta=0.5, res=RES, policy="plus", seed=0, batch_size=64,
                             progress=True, engine="fast"):

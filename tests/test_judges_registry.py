@@ -39,13 +39,13 @@ def test_identities_are_the_classes_own():
 
 def test_identities_match_the_stored_runs():
     """The counting run stores each judge's identity: the registry builds those very judges."""
-    from compbook.paths import data_file
+    from compbook.results.paths import data_file
     stored = json.loads(data_file("emc2/counting.json").read_text())["judges"]
     assert stored == {n: registry.make_judge(n).identity for n in stored}
 
 
 def test_the_panel_and_the_counting_run_use_the_registry():
-    from compbook.cppn import counting
+    from compbook.cppn.audit import counting
     p = panel.default_panel()
     assert list(p) == list(panel.JUDGE_NAMES)
     assert [j.identity for j in p.values()] == [registry.make_judge(n).identity for n in panel.JUDGE_NAMES]

@@ -1,11 +1,11 @@
-"""compbook.cppn.labellers: the stored runs of ``semantic choose|validate|second|overlap`` are rebuilt exactly."""
+"""compbook.cppn.audit.labellers: the stored runs of ``semantic choose|validate|second|overlap`` are rebuilt exactly."""
 
 import json
 
 import pytest
 
-from compbook.cppn import labellers, labelling
-from compbook.paths import data_file
+from compbook.cppn.audit import labellers, labelling
+from compbook.results.paths import data_file
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

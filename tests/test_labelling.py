@@ -1,11 +1,12 @@
-"""compbook.cppn.labelling: blind contact sheets and the verdict caches."""
+"""compbook.cppn.audit.labelling: blind contact sheets and the verdict caches."""
 
 import json
 
 import pytest
 import torch
 
-from compbook.cppn import emc2, judges, labelling, picbreeder
+from compbook.cppn import emc2, judges, picbreeder
+from compbook.cppn.audit import labelling
 from compbook.cppn.network import CPPN
 
 
@@ -120,7 +121,7 @@ def test_relabel_items_are_renumbered_and_point_back(nets):
 
 
 def test_without_questions_drops_asked_ones_and_renumbers():
-    from compbook.cppn.labelling import without_questions
+    from compbook.cppn.audit.labelling import without_questions
     q = lambda w: {"model": "m", "weight": w, "delta": 0.5, "policy": "plus", "res": 64}   # noqa: E731
     items = [{"concept": "skull", "question": q([0, 0, i]), "item": 10 + i} for i in range(4)]
     asked = [{"concept": "skull", "question": q([0, 0, 1])}, {"concept": "apple", "question": q([0, 0, 2])}]

@@ -18,16 +18,16 @@ ROOT = Path(__file__).resolve().parents[1] / "compbook"
 MAX_LINES = 600
 
 #: the layers of compbook: a module may import from its own layer and the layers before it, never after.
-SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.paths", "compbook.stats",
-          "compbook.checkpoints", "compbook.images", "compbook.plots", "compbook.glue", "compbook.exercises",
-          "compbook.sliders", "compbook.scenes", "compbook.papers", "compbook.serving", "compbook.journal",
+SHARED = {"compbook", "compbook.cli", "compbook.checks", "compbook.config", "compbook.results.paths", "compbook.stats",
+          "compbook.results.checkpoints", "compbook.book.images", "compbook.book.plots", "compbook.book.glue", "compbook.book.exercises",
+          "compbook.book.sliders", "compbook.scenes", "compbook.papers", "compbook.runs.serving", "compbook.results.journal",
           "compbook.results", "compbook.results.door", "compbook.results.upkeep", "compbook.results.runtimes",
           "compbook.results.__main__",
-          "compbook.legibility", "compbook.estimate", "compbook.sweeps", "compbook.sweeps.spec", "compbook.sweeps.store",
-          "compbook.sweeps.backends", "compbook.sweeps.runner", "compbook.sweeps.cli", "compbook.sweeps.toys",
-          "compbook.sweeps.__main__"}
+          "compbook.book.legibility", "compbook.runs.estimate", "compbook.runs.sweeps", "compbook.runs.sweeps.spec", "compbook.runs.sweeps.store",
+          "compbook.runs.sweeps.backends", "compbook.runs.sweeps.runner", "compbook.runs.sweeps.cli", "compbook.runs.sweeps.toys",
+          "compbook.runs.sweeps.__main__"}
 #: library modules that hold command-line options: the runner's, which every part's sweep command adds
-SHARED_OPTIONS = {"compbook.sweeps.cli"}
+SHARED_OPTIONS = {"compbook.runs.sweeps.cli"}
 PART_A_LAYERS = [
     {"paper", "network", "fer_files", "fer_pickle", "picbreeder", "fer", "store", "frames",
      "volume_ratio"},  # the papers' figures, the networks
@@ -215,8 +215,8 @@ def test_old_paths_are_gone():
     for old in ("compbook.judges", "compbook.train", "compbook.twins", "compbook.cppn.theory"):
         with pytest.raises(ModuleNotFoundError):
             __import__(old)
-    import compbook.checkpoints
-    assert not hasattr(compbook.checkpoints, "save_cppn")
+    import compbook.results.checkpoints
+    assert not hasattr(compbook.results.checkpoints, "save_cppn")
 
 
 def test_importing_the_package_loads_no_part():

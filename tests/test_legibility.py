@@ -1,4 +1,4 @@
-"""compbook.legibility: each check finds the fault it names on a planted figure, and passes a clean one."""
+"""compbook.book.legibility: each check finds the fault it names on a planted figure, and passes a clean one."""
 
 import json
 import subprocess
@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from compbook import legibility  # noqa: E402
+from compbook.book import legibility  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -136,9 +136,9 @@ ax.text(1.6, 0.5, "outside", transform=ax.transAxes); fig.savefig(io.BytesIO())
 
 
 def test_the_shared_plotting_functions_draw_legible_figures():
-    """compbook.plots as the chapters call it: a row of six renders with two-line titles at the column width, a
+    """compbook.book.plots as the chapters call it: a row of six renders with two-line titles at the column width, a
     slider's static twin of Gram matrices with two-line labels, a loss curve."""
-    from compbook import plots
+    from compbook.book import plots
     rgb = [np.random.default_rng(k).random((16, 16, 3)) for k in range(6)]
     fig = plots.show_images(rgb, [f"skull\nPicbreeder {k}" for k in range(6)], ncols=6, size=1.15)
     assert legibility.problems(fig, tight=True) == []
@@ -157,10 +157,10 @@ def test_the_shared_plotting_functions_draw_legible_figures():
 
 
 def test_part_a_samples_and_the_colouring_figure_are_legible():
-    """compbook.plots' feature-map sample (readable tiles, constant maps left out) and chapter 2's colouring
+    """compbook.book.plots' feature-map sample (readable tiles, constant maps left out) and chapter 2's colouring
     figure, as the chapters call them."""
     import torch
-    from compbook import plots
+    from compbook.book import plots
     from compbook.cppn import frames
     g = torch.Generator().manual_seed(0)
     maps = [torch.rand(8, 24, 24, generator=g) * 2 - 1 for _ in range(4)]

@@ -18,17 +18,22 @@ import torch
 from memory_probe import measure
 
 from compbook import checks, scenes as sc, stats
-from compbook import images
-from compbook.binding import controlled, data as bdata, decomposition, probes, recipe, recipe_checks, recipe_data, \
-    recipe_model, splits, symbolic, tasks as btasks, train as btrain
+from compbook.book import images
+from compbook.binding import controlled, data as bdata, decomposition, probes, splits, symbolic, train as btrain
+from compbook.binding.recipe.train import (
+    train as recipe, checks as recipe_checks, data as recipe_data, model as recipe_model
+)
+from compbook.binding.runs import tasks as btasks
 from compbook.binding.encoders import DualEncoder, EncoderConfig
-from compbook.binding.scoring import SweepConfig
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.cppn import claims, depth, emc2, fer, frames, labelling, network, optim, panel, picbreeder, \
-    tables, volume_ratio
+from compbook.binding.runs.scoring import SweepConfig
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.cppn.audit import claims, labelling, tables
+from compbook.cppn import depth, emc2, fer, frames, network, optim, panel, picbreeder, volume_ratio
 from compbook.cppn.judges import semantic
-from compbook.sae import data as sdata, hf_interpret, interpret, metrics, objregions, regions, s2ae, stack, \
-    topk, vlm
+from compbook.sae import data as sdata, interpret, metrics, regions, s2ae, topk, vlm
+from compbook.sae.servers import hf_interpret
+from compbook.sae.studies import objregions
+from compbook.sae.runs import stack
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 MB = 2 ** 20

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from compbook.cppn import panel
-from compbook.cppn.agreement import wilson
+from compbook.cppn.audit.agreement import wilson
 from compbook.cppn.network import uniform_cppn
 
 

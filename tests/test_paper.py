@@ -2,7 +2,8 @@
 
 import pytest
 
-from compbook.cppn import claims, depth, paper, twins
+from compbook.cppn.audit import claims
+from compbook.cppn import depth, paper, twins
 from compbook.cppn.judges import vlm
 
 

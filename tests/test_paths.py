@@ -1,4 +1,4 @@
-"""compbook.paths: where data lives, and how a file of data/ is fetched outside a checkout (Colab): the registry
+"""compbook.results.paths: where data lives, and how a file of data/ is fetched outside a checkout (Colab): the registry
 first, then a file it lists, checked by its digest; a file it does not list is not stored (the caller makes it).
 Downloads here come from a file:// folder or a server on 127.0.0.1 (tests/test_colab.py runs whole chapters)."""
 
@@ -9,7 +9,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 
-from compbook import checkpoints, paths, results
+from compbook.results import checkpoints, paths
+from compbook import results
 
 
 @pytest.fixture

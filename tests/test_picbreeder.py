@@ -194,7 +194,7 @@ def test_genome_path_that_is_a_directory(tmp_path):
 # -- where the files come from: FER's repository at a pinned commit, checked by digest (tests/test_fer_files.py) ---
 def test_the_genomes_and_renders_are_fers_files_at_the_pinned_commit(genomes, reference_renders):
     import hashlib
-    from compbook.cppn import fer_files
+    from compbook.cppn.data import fer_files
     for name in GENOME_NAMES:
         path = picbreeder.find_genome(name)
         assert path.name in (f"{name}.zip",) and hashlib.sha256(path.read_bytes()).hexdigest() == \

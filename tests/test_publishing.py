@@ -1,7 +1,7 @@
 """One setting publishes the book: the repository URL and branch of ``_config.yml`` and everything that names them.
 
 ``_config.yml`` (``repository.url``, ``repository.branch``) is the one source. Jupyter Book reads it for the repository,
-Colab and Binder buttons; ``compbook.paths`` (data downloads), each chapter's first cell (Colab's install), the
+Colab and Binder buttons; ``compbook.results.paths`` (data downloads), each chapter's first cell (Colab's install), the
 publishing workflow and README.md's "Publish the book" (push, enable Pages, open the URL) are checked against it
 here, so changing the repository is one edit plus the places a failure names.
 """
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from compbook import paths
+from compbook.results import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -38,7 +38,7 @@ def test_the_setting_is_a_github_repository_and_branch():
 
 def test_compbook_paths_agree():
     assert (paths.REPOSITORY_URL, paths.BRANCH) == (URL, BRANCH), \
-        "compbook/paths.py's REPOSITORY_URL / BRANCH differ from _config.yml's repository"
+        "compbook/results/paths.py's REPOSITORY_URL / BRANCH differ from _config.yml's repository"
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,9 +1,10 @@
-"""compbook.cppn.reader_labels: a reader's own verdicts (the widget, the labels file, the judges' agreement)."""
+"""compbook.cppn.audit.reader_labels: a reader's own verdicts (the widget, the labels file, the judges' agreement)."""
 
 import pytest
 import torch
 
-from compbook.cppn import judges, labelling, picbreeder, reader_labels
+from compbook.cppn import judges, picbreeder
+from compbook.cppn.audit import labelling, reader_labels
 
 
 @pytest.fixture(scope="module")

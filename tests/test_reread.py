@@ -1,8 +1,8 @@
-"""compbook.cppn.reread: scores under several judges from one set of renders."""
+"""compbook.cppn.audit.reread: scores under several judges from one set of renders."""
 
 import numpy as np
 
-from compbook.cppn import reread
+from compbook.cppn.audit import reread
 
 
 def test_labeller_scores_count_only_perturbed_items_and_cant_tell_as_no():

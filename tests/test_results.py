@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from compbook import checkpoints, paths, results
+from compbook.results import checkpoints, paths
+from compbook import results
 from compbook.results import upkeep
 from compbook.cppn.judges.cache import CachedJudge, read_cache, write_cache
 
@@ -143,7 +144,7 @@ def test_an_edited_file_is_refused_naming_it_and_what_differs(data):
         results.load("t")
     with pytest.raises(ValueError, match="differs from the registry"):
         from compbook import checks
-        checks.json_file(path)
+        results.json_file(path)
     assert any("sha256 differs" in p for p in upkeep.check(data))
     changes, unregistered = upkeep.refresh(data)
     assert changes == ["t.json: new digest ('t')"] and unregistered == []
@@ -154,7 +155,7 @@ def test_an_unregistered_file_is_refused(data):
     (data / "stray.json").write_text('{"made_by": "python -m compbook.cppn counting"}')
     from compbook import checks
     with pytest.raises(ValueError, match=r"stray\.json: not in the registry .*python -m compbook.results add"):
-        checks.json_file(data / "stray.json")
+        results.json_file(data / "stray.json")
     assert upkeep.check(data) == ["stray.json: not registered"]
     assert upkeep.refresh(data) == ([], ["stray.json"])
     assert upkeep.add(data, "stray.json") == "stray"        # the command: the file's own made_by

@@ -1,12 +1,12 @@
-"""Part C's claims table (compbook.sae.claims): the book's verdict rule, the paper's sizes, every claim read."""
+"""Part C's claims table (compbook.sae.studies.claims): the book's verdict rule, the paper's sizes, every claim read."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from compbook import stats
-from compbook.sae import claims
-from compbook.sae import study as st
+from compbook.sae.studies import claims
+from compbook.sae.studies import study as st
 
 S2AE = "S2AE (lambda=0.01)"
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from compbook.cppn.agreement import wilson
+from compbook.cppn.audit.agreement import wilson
 from compbook.sae import describe as de
 from compbook.sae import interpret as ip
 from compbook.sae.data import make_scenes
@@ -218,7 +218,7 @@ def tiny_qwen3_vl():
 
 
 def test_vlm_describer_on_a_tiny_random_qwen3_vl(scenes):
-    from compbook.sae import hf_interpret as hf
+    from compbook.sae.servers import hf_interpret as hf
 
     proc = TinyQwenVLProcessor()
     d = hf.VLMDescriber(tiny_qwen3_vl(), proc, prompt="describe the red square", max_new_tokens=4, size=64)
@@ -238,7 +238,7 @@ def test_vlm_describer_on_a_tiny_random_qwen3_vl(scenes):
 def test_llm_synthesiser_on_a_tiny_random_qwen3():
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from compbook.sae import hf_interpret as hf
+    from compbook.sae.servers import hf_interpret as hf
 
     cfg = Qwen3Config(vocab_size=len(WORDS), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=256)
@@ -252,7 +252,7 @@ def test_llm_synthesiser_on_a_tiny_random_qwen3():
 
 
 def test_parse_synthesis():
-    from compbook.sae import hf_interpret as hf
+    from compbook.sae.servers import hf_interpret as hf
 
     r = hf.parse_synthesis("<think>hmm</think>\nIMAGE: Red squares.\nTEXT: the word 'red'\nAGREE: yes")
     assert (r.image, r.text, r.agree) == ("red square", "red", True)

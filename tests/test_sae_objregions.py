@@ -1,9 +1,9 @@
-"""compbook.sae.objregions: prefix / bidirectional tiny-VLM variants, attention correlations."""
+"""compbook.sae.studies.objregions: prefix / bidirectional tiny-VLM variants, attention correlations."""
 
 import pytest
 import torch
 
-from compbook.sae import objregions as orr
+from compbook.sae.studies import objregions as orr
 from compbook.sae.vlm import TinyVLM, TinyVLMConfig
 
 

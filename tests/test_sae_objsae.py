@@ -1,4 +1,4 @@
-"""compbook.sae.objsae (SAEs on the object-VLM variants), the prefix tokens in extract, and compbook.sae.full."""
+"""compbook.sae.studies.objsae (SAEs on the object-VLM variants), the prefix tokens in extract, and compbook.sae.runs.full."""
 
 import os
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from compbook.sae import objregions as orr
-from compbook.sae import objsae
+from compbook.sae.studies import objregions as orr
+from compbook.sae.studies import objsae
 from compbook.sae.experiment import sae_inputs
 from compbook.sae.vlm import IMAGE, PAD, TEXT, extract
 
@@ -88,8 +88,10 @@ def test_reading_pairs_each_variant_with_its_own_vanilla():
 
 def test_full_run_at_tiny_size_writes_every_table(tmp_path, monkeypatch):
     """The GPU reader's command, at TINY size on the CPU: the stored VLMs linked into a scratch data folder."""
-    from compbook.paths import data_dir
-    from compbook.sae import claims, full, sizes
+    from compbook.results.paths import data_dir
+    from compbook.sae.studies import claims
+    from compbook.sae.runs import full
+    from compbook.sae import sizes
 
     src = data_dir() / "sae"
     (tmp_path / "sae" / "objvlm").mkdir(parents=True)
@@ -111,7 +113,7 @@ def test_full_run_at_tiny_size_writes_every_table(tmp_path, monkeypatch):
 
 
 def test_merge_table_keeps_the_other_layouts(tmp_path, monkeypatch):
-    from compbook.sae import study as st
+    from compbook.sae.studies import study as st
     monkeypatch.setenv("COMPBOOK_DATA", str(tmp_path))
     df = _table()
     assert objsae.merge_table(df) is df, "nothing stored: the table itself"

@@ -1,11 +1,11 @@
-"""compbook.sae.refopt: the reference trainer's optimisation as an option; with ours selected it is ours."""
+"""compbook.sae.studies.refopt: the reference trainer's optimisation as an option; with ours selected it is ours."""
 
 import math
 
 import pytest
 import torch
 
-from compbook.sae import refopt as ro
+from compbook.sae.studies import refopt as ro
 from compbook.sae.s2ae import SAEData, SAETrainConfig, train_sae
 from compbook.sae.topk import TopKSAE
 

@@ -1,4 +1,4 @@
-"""compbook.sae.server_interpret: the interpretation pipeline's describer and synthesiser on a server (a local
+"""compbook.sae.servers.server_interpret: the interpretation pipeline's describer and synthesiser on a server (a local
 server with canned answers, and ``transformers serve`` with the tiny random Qwen3-VL: its answers mean nothing,
 the tests check the requests, the parsing, the cache and the pipeline's bookkeeping)."""
 
@@ -11,12 +11,12 @@ import pytest
 import torch
 from PIL import Image
 
-from compbook.journal import journal_path
-from compbook.sae import hf_interpret as hf
+from compbook.results.journal import journal_path
+from compbook.sae.servers import hf_interpret as hf
 from compbook.sae import interpret as ip
 from compbook.sae.data import make_scenes
-from compbook.sae.server_interpret import ServerDescriber, ServerSynthesiser
-from compbook.serving import ServerError
+from compbook.sae.servers.server_interpret import ServerDescriber, ServerSynthesiser
+from compbook.runs.serving import ServerError
 from servers import FaultServer, completion, free_port
 
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from compbook.sae import coherence as co
-from compbook.sae import show, study as st
+from compbook.sae import show
+from compbook.sae.studies import study as st
 from compbook.sae.data import make_scenes
 from compbook.sae.s2ae import SAETrainConfig
 

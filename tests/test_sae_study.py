@@ -1,4 +1,4 @@
-"""compbook.sae.study: the slack of a TopK code, the choice of k, the re-reading rule, stored study runs."""
+"""compbook.sae.studies.study: the slack of a TopK code, the choice of k, the re-reading rule, stored study runs."""
 
 import dataclasses
 import json
@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from compbook.sae import experiment as ex
-from compbook.sae import stack, study as st
+from compbook.sae.runs import stack
+from compbook.sae.studies import study as st
 from compbook.sae.s2ae import SAEData, SAETrainConfig
 from compbook.sae.topk import TopKSAE
 

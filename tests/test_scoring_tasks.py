@@ -1,4 +1,4 @@
-"""Part A's sweeps (compbook.cppn.scoring_tasks): the twins and the EMC2 scores through compbook.sweeps equal the
+"""Part A's sweeps (compbook.cppn.runs.scoring_tasks): the twins and the EMC2 scores through compbook.runs.sweeps equal the
 old in-process loops (train_twins + save_twins, compositional_score), resume with only the missing configs, and
 refuse bad input."""
 
@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import sweeps
-from compbook.cppn import __main__ as cli, emc2, scoring_tasks as st, store, twins as tw
+from compbook.runs import sweeps
+from compbook.cppn import __main__ as cli, emc2, twins as tw
+from compbook.cppn.runs import scoring_tasks as st
+from compbook.cppn.data import store
 from compbook.cppn.judges.registry import make_judge
 from compbook.cppn.judges.server import ServerJudge
 from compbook.cppn.network import CPPN

@@ -25,8 +25,8 @@ from compbook.cppn.judges.cache import cache_file_name
 from compbook.cppn.judges.server import UnreadableAnswers
 from compbook.cppn.judges.vlm import VLMJudge, read_answer, to_pil
 from compbook.cppn.network import CPPN
-from compbook.journal import journal_path
-from compbook.serving import ServerError
+from compbook.results.journal import journal_path
+from compbook.runs.serving import ServerError
 from servers import CountingProxy, FaultServer, completion, free_port
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Tests for compbook.serving (the OpenAI-compatible client) and compbook.journal (atomic files, journals, the
+"""Tests for compbook.runs.serving (the OpenAI-compatible client) and compbook.results.journal (atomic files, journals, the
 answer cache), against local servers that fail on purpose (tests/servers.py)."""
 
 import base64
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from compbook import journal as jr
-from compbook.serving import ChatClient, Reply, ServerError, check_base_url, parse_reply, user_message
+from compbook.results import journal as jr
+from compbook.runs.serving import ChatClient, Reply, ServerError, check_base_url, parse_reply, user_message
 from servers import FaultServer, completion, free_port
 
 

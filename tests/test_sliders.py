@@ -1,4 +1,4 @@
-"""compbook.sliders: the static frame viewer holds one frame per knob combination; headless runs never go live."""
+"""compbook.book.sliders: the static frame viewer holds one frame per knob combination; headless runs never go live."""
 
 import re
 
@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from compbook import sliders
+from compbook.book import sliders
 
 
 def _draw(a, b=0):

@@ -86,8 +86,8 @@ def test_verdict_of_a_difference_against_zero_matches_a_naive_reading():
 
 
 def test_parts_share_one_verdict_rule():
-    from compbook.cppn import claims
-    from compbook.sae import claims as sae_claims
+    from compbook.cppn.audit import claims
+    from compbook.sae.studies import claims as sae_claims
     assert claims.verdict is stats.verdict and claims.REPRODUCED == stats.REPRODUCED
     assert sae_claims.verdict is stats.verdict
 

@@ -1,4 +1,4 @@
-"""The sweep runner on this machine (compbook.sweeps, backend local): keys, records, resume, retries, stacks.
+"""The sweep runner on this machine (compbook.runs.sweeps, backend local): keys, records, resume, retries, stacks.
 
 The Ray backend on a real two-node cluster is tests/test_sweeps_cluster.py.
 """
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import sweeps
-from compbook.sweeps import backends, spec, store as rstore, toys
+from compbook.runs import sweeps
+from compbook.runs.sweeps import backends, spec, store as rstore, toys
 
 
 def _equal(a: dict, b: dict) -> bool:

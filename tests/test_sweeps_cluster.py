@@ -23,8 +23,9 @@ import psutil
 import pytest
 import torch
 
-from compbook import config, sweeps
-from compbook.sweeps import toys
+from compbook import config
+from compbook.runs import sweeps
+from compbook.runs.sweeps import toys
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'compbook[sweeps]' (make test does)")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -33,9 +34,9 @@ NODE = dict(num_cpus=1, include_dashboard=False, object_store_memory=80 * 2 ** 2
 WORKER_IP = "127.0.0.2"
 
 #: every part's tiny sweep (module, builder): the same code paths as the papers' sweeps, at seconds' sizes
-PART_SWEEPS = [("compbook.sweeps.toys", "toy_sweep"), ("compbook.cppn.tasks", "tiny_sweep"),
-               ("compbook.cppn.scoring_tasks", "tiny_scoring_sweep"), ("compbook.binding.tasks", "tiny_sweep"),
-               ("compbook.sae.tasks", "tiny_sweep")]
+PART_SWEEPS = [("compbook.runs.sweeps.toys", "toy_sweep"), ("compbook.cppn.runs.tasks", "tiny_sweep"),
+               ("compbook.cppn.runs.scoring_tasks", "tiny_scoring_sweep"), ("compbook.binding.runs.tasks", "tiny_sweep"),
+               ("compbook.sae.runs.tasks", "tiny_sweep")]
 
 
 def _cluster_processes(session: str) -> list[int]:
@@ -119,7 +120,7 @@ def test_every_part_runs_on_the_cluster_as_it_runs_here(cluster, tmp_path, modul
 
 def _driver(cluster, store: Path, log: Path, gate: Path, n: int, tag: str) -> subprocess.Popen:
     env = os.environ | {toys.TAG_VARIABLE: tag}
-    return subprocess.Popen([sys.executable, "-m", "compbook.sweeps", "toys", "--store", str(store), "--n", str(n),
+    return subprocess.Popen([sys.executable, "-m", "compbook.runs.sweeps", "toys", "--store", str(store), "--n", str(n),
                              "--gate", str(gate), "--log", str(log), "--unstacked", "--backend", "ray",
                              "--address", cluster.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)

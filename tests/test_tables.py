@@ -1,4 +1,4 @@
-"""compbook.cppn.tables (the chapters' tables) and the chapter helpers of compbook.cppn.frames and
+"""compbook.cppn.audit.tables (the chapters' tables) and the chapter helpers of compbook.cppn.frames and
 compbook.cppn.volume_ratio, against naive references (plain loops) and against the stored JSON itself."""
 
 import json
@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from compbook.cppn import claims, frames, panel, picbreeder, tables, volume_ratio
+from compbook.cppn.audit import claims, tables
+from compbook.cppn import frames, panel, picbreeder, volume_ratio
 from compbook.stats import fmt, mean_ci
 
 
@@ -189,7 +190,7 @@ def test_configs_for_mode(monkeypatch):
 # -- chapters 6-9's helpers outside tables ---------------------------------------------------------------------
 def test_mode_config_prints_within_80_columns(monkeypatch):
     import dataclasses
-    from compbook.cppn import experiments
+    from compbook.cppn.runs import experiments
     for cls in (experiments.PruningConfig, experiments.OptimizerConfig, experiments.UnknownConfig,
                 experiments.DepthConfig, frames.WelchConfig):
         for mode in ("cpu", "full"):
@@ -203,7 +204,7 @@ def test_mode_config_prints_within_80_columns(monkeypatch):
 
 
 def test_chapter_configs_keep_the_chapters_numbers(monkeypatch):
-    from compbook.cppn import experiments as e
+    from compbook.cppn.runs import experiments as e
     assert (e.PruningConfig().sample, e.PruningConfig().delta) == (150, 0.5)
     assert (len(e.OptimizerConfig().seeds), e.OptimizerConfig().sample) == (5, 100)
     assert (e.UnknownConfig().depth_range, len(e.UnknownConfig().seeds)) == ((8, 8), 3)
@@ -250,7 +251,7 @@ def test_most_similar_against_a_naive_loop():
 
 def test_half_mse_and_selective_fraction():
     import torch
-    from compbook.cppn import experiments
+    from compbook.cppn.runs import experiments
     from compbook.cppn.network import uniform_cppn
     m = uniform_cppn(2, 4, "tanh", seed=0)
     img = m.render(8).detach().numpy().copy()
@@ -282,8 +283,8 @@ def test_pooled_row_pools_the_seeds_with_wilson():
 
 
 def test_reread_table_has_one_row_per_picbreeder_row_and_marks_earlier_twins():
-    from compbook.cppn import claims
-    from compbook.paths import data_file
+    from compbook.cppn.audit import claims
+    from compbook.results.paths import data_file
     reread = json.loads(data_file("emc2/reread.json").read_text())
     steps = {"skull": 63000, "butterfly": 49000, "apple": 23000}
     table = claims.reread_table(reread, steps)
@@ -296,7 +297,7 @@ def test_reread_table_has_one_row_per_picbreeder_row_and_marks_earlier_twins():
 
 
 def test_reading_follows_verdict_and_refuses_networks_that_never_drew():
-    from compbook.cppn import claims
+    from compbook.cppn.audit import claims
     hi, lo = {"score": 0.9, "ci95": [0.85, 0.95]}, {"score": 0.3, "ci95": [0.2, 0.4]}
     assert claims.reading(hi, lo).startswith("reproduced")
     assert claims.reading(lo, hi).startswith("not reproduced")
@@ -306,7 +307,7 @@ def test_reading_follows_verdict_and_refuses_networks_that_never_drew():
 
 
 def test_bench_config_full_mode(monkeypatch):
-    from compbook.cppn import experiments
+    from compbook.cppn.runs import experiments
     monkeypatch.setenv("COMPBOOK_MODE", "full")
     full = experiments.BenchConfig.for_mode()
     assert full.res == 256 and full.live == ("skull", "butterfly", "apple") and full.pb_sample is None
@@ -347,7 +348,7 @@ def test_second_labeller_tables_from_synthetic_rows():
     """The chapter-5 tables of a second labeller, built from agreement's rows on synthetic answers: one row per
     judge and kind, the always-yes column is the labeller's yes rate, counts survive."""
     import numpy as np
-    from compbook.cppn import agreement
+    from compbook.cppn.audit import agreement
     kinds = ["picbreeder", "fer", "fertwin"] * 10
     items = [{"kind": k, "question": {"delta": (0.5, 2.0)[j % 2], "weight": [0, 0, j]}} for j, k in enumerate(kinds)]
     answers = ["no" if j % 7 == 0 else "yes" for j in range(30)]
@@ -365,7 +366,7 @@ def test_second_labeller_tables_from_synthetic_rows():
 
 
 def test_overlap_table_shows_each_groups_rates_and_agreement():
-    from compbook.cppn import agreement
+    from compbook.cppn.audit import agreement
     a, b = ["yes"] * 6 + ["no"] * 4, ["yes"] * 3 + ["no"] * 5 + ["can't tell"] * 2
     judge = ["yes"] * 5 + ["no"] * 5
     group = {"labeller": "labeller 2", "n": 10, "labellers": agreement.pairwise(a, b),

@@ -1,4 +1,4 @@
-"""Part B's sweeps on the runner (compbook.binding.tasks): the coverage sweep's records against the old in-process
+"""Part B's sweeps on the runner (compbook.binding.runs.tasks): the coverage sweep's records against the old in-process
 stack (train every coverage x seed of a size at once, score the stack), resumption, stacking, bad input, the
 command lines; the recipe models' records against run_one."""
 
@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import checkpoints, sweeps
-from compbook.binding import tasks
+from compbook.results import checkpoints
+from compbook.runs import sweeps
+from compbook.binding.runs import tasks
 from compbook.binding.controlled import train_controlled
-from compbook.binding.recipe_config import RecipeConfig
-from compbook.binding import sweep as W
-from compbook.binding.sweep import load_sweep, probe_fits, run_size, sweep_splits
+from compbook.binding.recipe.config import RecipeConfig
+from compbook.binding.runs import sweep as W
+from compbook.binding.runs.sweep import load_sweep, probe_fits, run_size, sweep_splits
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,7 +48,7 @@ def assert_same_models(a: dict, b: dict):
 
 def test_runner_records_equal_the_old_stack(tmp_path):
     """run_size on the runner (stacks of 2 here) gives the old one-stack numbers exactly: each model draws its
-    batches from its own seed, and is scored alone (on a CPU at one thread; see compbook.binding.tasks)."""
+    batches from its own seed, and is scored alone (on a CPU at one thread; see compbook.binding.runs.tasks)."""
     sweep = dataclasses.replace(SWEEP, n_values=(9,))           # the stored record keeps the sweep as given
     old = old_run_size(SWEEP, CFG)
     new = run_size(sweep, CFG, tmp_path, progress=False, store=tmp_path / "runs", per_task=2)
@@ -180,8 +181,8 @@ def test_recipe_records_equal_run_one(tmp_path, monkeypatch):
     and keeps the resumable state where run_one would (recipe.default_checkpoint) unless --checkpoint-dir."""
     import tempfile
     from compbook.binding.__main__ import main
-    from compbook.binding.recipe import default_checkpoint, run_one
-    from compbook.binding.recipe_model import load_recipe, stem_for
+    from compbook.binding.recipe.train import default_checkpoint, run_one
+    from compbook.binding.recipe.model import load_recipe, stem_for
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.delenv("COMPBOOK_MODE", raising=False)

@@ -1,4 +1,4 @@
-"""compbook.cppn.tasks: Part A's chapter 6-9 trainings as sweeps of compbook.sweeps, on toy sizes.
+"""compbook.cppn.runs.tasks: Part A's chapter 6-9 trainings as sweeps of compbook.runs.sweeps, on toy sizes.
 
 The reference is the chapters' own in-process code (``depth.depth_sweep``, ``experiments.pruning_methods``,
 ``optimizer_comparison``, ``dense_and_sp``, ``fer_optimizers`` and the stored run's ``run_chapter*``): records
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from compbook import sweeps
-from compbook.cppn import depth, experiments, panel, prune, tasks
+from compbook.runs import sweeps
+from compbook.cppn import depth, panel, prune
+from compbook.cppn.runs import experiments, tasks
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

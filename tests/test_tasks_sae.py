@@ -1,7 +1,7 @@
-"""compbook.sae.tasks: Part C's SAE sweeps on the runner give the old loop's SAEs, resume, stack exactly.
+"""compbook.sae.runs.tasks: Part C's SAE sweeps on the runner give the old loop's SAEs, resume, stack exactly.
 
 The naive reference is the loop before the runner: :func:`compbook.sae.s2ae.train_sae` (and the reference
-optimiser's :func:`compbook.sae.refopt.train_sae_reference`) one SAE at a time, as
+optimiser's :func:`compbook.sae.studies.refopt.train_sae_reference`) one SAE at a time, as
 :func:`compbook.sae.experiment.stored_runs` trains them. On the CPU the stacked training is bit-identical to it,
 so every comparison here is exact (``torch.equal``), not within a tolerance.
 """
@@ -12,9 +12,11 @@ import json
 import pytest
 import torch
 
-from compbook import sweeps
-from compbook.sae import __main__ as cli, experiment as ex, sources, stack, study as st, tasks
-from compbook.sae.refopt import ReferenceTrainConfig, train_sae_reference
+from compbook.runs import sweeps
+from compbook.sae import __main__ as cli, experiment as ex, sources
+from compbook.sae.runs import stack, tasks
+from compbook.sae.studies import study as st
+from compbook.sae.studies.refopt import ReferenceTrainConfig, train_sae_reference
 from compbook.sae.s2ae import SAETrainConfig, fit_sae, train_sae
 from compbook.sae.topk import TopKSAE
 
@@ -37,7 +39,7 @@ def same(sae, weights) -> bool:
 
 
 def counting(monkeypatch) -> list:
-    """Patch :func:`compbook.sae.stack.fit_stack` to record the (k, lambda, seed) of every SAE it trains."""
+    """Patch :func:`compbook.sae.runs.stack.fit_stack` to record the (k, lambda, seed) of every SAE it trains."""
     trained, real = [], stack.fit_stack
 
     def fit(saes, data, cfgs, *a, **k):
@@ -188,7 +190,7 @@ def test_the_commands_take_the_runners_options(monkeypatch):
     got = {}
     monkeypatch.setattr(st, "run", lambda *a, **k: got.setdefault("study", k))
     monkeypatch.setattr(st, "run_regions", lambda *a, **k: got.setdefault("regions", k))
-    from compbook.sae import full
+    from compbook.sae.runs import full
     monkeypatch.setattr(full, "run", lambda cfg, **k: got.setdefault("full", (cfg, k)) and {})
     monkeypatch.setattr(full, "show", lambda out: None)
     assert cli.main(["study", "--backend", "local"]) == 0
@@ -198,7 +200,7 @@ def test_the_commands_take_the_runners_options(monkeypatch):
     assert cli.main(["full", "--tiny", "--backend", "local", "--retries", "0"]) == 0
     cfg, options = got["full"]
     assert cfg.store == "sae/tiny" and options["retries"] == 0 and options["backend"] == "local"
-    from compbook.sae import objsae
+    from compbook.sae.studies import objsae
     monkeypatch.setattr(objsae, "run", lambda *a, **k: got.setdefault("objsae", k))
     assert cli.main(["objsae", "--backend", "local", "--per-task", "4"]) == 0
     assert got["objsae"]["per_task"] == 4 and got["objsae"]["backend"] == "local"

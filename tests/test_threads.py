@@ -82,7 +82,7 @@ def test_using_threads_restores_the_count_before():
 
 
 def test_a_sweep_worker_takes_its_tasks_cpus():
-    from compbook.sweeps.spec import execute
+    from compbook.runs.sweeps.spec import execute
     before = torch.get_num_threads()
     try:
         [record] = execute(lambda c: {"threads": torch.get_num_threads()}, None, [{}], threads=2)

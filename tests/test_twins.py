@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from compbook.cppn import store as checkpoints, twins
+from compbook.cppn.data import store as checkpoints
+from compbook.cppn import twins
 
 
 def test_recipe_defaults_are_fers():

@@ -102,7 +102,7 @@ def test_the_linters_catch_a_broken_workflow(tmp_path):
 
 
 def test_needs_no_setting_beyond_the_repository():
-    """No repository variable or secret: the book fetches FER's files itself (compbook.cppn.fer_files)."""
+    """No repository variable or secret: the book fetches FER's files itself (compbook.cppn.data.fer_files)."""
     assert not re.search(r"\$\{\{\s*(vars|secrets)\.", TEXT), re.findall(r"\$\{\{[^}]*\}\}", TEXT)
     assert "SHARED_DATA" not in TEXT and "../shared" not in TEXT
 

@@ -2,9 +2,9 @@
 
 * ``clevr``: train the CLEVR-2D dual encoders of chapters 10-11 (:mod:`compbook.binding.clevr`);
 * ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
-  (:mod:`compbook.binding.sweep`, chapter 13); its models run on the runner (:mod:`compbook.binding.tasks`,
+  (:mod:`compbook.binding.runs.sweep`, chapter 13); its models run on the runner (:mod:`compbook.binding.runs.tasks`,
   ``--backend local|ray --address ADDR --workers N --retries N --per-task N``);
-* ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe`, chapter 13's
+* ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe.train`, chapter 13's
   go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``), one
   runner config per coverage (the same options);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
@@ -51,7 +51,7 @@ def clevr(argv: Sequence[str]) -> int:
 def complexity(argv: Sequence[str]) -> int:
     """``complexity [--n-values 5]``: the table for a saved sweep -> ``data/binding/complexity_V<n>.json``."""
     from .complexity import controlled_complexity, default_complexity
-    from .sweep import load_sweep
+    from .runs.sweep import load_sweep
     ap = argparse.ArgumentParser(prog=f"{PROG} complexity", description=complexity.__doc__)
     ap.add_argument("--sweep-dir", default=str(door.made_path("binding")))
     ap.add_argument("--n-values", type=int, default=5)
@@ -68,11 +68,12 @@ def complexity(argv: Sequence[str]) -> int:
 
 def sweep(argv: Sequence[str]) -> int:
     """``sweep [--sizes ...]``, ``sweep --rescore``, ``sweep --recipe-check NAME=JSON``."""
-    from .. import checks, sweeps
+    from .. import checks
+    from ..runs import sweeps
     from .controlled import ControlledConfig
-    from .recipe_model import store_dir
-    from .sweep import default_sweep, recipe_check, rescore, run_size
-    from .tasks import default_store
+    from .recipe.model import store_dir
+    from .runs.sweep import default_sweep, recipe_check, rescore, run_size
+    from .runs.tasks import default_store
     ap = argparse.ArgumentParser(prog=f"{PROG} sweep",
                                  description="Train the coverage sweep of controlled models (chapter 13).")
     ap.add_argument("--out", default=str(store_dir()),
@@ -105,7 +106,7 @@ def sweep(argv: Sequence[str]) -> int:
         for v in args.sizes or sw.n_values:
             cfg = ControlledConfig(n_values=v, **json.loads(overrides))
             out = recipe_check(cfg, args.coverages or [0.2, 0.5, 0.9])
-            done = checks.json_file(path, "recipe checks") if path.exists() else {}
+            done = results.json_file(path, "recipe checks") if path.exists() else {}
             rows = done.get("rows", []) + [{"name": name, "n_objects": v ** 3} | out]
             results.write_json(path, {"rows": rows}, results.joined(done.get("made_by"), results.made_by(path)))
             print(name, f"|O|={v ** 3}:", {k: np.round(out[k], 2).tolist() for k in
@@ -130,11 +131,12 @@ def sweep(argv: Sequence[str]) -> int:
 def recipe(argv: Sequence[str]) -> int:
     """``python -m compbook.binding recipe --coverages 0.5`` trains and stores one model per coverage, in
     sequence (CPU mode: the miniature; ``COMPBOOK_MODE=full``: the released recipe, on a GPU when present)."""
-    from .. import checks, config, sweeps
-    from .recipe import lr_probe, train_recipe
-    from .recipe_config import RecipeConfig
-    from .recipe_model import store_dir
-    from .tasks import recipe_sweep, store_recipe
+    from .. import checks, config
+    from ..runs import sweeps
+    from .recipe.train import lr_probe, train_recipe
+    from .recipe.config import RecipeConfig
+    from .recipe.model import store_dir
+    from .runs.tasks import recipe_sweep, store_recipe
     argv = list(argv)
     ap = argparse.ArgumentParser(prog=f"{PROG} recipe", description="Train controlled models by the released recipe (scaled).")
     ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
@@ -181,9 +183,9 @@ def recipe(argv: Sequence[str]) -> int:
         print(f"{(time.perf_counter() - t) / a.time_steps * 1000:.1f} ms/step at batch {cfg.batch}")
         return 0
     if a.probes:
-        from .recipe_checks import probe_records
+        from .recipe.checks import probe_records
         path = out / "recipe_probes.json"        # models already fitted are kept
-        old = checks.json_file(path, "recipe probes")["rows"] if path.exists() else []
+        old = results.json_file(path, "recipe probes")["rows"] if path.exists() else []
         rows = old + probe_records(out, skip={r["model"] for r in old})
         results.write_json(path, {"rows": rows}, command)
         print(json.dumps(rows, indent=1))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from .. import checkpoints, checks, config
+from ..results import checkpoints
+from .. import checks, config
 from .. import scenes as S
 from . import data as D
 from .encoders import EncoderConfig

@@ -24,6 +24,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from .. import checks, config
+from .. import results
 from ..config import ModeConfig
 from . import paper
 from .probes import check_values
@@ -202,10 +203,10 @@ def encoder_binding(train_values, train_emb, test_values, test_emb, sizes, width
 
 def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) -> list[dict]:
     """The complexity table for the saved controlled models of one seed (one per coverage) of a sweep record
-    (:func:`compbook.binding.sweep.load_sweep`); rows labelled by coverage."""
+    (:func:`compbook.binding.runs.sweep.load_sweep`); rows labelled by coverage."""
     from .splits import coverage_split
     from .controlled import subsample
-    from .sweep import scene_embeddings
+    from .runs.sweep import scene_embeddings
 
     ccfg = record["config"]
     space = ccfg.tokens.space
@@ -233,4 +234,4 @@ def load_complexity(n_values: int, directory=None) -> dict:
     name = f"complexity_V{n_values}.json"
     path = door.stored_path(Path(directory) / name if directory else f"binding/{name}",
                             f"python -m compbook.binding complexity --n-values {n_values}")
-    return checks.json_file(path, "complexity table")
+    return results.json_file(path, "complexity table")

@@ -1,11 +1,11 @@
 """Part B's exercises (chapters 10-13): each ``check_<what>(answer)`` runs the reader's answer against the reference
-in ``compbook.binding`` on planted, seeded inputs and returns a :class:`~compbook.exercises.Checked`."""
+in ``compbook.binding`` on planted, seeded inputs and returns a :class:`~compbook.book.exercises.Checked`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..exercises import Checked, check_function, correct, not_an_answer, rng, wrong
+from ..book.exercises import Checked, check_function, correct, not_an_answer, rng, wrong
 from . import decomposition
 from .probes import fit_probe
 

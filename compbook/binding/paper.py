@@ -4,7 +4,7 @@ Uselis, Koishigarina and Oh, *How can embedding models bind concepts?* (ICML 202
 figure comes from: ``"paper"`` (its text and figures, CLIP ViT-B/32 where it names a model) or ``"released
 code"`` (its public code, ``oshapio/binding-concepts-complexity``: the released training recipe). Chapters glue
 each figure from :data:`FIGURES` (``paper.figure("level1_r2")["text"]``) and code reads it from here
-(:class:`compbook.binding.recipe_config.RecipeConfig`'s ``FULL``, the complexity probe's full widths), never
+(:class:`compbook.binding.recipe.config.RecipeConfig`'s ``FULL``, the complexity probe's full widths), never
 typing it again.
 """
 

@@ -194,7 +194,7 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
     """Chapter 13's figure: one panel per object-space size, the swap test on seen objects, on unseen objects
     (with its 95% interval) and a random order of the candidates (chance), against coverage. ``curves``: a
     DataFrame indexed by (|O|, coverage) with columns seen, unseen, low, high, chance
-    (:func:`compbook.binding.sweep.binding_curves`); ``paper_jump`` ``(lo, hi, title)``: the paper's jump in its
+    (:func:`compbook.binding.runs.sweep.binding_curves`); ``paper_jump`` ``(lo, hi, title)``: the paper's jump in its
     own test (unseen-object recognition) from near 0 to near 1 between coverages lo and hi, sketched in a panel of
     its own, titled ``title``. The legend sits under the panels."""
     sizes = list(dict.fromkeys(curves.index.get_level_values(0)))

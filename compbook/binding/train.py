@@ -19,7 +19,7 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
-from .. import checkpoints
+from ..results import checkpoints
 from .. import checks, config
 from .data import PairData
 from .encoders import DualEncoder, EncoderConfig

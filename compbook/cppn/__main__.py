@@ -9,13 +9,13 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
   :mod:`compbook.cppn.judges.server`), or score many networks (``score``);
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
   the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice against a second
-  model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.labellers`);
+  model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.audit.labellers`);
 * ``labelling sheets|relabel|overlap|agreement|store``: blind verdicts of the model labellers or a reader
-  (:mod:`compbook.cppn.labelling`);
-* ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.reread`);
-* ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.experiments`);
+  (:mod:`compbook.cppn.audit.labelling`);
+* ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.audit.reread`);
+* ``experiments``: chapters 6-9's protocols, stored (:mod:`compbook.cppn.runs.experiments`);
 * ``fer``: FER's SGD networks against the Picbreeder renders (:mod:`compbook.cppn.fer`);
-* ``counting``: the score under every counting rule, delta policy and judge (:mod:`compbook.cppn.counting`).
+* ``counting``: the score under every counting rule, delta policy and judge (:mod:`compbook.cppn.audit.counting`).
 
 The library modules hold no argument parsing: each command below reads its options, calls them, prints and
 writes what they return.
@@ -42,9 +42,10 @@ PROG = "python -m compbook.cppn"
 # -- twins ------------------------------------------------------------------------------------------------------------
 def twins(argv: Sequence[str]) -> int:
     """``twins --target T [--steps N --res R --seeds ... --backend ...]`` or ``twins --report``: a sweep of
-    :mod:`compbook.sweeps` (:func:`compbook.cppn.scoring_tasks.make_twins`; rerun, it resumes from ``--store``)."""
-    from .. import sweeps
-    from . import scoring_tasks as st, twins as tw
+    :mod:`compbook.runs.sweeps` (:func:`compbook.cppn.runs.scoring_tasks.make_twins`; rerun, it resumes from ``--store``)."""
+    from ..runs import sweeps
+    from .runs import scoring_tasks as st
+    from . import twins as tw
     from .paper import figure
     p = argparse.ArgumentParser(prog=f"{PROG} twins", description=tw.__doc__.split("\n")[0])
     p.add_argument("--target", choices=tw.TARGETS, action="append", default=[])
@@ -96,7 +97,7 @@ def twins(argv: Sequence[str]) -> int:
 
 # -- judges -----------------------------------------------------------------------------------------------------------
 def _judges_parser() -> argparse.ArgumentParser:
-    from .. import sweeps
+    from ..runs import sweeps
     from .judges.registry import JUDGES
     p = argparse.ArgumentParser(prog=f"{PROG} judges",
                                 description="Fill or inspect EMC2 judge caches (data/judge_cache/).")
@@ -143,7 +144,7 @@ def _judges_parser() -> argparse.ArgumentParser:
     fill.add_argument("--cache", help="cache file or folder (default: data/judge_cache/)")
     fill.add_argument("--retries", dest="request_retries", type=int, default=3, help="server judge: on 429, 5xx, drops")
     sc = sub.add_parser("score", parents=[f],
-                        help="the networks' EMC2 scores, one task each of compbook.sweeps (stored in --store)")
+                        help="the networks' EMC2 scores, one task each of compbook.runs.sweeps (stored in --store)")
     sc.add_argument("--store", help="the runner's records (default: scoring_tasks.default_store)")
     sc.add_argument("--request-retries", type=int, default=3, help="server judge: fill's --retries")
     sweeps.add_arguments(sc)
@@ -190,10 +191,10 @@ def _score_settings(args) -> dict:
 
 
 def _score(args) -> int:
-    """``score``: the networks' scores (:func:`compbook.cppn.scoring_tasks.scoring_sweep`, each task builds the
+    """``score``: the networks' scores (:func:`compbook.cppn.runs.scoring_tasks.scoring_sweep`, each task builds the
     judge from its config), one JSON line each."""
-    from .. import sweeps
-    from . import scoring_tasks as st
+    from ..runs import sweeps
+    from .runs import scoring_tasks as st
     name, options = _judge_choice(args)
     server = args.server if name == "server" else None
     try:
@@ -209,7 +210,8 @@ def _score(args) -> int:
 
 def _models(args) -> list[tuple[str, object, str]]:
     """``(name, CPPN, concept)`` for every ``--genome`` and ``--checkpoint``."""
-    from . import picbreeder, store
+    from . import picbreeder
+    from .data import store
     if not args.genome and not args.checkpoint:
         raise SystemExit("fill: give at least one --genome or --checkpoint")
     if args.checkpoint and not args.concept:
@@ -221,7 +223,7 @@ def _models(args) -> list[tuple[str, object, str]]:
 def _fill(args) -> int:
     """``fill``: run ``compositional_score`` with a ``CachedJudge(mode="fill")`` for each model."""
     from . import emc2
-    from ..serving import ServerError
+    from ..runs.serving import ServerError
     from .judges.cache import CachedJudge, cache_path
     models = _models(args)
     judge = _make_judge(args)
@@ -297,7 +299,7 @@ def _write(path: Path, out: dict) -> None:
 
 def _choose() -> int:
     """``data/semantic/choice.json`` (:func:`labellers.choice_run`)."""
-    from . import labellers
+    from .audit import labellers
     from .judges import semantic
     result = labellers.choice_run()
     _write(semantic.choice_path(), result)
@@ -308,7 +310,7 @@ def _choose() -> int:
 
 def _validate(key_name: str) -> int:
     """``data/semantic/validation_<batch>.json`` (:func:`labellers.validation_run`)."""
-    from . import labellers
+    from .audit import labellers
     result = labellers.validation_run(key_name)
     _write(out := labellers.validation_path(key_name), result)
     _print_tables(result["tables"])
@@ -318,7 +320,7 @@ def _validate(key_name: str) -> int:
 
 def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], seed: int) -> int:
     """``data/semantic/validation_<batch>.json`` (:func:`labellers.second_labeller_run`)."""
-    from . import labellers
+    from .audit import labellers
     command = (f"{PROG} semantic second --key {key_name} --labeller '{labeller}' --first-keys "
                f"{' '.join(first_keys)} --seed {seed}")
     out = labellers.second_labeller_run(key_name, labeller, first_keys, seed, command)
@@ -335,7 +337,7 @@ def _second_labeller(key_name: str, labeller: str, first_keys: Sequence[str], se
 
 def _overlap_semantic(key_name: str, labeller: str) -> int:
     """``data/semantic/overlap.json`` (:func:`labellers.overlap_run`)."""
-    from . import labellers
+    from .audit import labellers
     from .judges import semantic
     out = labellers.overlap_run(key_name, labeller, f"{PROG} semantic overlap --key {key_name} --labeller "
                                                     f"'{labeller}'")
@@ -350,7 +352,7 @@ def _overlap_semantic(key_name: str, labeller: str) -> int:
 
 def semantic(argv: Sequence[str]) -> int:
     """``semantic train`` (the CNN's weights), ``semantic choose``, ``validate``, ``second`` or ``overlap``."""
-    from .labelling import LABELLER_KEYS, SECOND_LABELLER, THIRD_LABELLER
+    from .audit.labelling import LABELLER_KEYS, SECOND_LABELLER, THIRD_LABELLER
     p = argparse.ArgumentParser(prog=f"{PROG} semantic")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the concept CNN on augmentations of the reference renders")
@@ -381,7 +383,7 @@ def semantic(argv: Sequence[str]) -> int:
         return _second_labeller(args.key, args.labeller, args.first_keys, args.seed)
     if args.command == "validate":
         return _validate(args.key)
-    from .. import checkpoints
+    from ..results import checkpoints
     from .judges import augment, semantic as sem
     t0 = time.perf_counter()
     net, curve = sem.train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
@@ -397,7 +399,8 @@ def semantic(argv: Sequence[str]) -> int:
 # -- labelling --------------------------------------------------------------------------------------------------------
 def labelling(argv: Sequence[str]) -> int:
     """``labelling sheets|relabel|overlap|store ...`` (see ``data/judge_cache/README.md``)."""
-    from . import labelling as lab, twins as tw
+    from .audit import labelling as lab
+    from . import twins as tw
     p = argparse.ArgumentParser(prog=f"{PROG} labelling")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sheets", help="plan items of one concept, write the key and the contact sheets")
@@ -460,7 +463,7 @@ def labelling(argv: Sequence[str]) -> int:
     elif args.command == "overlap":
         _overlap(args.out_key, args.out, args.seed)
     elif args.command == "agreement":
-        from .agreement import self_agreement
+        from .audit.agreement import self_agreement
         out = self_agreement(lab.read_key(args.relabel_key), lab.read_labels(args.first), lab.read_labels(args.second))
         print(f"wrote {results.write_json(args.out, out | {'note': args.note})}: {out}")
     else:
@@ -475,7 +478,7 @@ def labelling(argv: Sequence[str]) -> int:
 
 def _overlap(out_key: str, out: str, seed: int) -> None:
     """The overlap key and its sheets (:func:`labellers.overlap_items`)."""
-    from . import labellers, labelling as lab
+    from .audit import labellers, labelling as lab
     items = labellers.overlap_items(seed)
     lab.write_key(out_key, items, f"overlap key: 'of' is the original item of 'batch', answered by 'labeller'; "
                   f"{PROG} labelling overlap --seed {seed}")
@@ -494,7 +497,8 @@ def _write_reread(out: dict) -> None:
 
 def reread(argv: Sequence[str]) -> int:
     """``reread [--sample N --pb-sample N --deltas ...]``, ``--concepts`` parts, ``--merge`` parts."""
-    from . import reread as rr, twins as tw
+    from .audit import reread as rr
+    from . import twins as tw
     p = argparse.ArgumentParser(prog=f"{PROG} reread")
     p.add_argument("--sample", type=int, default=200, help="weights per SGD twin")
     p.add_argument("--pb-sample", type=int, default=None, help="weights per Picbreeder network (default: all)")
@@ -522,8 +526,8 @@ def reread(argv: Sequence[str]) -> int:
 def experiments(argv: Sequence[str]) -> int:
     """``experiments --write [--chapters 6 7 8 9 theory 6fer 7fer 8fer] [--backend local|ray ...]``: run and store
     (``data/emc2/partA_reread.json``, :func:`experiments.run_stored`; networks trained by :mod:`tasks`' sweeps)."""
-    from .. import sweeps
-    from . import experiments as ex, tasks
+    from ..runs import sweeps
+    from .runs import experiments as ex, tasks
     p = argparse.ArgumentParser(prog=f"{PROG} experiments", description=ex.__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help=f"write {ex.stored_path().name}")
     p.add_argument("--chapters", nargs="+", default=list(ex.RUNNERS), choices=list(ex.RUNNERS))
@@ -541,7 +545,7 @@ def experiments(argv: Sequence[str]) -> int:
 def fer(argv: Sequence[str]) -> int:
     """``fer``: PSNR of FER's SGD networks against the Picbreeder renders at 256 px."""
     from . import fer as f, picbreeder
-    from .. import images
+    from ..book import images
     argparse.ArgumentParser(prog=f"{PROG} fer", description=f.__doc__.split("\n")[0]).parse_args(argv)
     for name in f.NAMES:
         m = f.load_fer(name)
@@ -555,7 +559,8 @@ def fer(argv: Sequence[str]) -> int:
 
 def counting(argv: Sequence[str]) -> int:
     """``counting [--sample N --res R --seed S --kinds ...]``: every rule x policy x judge, stored."""
-    from . import counting as c, picbreeder
+    from .audit import counting as c
+    from . import picbreeder
     p = argparse.ArgumentParser(prog=f"{PROG} counting", description=c.__doc__.split("\n")[0])
     p.add_argument("--sample", type=int, default=150, help="weights per network and rule")
     p.add_argument("--res", type=int, default=64)

@@ -241,7 +241,7 @@ def autograd_loss_and_grads(model: CPPN, target: torch.Tensor, weights: Sequence
 def gradient_error(model: CPPN, target, straight_through: bool = True) -> float:
     """Max over layers of ``max |engine - autograd| / max |autograd|`` for ``model``'s weights on ``target``
     ``(H, W, 3)`` (computed in float64: what is left is rounding, ~1e-15, unless the engine is wrong)."""
-    from ..images import as_target
+    from ..book.images import as_target
     checks.instance(model, "model", CPPN)
     target = as_target(target).double()
     model = copy.deepcopy(model).double()

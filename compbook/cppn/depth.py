@@ -28,7 +28,7 @@ from PIL import Image
 from .. import checks
 from .network import CPPN, uniform_cppn
 from .paper import figure
-from ..images import check_image as _as_image, resize, to_uint8
+from ..book.images import check_image as _as_image, resize, to_uint8
 from .train import OptimizerFactory, as_target, fit_many, mse
 
 RATIO_RES = 256

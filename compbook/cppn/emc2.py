@@ -40,7 +40,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import checks
-from .store import content_hash
+from .data.store import content_hash
 from .verdicts import ask_judge, on_scoring_device, streamed_verdicts
 from .network import ACTIVATIONS, CPPN, active_runs, coordinate_grid, grouped_layout, outputs_to_rgb
 

@@ -1,5 +1,5 @@
 """Part A's exercises (chapters 1-9): each ``check_<what>(answer)`` runs the reader's answer against the reference
-in ``compbook.cppn`` on fresh seeded inputs and returns a :class:`~compbook.exercises.Checked`.
+in ``compbook.cppn`` on fresh seeded inputs and returns a :class:`~compbook.book.exercises.Checked`.
 
 The planted mistakes are the ones a reader is likely to make; where an answer matches one, the message names it.
 """
@@ -12,8 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..exercises import (Checked, as_array, check_function, check_value, correct, kind, not_an_answer, rng,
-                         run_answer, wrong, wrong_kind)
+from ..book.exercises import (
+    Checked, as_array, check_function, check_value, correct, kind, not_an_answer, rng, run_answer, wrong, wrong_kind
+)
 from .. import checks
 from . import depth, emc2, frames, optim, volume_ratio
 from .network import CPPN, coordinate_grid
@@ -70,7 +71,7 @@ def check_local_coherence(answer) -> Checked:
 def check_volume_ratio(answer, target: str = "one unit", W: int = 2, L: int = 1, p: float = 0.5) -> Checked:
     """Chapter 3: ``answer`` is rho, the fraction of random masks (each edge kept with probability ``p``) of a
     ``W x L`` network that contain the target (one of chapter 3's tiny targets), worked out by hand."""
-    from .tables import tiny_targets
+    from .audit.tables import tiny_targets
     dag = tiny_targets()[target]
     want = volume_ratio.rho_exact(dag, W, L, p)
     n_target = sum(int(m.sum()) for m in dag.masks)
@@ -84,7 +85,7 @@ def check_volume_ratio(answer, target: str = "one unit", W: int = 2, L: int = 1,
 # -- chapter 4: the Welch bound ------------------------------------------------------------------------------------
 def check_welch_bound(answer, seconds: float | None = None) -> Checked:
     """Chapter 4: ``answer(r, d)`` is the Welch bound on the coherence of r unit vectors in R^d (0 when r <= d); a
-    float, each call within ``seconds`` (default :data:`compbook.exercises.TIME_LIMIT`)."""
+    float, each call within ``seconds`` (default :data:`compbook.book.exercises.TIME_LIMIT`)."""
     cases = [(r, d) for r, d in ((3, 2), (4, 2), (7, 3), (10, 4), (16, 6), (5, 5), (3, 4))]
     mistakes = {"an off-by-one: d r instead of d (r - 1) below": lambda r, d: math.sqrt(max(r - d, 0) / (d * r)),
                 "no square root": lambda r, d: max(r - d, 0) / (d * (r - 1)),
@@ -120,7 +121,7 @@ def _small_cppn(seed: int) -> CPPN:
 def check_emc2_score(answer, delta: float = 0.5, res: int = 16, seconds: float | None = None) -> Checked:
     """Chapter 5: ``answer(model, judge, concept, delta, res)`` perturbs each non-zero weight by ``+delta`` in turn,
     asks ``judge`` whether each render is still ``concept``, and returns the fraction of yes (a float), within
-    ``seconds`` per model (default :data:`compbook.exercises.TIME_LIMIT`)."""
+    ``seconds`` per model (default :data:`compbook.book.exercises.TIME_LIMIT`)."""
     from .judges.registry import make_judge
     refused = not_an_answer(answer, "function")
     if refused is not None:
@@ -239,7 +240,7 @@ def check_colours_needed(answer, r: int = 12, k: int = 3) -> Checked:
 def check_width_decay(answer, p: float = 0.5) -> Checked:
     """Chapter 3: how fast rho falls per extra unit of width for the one-unit target at L = 1 (in nats:
     ``-d ln rho / dW``)."""
-    from .tables import tiny_targets
+    from .audit.tables import tiny_targets
     want = volume_ratio.width_decay_rate(tiny_targets()["one unit"], 1, p)
     return check_value(answer, want, "the width decay rate", {"the rate in bits (log base 2)": want / math.log(2),
                                                               "the factor rho shrinks by, not its log":
@@ -287,7 +288,7 @@ def check_phi_at_one(answer) -> Checked:
 
 def check_deepest_target(answer) -> Checked:
     """Chapter 9: the name of the unknown target the depth line gives the deepest network."""
-    from .experiments import unknown_targets
+    from .runs.experiments import unknown_targets
     if not isinstance(answer, str):
         refused = not_an_answer(answer, "target name")      # a Checked that did not pass is falsy: no `or`
         return refused if refused is not None else wrong(f"expected a target's name, got {type(answer).__name__}")
@@ -340,7 +341,7 @@ def check_deepest_picture(answer) -> Checked:
 def check_half_selectivity(answer) -> Checked:
     """Chapter 9: ``answer(fmap)`` is a feature map's half-selectivity (a float): ``|var_left - var_right| /
     (var_left + var_right)``, the left half the first ``W // 2`` columns of an ``(H, W)`` map."""
-    from .experiments import half_selectivity
+    from .runs.experiments import half_selectivity
 
     def reference(fmap):
         return float(half_selectivity(torch.as_tensor(fmap)))

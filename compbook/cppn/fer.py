@@ -1,9 +1,9 @@
 """FER's own SGD networks (Kumar et al. 2025): the paper's SGD side, loaded into a :class:`~compbook.cppn.CPPN`.
 
 FER publishes the SGD-trained CPPNs behind its figures in its repository as ``data/sgd_<name>/{arch,params,args}.pkl``
-(pickles). They are read from there, pinned and checked by digest (:mod:`compbook.cppn.fer_files`: a local
+(pickles). They are read from there, pinned and checked by digest (:mod:`compbook.cppn.data.fer_files`: a local
 ``shared/fer/`` folder, else downloaded and cached), by an unpickler that builds only NumPy arrays and an
-``argparse.Namespace`` and runs nothing else (:mod:`compbook.cppn.fer_pickle`); no JAX. Facts about the format
+``argparse.Namespace`` and runs nothing else (:mod:`compbook.cppn.data.fer_pickle`); no JAX. Facts about the format
 (FER's ``src/cppn.py``, a flax module):
 
 - ``arch.pkl`` is FER's architecture string ``"<depth>;<act>:<n>,<act>:<n>,..."``, e.g. the skull's
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .. import checks
-from . import fer_files, fer_pickle
+from .data import fer_files, fer_pickle
 from .network import ACTIVATIONS, CPPN, INPUT_NAMES, layout_from_counts
 
 NAMES = ("skull", "butterfly", "apple")
@@ -147,7 +147,7 @@ def fer_cppn(params, arch: str) -> CPPN:
 def find_fer(name: str, download: bool = True) -> dict[str, Path]:
     """FER's files of SGD network ``name``: ``{"arch.pkl": path, "params.pkl": path, "args.pkl": path}``, each
     FER's ``data/sgd_<name>/<file>`` checked by digest, from a local ``shared/fer/`` or the cache after a download
-    (:func:`compbook.cppn.fer_files.fetch`)."""
+    (:func:`compbook.cppn.data.fer_files.fetch`)."""
     if name not in NAMES:
         raise ValueError(f"name must be one of {NAMES} or a folder holding FER's {', '.join(FILES)}, got {name!r}")
     return {f: fer_files.fetch(f"data/sgd_{name}/{f}", download) for f in FILES}

@@ -4,7 +4,7 @@ The genomes (skull, butterfly, apple) are third-party data from FER's public rep
 this project. :func:`load_genome` reads a path you give, or a name: FER's ``picbreeder_genomes/<name>.zip``, found
 in a local folder (``$COMPBOOK_PICBREEDER``, ``shared/fer/`` or ``shared/picbreeder/`` beside the checkout) or
 downloaded from FER's repository at a pinned commit (or ``$COMPBOOK_PICBREEDER_URL``), checked against its pinned
-SHA-256 and cached (:mod:`compbook.cppn.fer_files` says where, in which order).
+SHA-256 and cached (:mod:`compbook.cppn.data.fer_files` says where, in which order).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from .. import checks
-from . import fer_files
+from .data import fer_files
 from .network import ACTIVATIONS, CPPN, INPUT_NAMES, outputs_to_rgb
 
 GENOMES = fer_files.GENOMES
@@ -105,7 +105,7 @@ class Genome:
 def find_genome(name: str, download: bool = True) -> Path:
     """The path of a named genome (``"skull"``, ``"butterfly"``, ``"apple"``): FER's
     ``picbreeder_genomes/<name>.zip``, found locally or downloaded and checked by digest
-    (:func:`compbook.cppn.fer_files.fetch`)."""
+    (:func:`compbook.cppn.data.fer_files.fetch`)."""
     if name not in GENOMES:
         raise GenomeError(f"unknown genome name {name!r}: expected a path or one of {sorted(GENOMES)}")
     return fer_files.fetch(f"picbreeder_genomes/{name}.zip", download)
@@ -114,7 +114,7 @@ def find_genome(name: str, download: bool = True) -> Path:
 def reference_render(name: str, download: bool = True) -> np.ndarray:
     """The reference implementation's 256x256 render of a named genome, RGB floats ``(256, 256, 3)`` in [0, 1]
     (FER's ``data/picbreeder_<name>/img.png``, found or downloaded like the genomes)."""
-    from ..images import load_image
+    from ..book.images import load_image
     if name not in GENOMES:
         raise GenomeError(f"unknown genome name {name!r}: expected one of {sorted(GENOMES)}")
     return load_image(fer_files.fetch(f"data/picbreeder_{name}/img.png", download))

@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import checks, config
-from ..images import as_target  # noqa: F401 (the trainer's target check, re-exported)
+from ..book.images import as_target  # noqa: F401 (the trainer's target check, re-exported)
 from .backprop import Backprop
 from .network import CPPN
 from .optim import muon

@@ -32,8 +32,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import store, picbreeder, train
-from .. import checks, config, images
+from .data import store
+from . import picbreeder, train
+from .. import checks, config
+from ..book import images
 from .network import CPPN
 from .paper import figure
 from ..results import door

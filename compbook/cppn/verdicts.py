@@ -12,7 +12,7 @@ import copy
 import torch
 
 from .. import config
-from ..serving import ServerError
+from ..runs.serving import ServerError
 from .network import CPPN
 
 
@@ -30,7 +30,7 @@ def ask_judge(judge, images, concept, reference, questions, which: str) -> torch
     than a bool tensor (B,) (strings such as "yes", numbers), or an error it raises, becomes a ``ValueError``
     naming the judge and the renders (the judge's own error chained); the judges' own refusals keep their type
     (a ``ValueError``, a cache's :class:`~compbook.cppn.judges.cache.CacheMiss`, a
-    :class:`~compbook.serving.ServerError`: callers fall back or resume on them), with a note naming both."""
+    :class:`~compbook.runs.serving.ServerError`: callers fall back or resume on them), with a note naming both."""
     name = f"judge {type(judge).__name__} ({getattr(judge, 'identity', 'no identity')})"
     try:
         out = judge(images, concept, reference=reference.clone(), questions=copy.deepcopy(questions))

@@ -20,9 +20,9 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
   one provenance line (name, command, digest).
 * :func:`verify` refuses, with a ``ValueError`` naming the file, a file of a registered data folder whose digest
   differs from the registry's (edited, or re-made without recording) or that the registry does not list. The
-  shared readers call it (:func:`compbook.checks.json_file`, :mod:`compbook.checkpoints`, the judge caches);
+  shared readers call it (:func:`compbook.results.json_file`, :mod:`compbook.results.checkpoints`, the judge caches);
   files outside such a folder (a test's temporary folder) are not registered and load as before.
-* :func:`record` (called by every writer: :func:`write_json`, :func:`compbook.checkpoints.save`, the judge caches)
+* :func:`record` (called by every writer: :func:`write_json`, :func:`compbook.results.checkpoints.save`, the judge caches)
   puts a written file's new digest into the registry, so re-running a project command updates the registry.
 * :mod:`compbook.results.upkeep` (``python -m compbook.results check|refresh|add|stamp|show``) checks every
   file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
@@ -33,12 +33,12 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
   puts it): ``from compbook.results import door``.
 
 A registered data folder is the checkout's ``data/`` (or ``$COMPBOOK_DATA`` when it holds a registry). Outside a
-checkout (Colab), :func:`compbook.paths.data_file` downloads the registry and the files (from the repository, or
+checkout (Colab), :func:`compbook.results.paths.data_file` downloads the registry and the files (from the repository, or
 ``$COMPBOOK_DATA_URL``), each file checked against the downloaded registry's digest before it is written.
 
 The registry is input (downloaded from the network in Colab), so :func:`read_registry` checks every entry's shape
 (:func:`check_entry`: ``ValueError`` naming the entry and the field) and every path in it is confined to the data
-folder (:func:`compbook.paths.safe_path`: relative, no ``..``, no absolute path, no link out of the folder), again
+folder (:func:`compbook.results.paths.safe_path`: relative, no ``..``, no absolute path, no link out of the folder), again
 just before :func:`load` reads a file.
 """
 
@@ -55,8 +55,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import paths
-from ..journal import atomic_write_text
+from . import paths
+from .. import checks
+from .journal import atomic_write_text
 
 REGISTRY = paths.REGISTRY
 FORMAT = "compbook-registry/1"
@@ -97,7 +98,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def home(path) -> Path | None:
     """The registered data folder that holds ``path`` (its registry governs it), or None: the checkout's
-    ``data/`` or ``$COMPBOOK_DATA`` where a registry is there; outside a checkout, :func:`compbook.paths.data_dir`
+    ``data/`` or ``$COMPBOOK_DATA`` where a registry is there; outside a checkout, :func:`compbook.results.paths.data_dir`
     (the registry is downloaded with the files)."""
     path = Path(os.path.abspath(path))
     root = paths.repository_root()
@@ -148,7 +149,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 def check_entry(folder: Path, name: str, artifact, registry="the registry") -> None:
     """Refuse (``ValueError`` naming ``registry``, the entry ``name`` and the field) a registry entry of the wrong
     shape: not an object; a field missing (``path``, ``command``, ``files``), unknown or of another type; a path
-    (``path``, each of ``files``) that would leave ``folder`` (:func:`compbook.paths.safe_path`); a file that is
+    (``path``, each of ``files``) that would leave ``folder`` (:func:`compbook.results.paths.safe_path`); a file that is
     not its artifact's (the file itself, under the folder, or the checkpoint's ``.json`` / ``.safetensors``); a
     digest that is not 64 hex digits; a name that is not its path's (:func:`name_of`)."""
     where = f"{registry}: entry {name!r}"
@@ -426,7 +427,7 @@ def write_json(path, obj: dict, command: str | None = None, indent: int | None =
 
 
 def write_text(path, text: str, command: str | None = None) -> Path:
-    """Write ``text`` to ``path`` atomically (:func:`compbook.journal.atomic_write_text`) and :func:`record` it
+    """Write ``text`` to ``path`` atomically (:func:`compbook.results.journal.atomic_write_text`) and :func:`record` it
     (made by ``command``); returns the path."""
     atomic_write_text(path, text)
     record(path, command=command)
@@ -439,3 +440,19 @@ def joined(old: str | None, command: str) -> str:
     parts = [c for c in (old or "").split(" ; ") if c]
     return " ; ".join(parts + ([command] if command not in parts else []))
 
+
+def json_file(path, what: str = "JSON file", kind: type = dict):
+    """The JSON content (a ``kind``, dict by default) of the file ``path``: ``ValueError`` naming the file when
+    it is a folder, not valid JSON (truncated?), holds another kind, or is a file of the registered ``data/``
+    that its registry does not list with this digest (:func:`verify`; ``FileNotFoundError`` when
+    missing)."""
+    p = checks.file_path(path, what)
+    verify(p)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{what} {p} is not valid JSON (truncated or edited? {e})") from None
+    if not isinstance(data, kind):
+        raise ValueError(f"{what} {p} must hold a JSON {'object' if kind is dict else kind.__name__}, "
+                         f"got {type(data).__name__}")
+    return data

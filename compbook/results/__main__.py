@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .. import paths
+from . import paths
 from . import provenance, read_registry
 from .upkeep import add, check, refresh, stamp
 
@@ -42,7 +42,7 @@ def _relative(folder: Path, p: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``check``, ``refresh``, ``add`` or ``show`` on the data folder (:func:`compbook.paths.data_dir`)."""
+    """Run ``check``, ``refresh``, ``add`` or ``show`` on the data folder (:func:`compbook.results.paths.data_dir`)."""
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("check", help="every file registered with its digest; exit 1 otherwise")

@@ -2,14 +2,14 @@
 through it (chapters 5-9 and Part A's notes read their twins and stored runs, chapters 12-13 and Part B's notes
 their binding models, chapters 14-16 and Part C's notes their SAE tables).
 
-A stored result is named by its path under ``data/`` (:func:`compbook.paths.data_dir`): a file
+A stored result is named by its path under ``data/`` (:func:`compbook.results.paths.data_dir`): a file
 (``"emc2/counting.json"``), a checkpoint stem (``"binding/controlled_V5"`` for its ``.json`` and ``.safetensors``)
 or a folder (``"sae/study/k32/"``); a :class:`~pathlib.Path` inside the data folder names the same result, and
 one outside it (a test's folder) is taken as it is.
 
 * :func:`stored_path` reads: the local path of a stored result. In a checkout it is the file itself; outside one
   (Colab: compbook installed as a wheel) the registry's files are downloaded and checked against its SHA-256
-  first (:func:`compbook.paths.data_file`). ``FileNotFoundError`` naming it when it is not stored.
+  first (:func:`compbook.results.paths.data_file`). ``FileNotFoundError`` naming it when it is not stored.
 * :func:`is_stored` and :func:`stored_names` ask without reading: is a result stored, which stored files match a
   glob (the registry's too, outside a checkout).
 * :func:`made_path` is where a writer puts a result it makes (``data/<name>``, inside the data folder);
@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import paths
+from . import paths
 from . import CHECKPOINT_SUFFIXES, home, name_of, read_registry, record, verify
 
 #: Set to a file, every make of a result the registry lists appends a JSON line to it (``name``, ``why``).

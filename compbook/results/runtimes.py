@@ -21,7 +21,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .. import checks, paths
+from .. import checks
+from . import paths
 
 NAME = "runtimes"
 FILE = "runtimes.json"

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from ..journal import atomic_write_text
+from .journal import atomic_write_text
 from . import (CHECKPOINT_SUFFIXES, PROJECT_COMMAND, REGISTRY, UNREGISTERED, _locked, _new_path, _parse,
                _write_registry, artifact_of, name_of, place_made_by, read_registry, record,
                registered_command, relative, sha256)

@@ -1,16 +1,16 @@
 """Part C's command lines: ``python -m compbook.sae <command> [options]`` (what made ``data/sae/``).
 
 * ``vlm [--retrain]``: train and store the book's tiny VLM and its text-only baseline (:mod:`compbook.sae.vlm`);
-* ``study [--reference]``: the k / lambda study of chapter 15 (:mod:`compbook.sae.study`, ``data/sae/study/``);
+* ``study [--reference]``: the k / lambda study of chapter 15 (:mod:`compbook.sae.studies.study`, ``data/sae/study/``);
   ``study --regions 4 8``: S2AE with object-scale region counts at k = 32 (``data/sae/study/regions/``);
 * ``runs``: chapters 14 and 16's vanilla and S2AE SAEs per seed (``data/sae/runs/``);
-* ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.objregions`);
-* ``objsae``: vanilla and S2AE on those variants' activations (:mod:`compbook.sae.objsae`, ``data/sae/objsae/``);
+* ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.studies.objregions`);
+* ``objsae``: vanilla and S2AE on those variants' activations (:mod:`compbook.sae.studies.objsae`, ``data/sae/objsae/``);
 * ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
-  (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.full`).
+  (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.runs.full`).
 
-``study``, ``objsae`` and ``full`` train their SAEs through the sweep runner (:mod:`compbook.sae.tasks`) and take
-its options: ``--backend local|ray --address ADDR --workers N --retries N --per-task N`` (:mod:`compbook.sweeps`).
+``study``, ``objsae`` and ``full`` train their SAEs through the sweep runner (:mod:`compbook.sae.runs.tasks`) and take
+its options: ``--backend local|ray --address ADDR --workers N --retries N --per-task N`` (:mod:`compbook.runs.sweeps`).
 The library modules hold no argument parsing.
 """
 
@@ -40,15 +40,15 @@ def vlm(argv: Sequence[str]) -> int:
 def study(argv: Sequence[str]) -> int:
     """``study [--seeds N] [--retrain] [--reference] [--regions N ...] [--backend local|ray ...]``: the k / lambda
     study (chapter 15, ``data/sae/study/``), or with ``--regions`` the region-count S2AEs
-    (``data/sae/study/regions/``); the SAEs train through the sweep runner (:mod:`compbook.sweeps`' options)."""
-    from .. import sweeps
-    from . import study as st
+    (``data/sae/study/regions/``); the SAEs train through the sweep runner (:mod:`compbook.runs.sweeps`' options)."""
+    from ..runs import sweeps
+    from .studies import study as st
     p = argparse.ArgumentParser(prog=f"{PROG} study", description=st.__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=None,
                    help=f"default {len(st.SEEDS)} ({len(st.REGION_SEEDS)} with --regions)")
     p.add_argument("--retrain", action="store_true")
     p.add_argument("--reference", action="store_true",
-                   help="also the reference optimiser (compbook.sae.refopt) at the chosen k")
+                   help="also the reference optimiser (compbook.sae.studies.refopt) at the chosen k")
     p.add_argument("--regions", type=int, nargs="+", metavar="N",
                    help="instead: S2AE with N regions per image at k = 32, lambda = 0.01 (data/sae/study/regions/)")
     sweeps.add_arguments(p)
@@ -84,7 +84,7 @@ def objregions(argv: Sequence[str]) -> int:
 
     import pandas as pd
 
-    from .objregions import region_table
+    from .studies.objregions import region_table
     p = argparse.ArgumentParser(prog=f"{PROG} objregions",
                                 description="Train and store the object-VLM variants; print the region table.")
     p.add_argument("--retrain", action="store_true")
@@ -100,9 +100,9 @@ def objregions(argv: Sequence[str]) -> int:
 def objsae(argv: Sequence[str]) -> int:
     """``objsae [--layouts L ...] [--variants V ...] [--regions N ...] [--seeds N] [--retrain] [--backend ...]``:
     SAEs on the object-VLM variants (``data/sae/objsae/``, through the sweep runner) and their table."""
-    from .. import sweeps
-    from . import objsae as os_
-    from .objregions import OBJECT_VLM_LAYOUTS, VARIANTS
+    from ..runs import sweeps
+    from .studies import objsae as os_
+    from .studies.objregions import OBJECT_VLM_LAYOUTS, VARIANTS
     p = argparse.ArgumentParser(prog=f"{PROG} objsae", description=os_.__doc__.split("\n")[0])
     p.add_argument("--layouts", nargs="+", choices=OBJECT_VLM_LAYOUTS, default=["grid2"])
     p.add_argument("--variants", nargs="+", type=int, metavar="I", default=None,
@@ -121,11 +121,11 @@ def objsae(argv: Sequence[str]) -> int:
 
 
 def full(argv: Sequence[str]) -> int:
-    """``full [--tiny] [--retrain] [--backend local|ray ...]``: :func:`compbook.sae.full.run` at the mode's size
+    """``full [--tiny] [--retrain] [--backend local|ray ...]``: :func:`compbook.sae.runs.full.run` at the mode's size
     (``COMPBOOK_MODE=full``: the paper-scale miniature, on a GPU where there is one) or at
-    :data:`compbook.sae.sizes.TINY`; the SAEs train through the sweep runner (:mod:`compbook.sweeps`' options)."""
-    from .. import sweeps
-    from . import full as fu
+    :data:`compbook.sae.sizes.TINY`; the SAEs train through the sweep runner (:mod:`compbook.runs.sweeps`' options)."""
+    from ..runs import sweeps
+    from .runs import full as fu
     from .sizes import TINY, PartCRun
     p = argparse.ArgumentParser(prog=f"{PROG} full", description=fu.__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="the toy size (seconds on a CPU; data/sae/tiny/)")

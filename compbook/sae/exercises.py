@@ -1,5 +1,5 @@
 """Part C's exercises (chapters 14-16): each ``check_<what>(answer)`` runs the reader's answer against the reference
-in ``compbook.sae`` on seeded inputs and returns a :class:`~compbook.exercises.Checked`."""
+in ``compbook.sae`` on seeded inputs and returns a :class:`~compbook.book.exercises.Checked`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import torch
 
-from ..exercises import Checked, check_function, rng
+from ..book.exercises import Checked, check_function, rng
 from . import metrics, s2ae, topk
 
 
@@ -27,7 +27,7 @@ def _pre_cases():
 def check_topk_code(answer, seconds: float | None = None) -> Checked:
     """Chapter 14: ``answer(pre (N, d_sae), k)`` is the TopK SAE's code: ReLU, keep each row's k largest, zero the
     rest; a dense ``(N, d_sae)`` tensor, each call within ``seconds`` (default
-    :data:`compbook.exercises.TIME_LIMIT`)."""
+    :data:`compbook.book.exercises.TIME_LIMIT`)."""
     def by_magnitude(pre, k):
         idx = pre.abs().topk(k, dim=-1).indices
         return torch.zeros_like(pre).scatter(-1, idx, torch.relu(pre.gather(-1, idx)))
@@ -161,7 +161,7 @@ def check_identification(answer) -> Checked:
 
 def _check_label(answer, reference, cases, mistakes) -> Checked:
     """:func:`check_function` for answers that are labels (strings), compared exactly."""
-    from ..exercises import correct, kind, not_an_answer, run_answer, wrong
+    from ..book.exercises import correct, kind, not_an_answer, run_answer, wrong
     refused = not_an_answer(answer, "function")
     if refused is not None:
         return refused

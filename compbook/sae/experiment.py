@@ -14,7 +14,7 @@ import json
 
 import pandas as pd
 import torch
-from .. import checks
+from .. import checks, results
 from ..stats import fmt_pm, t_interval
 
 from .metrics import latent_iou, sae_report
@@ -103,7 +103,7 @@ def stored_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0,
     training data (:func:`data_digest`) equal this call's; otherwise (or when ``retrain``) trained and stored.
     Another setting (e.g. full mode) gets its own files. ``"train s"`` is the stored training time.
     ``trainer``: the training function (default :func:`~compbook.sae.s2ae.train_sae`; e.g.
-    :func:`compbook.sae.refopt.train_sae_reference`, whose config type adds its own fields to the key)."""
+    :func:`compbook.sae.studies.refopt.train_sae_reference`, whose config type adds its own fields to the key)."""
     from .topk import save_sae
 
     checks.instance(cfg, "cfg", SAETrainConfig)
@@ -145,7 +145,7 @@ def stored_sae(digest: str, cfg: SAETrainConfig, store: str, retrain: bool = Fal
     stored = not retrain and door.is_stored(path)
     if stored:
         door.stored_path(path)                                       # fetched outside a checkout
-        meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
+        meta = results.json_file(path.with_suffix(".json"), "stored SAE sidecar").get("metadata", {})
         if not isinstance(meta, dict) or {k: meta.get(k) for k in want} != json.loads(json.dumps(want)):
             raise ValueError(f"store: {path}.json is named for this question but records another data "
                              f"digest or training config (edited, or a hash collision); it is neither "
@@ -163,7 +163,7 @@ def load_stored(cfg: SAETrainConfig, name: str, path) -> dict:
     from .topk import load_sae
 
     door.stored_path(name)                                           # fetched outside a checkout
-    meta = checks.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
+    meta = results.json_file(path.with_suffix(".json"), "stored SAE sidecar")["metadata"]
     return {"method": method_name(cfg.lam), "seed": cfg.seed, "sae": load_sae(path), "train s": meta["seconds"]}
 
 
@@ -254,7 +254,7 @@ class Setting:
     train: SAEData
     test: SAEData
     layer: int
-    source: dict | None = None      # how ``train`` is made again elsewhere (:mod:`compbook.sae.tasks`)
+    source: dict | None = None      # how ``train`` is made again elsewhere (:mod:`compbook.sae.runs.tasks`)
 
 
 def load_setting(n_train: int, n_test: int, layer: int, seed: int = 10) -> Setting:

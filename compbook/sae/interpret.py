@@ -11,7 +11,7 @@ Our choices (parameters): ``Psi = weight * a / max a + (1 - weight) * IoU`` per 
 activation on the image's patches, IoU the best IoU of its active patches with one of the image's S2AE regions
 (:func:`reference_scores`); the region shown to the describer is the latent's active patches; the concepts are the
 colour and shape values, the object types ("red square") and "background". The CPU describer and synthesiser are
-:mod:`compbook.sae.describe`; the transformers ones (Qwen3-VL, Qwen3) are :mod:`compbook.sae.hf_interpret`.
+:mod:`compbook.sae.describe`; the transformers ones (Qwen3-VL, Qwen3) are :mod:`compbook.sae.servers.hf_interpret`.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def describe_checked(describer, images: np.ndarray, masks: np.ndarray) -> list:
 
 def describe_all(describer, regions: list) -> list:
     """:func:`describe_checked` for every ``(images, masks)`` of ``regions`` (one latent's references each): a
-    describer with ``describe_many`` (a server's, :mod:`compbook.sae.server_interpret`) is asked about all of
+    describer with ``describe_many`` (a server's, :mod:`compbook.sae.servers.server_interpret`) is asked about all of
     them at once, any other one latent at a time."""
     if not hasattr(describer, "describe_many"):
         return [describe_checked(describer, im, m) for im, m in regions]

@@ -1,9 +1,9 @@
 """The S2AE paper's figures (Liao et al. 2026; Qwen2.5-VL-7B, LLaVA-NeXT data): the paper's, not ours, typed once.
 
-Part C reads every figure from here: the claims table (:data:`CLAIMS`, :mod:`compbook.sae.claims`), the study's
-readings (:mod:`compbook.sae.study`), chapters 15 and 16 (the tables :data:`IMAGE` and :data:`CROSSMODAL`).
+Part C reads every figure from here: the claims table (:data:`CLAIMS`, :mod:`compbook.sae.studies.claims`), the study's
+readings (:mod:`compbook.sae.studies.study`), chapters 15 and 16 (the tables :data:`IMAGE` and :data:`CROSSMODAL`).
 How a relative figure is read here (of vanilla's value here; the L0 drop as the same share of this k) is our
-choice, said in :mod:`compbook.sae.claims`.
+choice, said in :mod:`compbook.sae.studies.claims`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Figures and small tables for Part C: scenes with captions, where a latent fires, patch regions (chapters
 14-15), the training settings, the reading rule and the k / lambda study against k (chapter 15), the labels of a
-caption's tokens and identification rates (chapter 16). A table of numbers for the page: :func:`compbook.glue.readable`.
+caption's tokens and identification rates (chapter 16). A table of numbers for the page: :func:`compbook.book.glue.readable`.
 
 Text in the figures is at least 8 pt at the page's width (:data:`WIDTH` inches) and legends sit outside the data."""
 
@@ -48,7 +48,7 @@ def summary(df: pd.DataFrame, columns) -> pd.DataFrame:
 
 
 def differences(reading: pd.DataFrame) -> pd.DataFrame:
-    """A table with ``"<c>"`` and ``"<c> ±"`` column pairs (a :func:`compbook.sae.study.reading_table`) with each
+    """A table with ``"<c>"`` and ``"<c> ±"`` column pairs (a :func:`compbook.sae.studies.study.reading_table`) with each
     pair written as one signed :func:`pm` column."""
     out = reading.copy()
     for c in [c for c in reading.columns if f"{c} ±" in reading.columns]:
@@ -254,7 +254,7 @@ def _mean_half(values) -> tuple[float, float]:
 
 def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = None, ev_target: float | None = None):
     """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
-    t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.study.study_table` rows; the column
+    t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.studies.study.study_table` rows; the column
     ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
     from .experiment import method_name
 
@@ -332,9 +332,9 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
                       xlabel: str = "S2AE minus vanilla\n(dotted: half the paper's effect; dashed: all of it)"):
     """Chapter 15's reading rule as a picture: each case ``(label, mean, half)`` (a difference and its 95%
     half-width) drawn as an interval against 0, half the paper's effect and the paper's effect, with the reading
-    that :func:`compbook.sae.study.reread` gives it on the right. ``paper_size`` > 0, ``paper_sign`` the side of 0
+    that :func:`compbook.sae.studies.study.reread` gives it on the right. ``paper_size`` > 0, ``paper_sign`` the side of 0
     the paper's effect lies on (+1 a gain, -1 a drop)."""
-    from .study import reread
+    from .studies.study import reread
 
     cases = list(checks.sequence(cases, "cases", 1))
     checks.real(paper_size, "paper_size", 0, low_open=True)

@@ -1,10 +1,10 @@
 """How a set of SAE training activations is made: the ``source`` a sweep's worker makes them again from
-(:mod:`compbook.sae.tasks`; chapters 15-16's activations, :func:`compbook.sae.experiment.load_setting`).
+(:mod:`compbook.sae.runs.tasks`; chapters 15-16's activations, :func:`compbook.sae.experiment.load_setting`).
 
 A source is a dict: ``{"source": "tiny-vlm", "n", "seed", "layer"}`` (the stored tiny VLM's residual stream after
 block ``layer`` on ``make_scenes(n, seed)``), ``"object-vlm"`` (plus ``variant`` and ``layout``: a stored
-object-VLM variant, :func:`compbook.sae.objsae.setting`), ``"synthetic"`` (``n``, ``tokens``, ``d``, ``grid``,
-``seed``: :func:`compbook.sae.tasks.synthetic_data`) or ``"given"`` (handed over in this process: only it can
+object-VLM variant, :func:`compbook.sae.studies.objsae.setting`), ``"synthetic"`` (``n``, ``tokens``, ``d``, ``grid``,
+``seed``: :func:`compbook.sae.runs.tasks.synthetic_data`) or ``"given"`` (handed over in this process: only it can
 train on them). :func:`note_source` remembers, in this process, how an :class:`~compbook.sae.s2ae.SAEData` was
 made; :func:`noted` finds it again by identity (a copy of the same numbers is not the same activations' note).
 """

@@ -22,7 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import checkpoints, checks
+from ..results import checkpoints
+from .. import checks
 
 FORMAT = "compbook-topk-sae/1"
 

@@ -23,7 +23,8 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from .. import checkpoints, checks, config
+from ..results import checkpoints
+from .. import checks, config
 from .data import SceneSet
 from ..results import door
 
@@ -317,7 +318,7 @@ class Extraction:
     """What :func:`extract` returns. ``resid`` (B, T, d) after the chosen layer; ``token_type`` (B, T) 0 image
     patch, 1 text, -1 padding; ``patch_rc`` (B, T, 2) grid row/column of image patches (-1 elsewhere);
     ``attentions`` (B, layers, heads, T, T); ``patch_idx`` (P,) positions of the patches (row-major), ``grid``.
-    Learned prefix tokens before the patches (:class:`compbook.sae.objregions.ObjectVLM`) are marked -1: not data."""
+    Learned prefix tokens before the patches (:class:`compbook.sae.studies.objregions.ObjectVLM`) are marked -1: not data."""
     resid: torch.Tensor
     token_type: torch.Tensor
     patch_rc: torch.Tensor

@@ -1,5 +1,5 @@
 """Every figure the executed chapters drew is legible: ``make test`` runs the chapters with ``COMPBOOK_FIGCHECK``
-set, so :func:`compbook.legibility.watch` checks each figure as it is rendered (inline, ``savefig``, the sliders'
+set, so :func:`compbook.book.legibility.watch` checks each figure as it is rendered (inline, ``savefig``, the sliders'
 frames) and logs what it finds; this test reads that log (``$COMPBOOK_FIGCHECK_LOG``) and fails on any finding.
 Without the variable (a plain ``pytest tests``) it skips and says why.
 

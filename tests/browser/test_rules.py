@@ -21,7 +21,7 @@ import page_rules  # noqa: E402
 from page_rules import RULES, figure_log  # noqa: E402
 from test_pages import PAGES, _html_dir, _open, browser, site  # noqa: E402,F401
 
-from compbook import legibility  # noqa: E402
+from compbook.book import legibility  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BROWSER_RULES = ("wide_math", "table_columns", "table_values", "machine_output", "visible_glue",
@@ -164,7 +164,7 @@ CHAPTER_PAGES = [p for p in PAGES if p.startswith("chapters/")]
 
 @pytest.mark.parametrize("page,rule", list(_cases(["legend_over_data"], CHAPTER_PAGES)))
 def test_no_legend_over_data(page, rule):
-    """The figure log's legend check (compbook.legibility.legend_over_data) for the chapter's figures."""
+    """The figure log's legend check (compbook.book.legibility.legend_over_data) for the chapter's figures."""
     stem = Path(page).name
     problems = sorted({f"{x['figure']!r}: {p}" for x in figure_log() if Path(x.get("where", "")).name == stem
                        for p in x.get("problems", []) if p.startswith("the legend of")})

@@ -96,7 +96,7 @@ def test_figure_text_and_tiles_at_the_displayed_width(read):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from compbook import legibility
+    from compbook.book import legibility
     fig, axes = plt.subplots(1, 4, figsize=(7, 2))
     for ax in axes:
         ax.imshow(np.zeros((4, 4)))

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ... import checks
-from ...journal import canonical
+from ...results.journal import canonical
 
 
 class Judge(Protocol):

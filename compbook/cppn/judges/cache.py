@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 import torch
 
 from ... import checks, results
-from ...journal import Journal, journal_path, read_journal
+from ...results.journal import Journal, journal_path, read_journal
 from .base import Judge, canonical_json, check_concept, check_images, check_questions
 from ...results import door
 
@@ -304,7 +304,7 @@ class CachedJudge:
 
     def _fill_streaming(self, images, concept, reference, questions, keys) -> None:
         """A judge with ``stream`` (a server judge) gives each verdict as it arrives: each one is appended to a
-        journal beside the cache at once (:class:`compbook.journal.Journal`); the cache file is sealed when the
+        journal beside the cache at once (:class:`compbook.results.journal.Journal`); the cache file is sealed when the
         call ends, even by an error. A run killed meanwhile leaves the journal, which the next fill merges."""
         journal = Journal(self.path, self._journal_header())
         try:

@@ -3,7 +3,7 @@
 SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the same
 picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
 concept's name only (no ``reference`` argument); they are stand-ins for the paper's VLM judge, and
-``data/semantic/choice.json`` records how each agrees with the model labellers' blind verdicts (:mod:`compbook.cppn.labelling`).
+``data/semantic/choice.json`` records how each agrees with the model labellers' blind verdicts (:mod:`compbook.cppn.audit.labelling`).
 
 - :class:`ReferenceJudge`: multi-scale structural comparison with the concept's Picbreeder reference render (the
   float64 genome render at 64 px): RGB SSIM at 64, 32 and 16 px, each the best over small shifts, averaged;
@@ -31,7 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import checkpoints, checks, config
+from ...results import checkpoints
+from ... import checks, config
+from ... import results
 from . import base
 from ...results import door
 
@@ -257,7 +259,7 @@ class ConceptNet(nn.Module):
         return self.head(self.features(F.avg_pool2d(x, 2)))
 
 
-#: the checkpoint format of the concept CNN (:mod:`compbook.checkpoints`)
+#: the checkpoint format of the concept CNN (:mod:`compbook.results.checkpoints`)
 WEIGHTS_FORMAT = "compbook-concept-cnn/1"
 
 
@@ -366,7 +368,7 @@ def choice_path(folder=None) -> Path:
 
 #: the candidate kinds ``choice.json`` may name
 CANDIDATE_KINDS = ("reference", "classifier")
-#: each kind's threshold grid (the calibration half picks one value of it, :func:`compbook.cppn.agreement.choose`)
+#: each kind's threshold grid (the calibration half picks one value of it, :func:`compbook.cppn.audit.agreement.choose`)
 THRESHOLD_GRID = {"reference": [round(0.05 + 0.025 * i, 3) for i in range(37)],
                   "classifier": [round(0.05 + 0.05 * i, 3) for i in range(19)]}
 
@@ -379,7 +381,7 @@ def read_choice(path=None) -> dict:
     path = choice_path() if path is None else path
     if not Path(path).exists():
         raise FileNotFoundError(f"{path} does not exist (make it: python -m compbook.cppn semantic choose)")
-    data = checks.json_file(path, "semantic choice file")
+    data = results.json_file(path, "semantic choice file")
     th, chosen, tables = data.get("thresholds"), data.get("chosen"), data.get("tables")
     if not isinstance(th, dict) or not th or not isinstance(tables, dict):
         raise ValueError(f"{path}: needs 'thresholds' and 'tables' objects (is it data/semantic/choice.json?)")

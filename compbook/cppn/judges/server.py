@@ -10,7 +10,7 @@ counted as not preserved and kept in ``judge.unparsed`` and the details). Unread
 batch with some gives an :class:`UnreadableAnswers` warning saying how many, and a batch where more than
 ``max_unreadable`` of the answers are unreadable (a server that answers "Maybe, hard to say." to everything) is
 refused with a ``ValueError``, none of its unreadable answers counted. Requests run ``concurrency`` at a time,
-with the retries and deadlines of :class:`compbook.serving.ChatClient`.
+with the retries and deadlines of :class:`compbook.runs.serving.ChatClient`.
 
 :meth:`ServerJudge.stream` gives each verdict as it arrives; :class:`~compbook.cppn.judges.cache.CachedJudge`
 journals each one at once, so ``python -m compbook.cppn judges fill --server URL --model ID`` killed halfway
@@ -32,8 +32,9 @@ from typing import Callable, Iterator
 import torch
 
 from ... import checks
-from ...serving import (DEFAULT_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ChatClient, ServerError,
-                         user_message)
+from ...runs.serving import (
+    DEFAULT_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ChatClient, ServerError, user_message
+)
 from .base import check_concept, check_images, check_questions
 from .vlm import (DEFAULT_IMAGE_SIZE, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODEL, DEFAULT_PROMPT, format_prompt,
                   parse_yes_no, read_answer, to_pil)
@@ -69,7 +70,7 @@ class ServerJudge:
         model: the model id the server serves (``Qwen/Qwen3-VL-4B-Thinking``).
         revision: the weights' commit hash the server loaded (part of ``identity``; None: "unpinned").
         prompt: the question, with ``{concept}`` (default: ``VLMJudge``'s).
-        concurrency, timeout, retries, api_key: see :class:`compbook.serving.ChatClient`.
+        concurrency, timeout, retries, api_key: see :class:`compbook.runs.serving.ChatClient`.
         max_tokens: the generation budget per answer (a thinking model needs room to finish reasoning).
         image_size: images are resized to ``image_size x image_size`` before sending (None: as rendered).
         seed: the request's sampling seed (decoding is greedy, temperature 0).
@@ -117,7 +118,7 @@ class ServerJudge:
     def stream(self, images, concept, *, reference=None, questions=None) -> Iterator[tuple[int, bool, dict]]:
         """``(index, verdict, detail)`` for each image, in the order the answers arrive (the unreadable ones last,
         once the batch is known to be within ``max_unreadable``). The inputs are checked here, before any
-        request; a request that fails for good raises :class:`compbook.serving.ServerError` after the answers
+        request; a request that fails for good raises :class:`compbook.runs.serving.ServerError` after the answers
         already in flight are given; too many unreadable answers raise ``ValueError``."""
         images, concept = check_images(images), check_concept(concept)
         questions = check_questions(questions, len(images)) if questions is not None else None

@@ -26,7 +26,7 @@ import torch
 
 from ... import checks
 from ..paper import figure
-from ...serving import THINK_END, THINK_START
+from ...runs.serving import THINK_END, THINK_START
 from .base import check_concept, check_images, check_questions
 
 #: the paper's judge (:data:`compbook.cppn.paper.FIGURES`)

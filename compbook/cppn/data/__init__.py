@@ -1,0 +1,1 @@
+"""Part A's files: FER's repository files and pickles, checkpoints of CPPNs."""

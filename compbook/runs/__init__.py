@@ -1,0 +1,1 @@
+"""The run machinery: run-time estimates, the sweep runner, model servers."""

@@ -1,0 +1,1 @@
+"""The interpretation pipeline with real models: through transformers, or any OpenAI-compatible server."""
