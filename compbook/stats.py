@@ -190,3 +190,33 @@ def difference_row(mean: float, half: float) -> dict:
     if not (isinstance(half, (int, float, np.floating)) and math.isfinite(half) and half >= 0):
         raise ValueError(f"half must be a finite half-width >= 0, got {half!r}")
     return {"score": float(mean), "ci95": [float(mean - half), float(mean + half)]}
+
+
+def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
+    """Our rule for a paired difference against a paper's effect of sign ``paper_sign`` and size ``paper_size``:
+    the book's rule (:func:`compbook.stats.verdict` of the difference's interval against 0, as Part A's claims
+    read theirs), refined by the paper's size:
+
+    * **reproduced**: the 95% interval excludes 0 on the paper's side (and reaches half the paper's size);
+    * **direction only**: it excludes 0 on the paper's side but also half the paper's size (a smaller effect);
+    * **not reproduced**: it excludes 0 on the other side, or it holds 0 and excludes half the paper's size;
+    * **inconclusive**: otherwise (the interval holds 0 and half the paper's effect).
+    """
+    if paper_sign not in (-1, 1):
+        raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
+    checks.real(mean, "mean")
+    checks.real(paper_size, "paper_size")
+    half = float(checks.reals(half, "half", 0, finite=False))          # NaN or inf: one seed, no interval
+    if half < 0:
+        raise ValueError(f"half must be a half-width >= 0 (NaN or inf for one seed), got {half!r}")
+    if not np.isfinite(half):
+        return "inconclusive (one seed)"
+    base = verdict(difference_row(mean, half), 0, "greater" if paper_sign > 0 else "less")
+    hi = paper_sign * mean + half                                     # on the paper's side: positive is its way
+    if base == REPRODUCED:
+        return "reproduced" if hi >= abs(paper_size) / 2 else "direction only (under half the paper's effect)"
+    if base == NOT_REPRODUCED:
+        return "not reproduced (opposite direction)"
+    if hi < abs(paper_size) / 2:
+        return "not reproduced (half the paper's effect excluded)"
+    return "inconclusive"

@@ -205,8 +205,7 @@ def controlled_complexity(record: dict, cfg: ComplexityConfig, seed: int = 0) ->
     """The complexity table for the saved controlled models of one seed (one per coverage) of a sweep record
     (:func:`compbook.binding.runs.sweep.load_sweep`); rows labelled by coverage."""
     from .splits import coverage_split
-    from .controlled import subsample
-    from .runs.sweep import scene_embeddings
+    from .controlled import scene_embeddings, subsample
 
     ccfg = record["config"]
     space = ccfg.tokens.space

@@ -219,6 +219,12 @@ def embed(params: dict, prefix: str, tokens: torch.Tensor, cfg: ControlledConfig
                      dim=1)
 
 
+
+@torch.no_grad()
+def scene_embeddings(params, cfg: ControlledConfig, scenes) -> np.ndarray:
+    """Scene embeddings (M, S, D) of each model for its scenes (M, S, 2)."""
+    return embed(params, "scene", scene_tokens(cfg, scenes), cfg).numpy()
+
 @torch.no_grad()
 def scene_attention(params: dict, cfg: ControlledConfig, scenes, layer: int = 0) -> np.ndarray:
     """The scene encoder's attention weights at ``layer`` (M, H, T, T), averaged over scenes (M, S, 2):

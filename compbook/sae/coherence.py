@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 
 from .. import checks
+from ..stats import reread
 from . import crossmodal as cm
 
 LABELLINGS = ("word", "phrase", "next token")
@@ -119,11 +120,10 @@ def coherence_table(runs: list, data, scenes, definitions=DEFINITIONS, **kwargs)
 def readings(df: pd.DataFrame, s2ae: str, measures=None) -> pd.DataFrame:
     """S2AE minus vanilla, paired by seed, for each of ``measures`` of a :func:`coherence_table` (merged with the
     per-modality monosemanticity of :func:`compbook.sae.crossmodal.compare_crossmodal`; default: the four
-    definitions, "mono image", "mono text"), read with :func:`compbook.sae.studies.study.reread` against the paper's gain
+    definitions, "mono image", "mono text"), read with :func:`compbook.stats.reread` against the paper's gain
     (coherence: its layer-5 figure; monosemanticity: its average), both read as relative to vanilla's value (our
     reading; chapter 16). One row per measure: vanilla, "S2AE - vanilla", "±", reading."""
     from . import experiment as ex, paper
-    from .studies import study as st
 
     defs = [definition_name(*d) for d in DEFINITIONS]
     measures = list(defs + ["mono image", "mono text"] if measures is None else measures)
@@ -133,5 +133,5 @@ def readings(df: pd.DataFrame, s2ae: str, measures=None) -> pd.DataFrame:
         van = float(df[df.method == "vanilla"][c].mean())
         size = (paper.COHERENCE_GAIN if c in defs else paper.MONO_GAIN) * van
         rows.append({"measure": c, "vanilla": van, "S2AE - vanilla": m, "±": h,
-                     "reading": st.reread(m, h, +1, size)})
+                     "reading": reread(m, h, +1, size)})
     return pd.DataFrame(rows).set_index("measure")

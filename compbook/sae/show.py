@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import checks
+from ..stats import reread
 
 WIDTH = 7.0
 FONT = 8          # the smallest text in a figure, in points at WIDTH
@@ -332,9 +333,8 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
                       xlabel: str = "S2AE minus vanilla\n(dotted: half the paper's effect; dashed: all of it)"):
     """Chapter 15's reading rule as a picture: each case ``(label, mean, half)`` (a difference and its 95%
     half-width) drawn as an interval against 0, half the paper's effect and the paper's effect, with the reading
-    that :func:`compbook.sae.studies.study.reread` gives it on the right. ``paper_size`` > 0, ``paper_sign`` the side of 0
+    that :func:`compbook.stats.reread` gives it on the right. ``paper_size`` > 0, ``paper_sign`` the side of 0
     the paper's effect lies on (+1 a gain, -1 a drop)."""
-    from .studies.study import reread
 
     cases = list(checks.sequence(cases, "cases", 1))
     checks.real(paper_size, "paper_size", 0, low_open=True)

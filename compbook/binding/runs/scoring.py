@@ -12,7 +12,8 @@ import torch
 
 from ... import checks
 from ...config import ModeConfig
-from ..controlled import ControlledConfig, embed, object_recognition, scene_tokens, subsample, swap_recognition
+from ..controlled import (ControlledConfig, object_recognition, scene_embeddings, subsample,
+                          swap_recognition)
 from ..probes import PROBE_KINDS, fit_probe
 from ..splits import coverage_split
 
@@ -114,12 +115,6 @@ def test_binding(params, cfg: ControlledConfig, splits, n_scenes: int) -> np.nda
     return np.array([swap_recognition({k: v[m:m + 1] for k, v in params.items()}, cfg,
                                       test_scenes(s, n_scenes, cfg.tokens.space)[None])[0]
                      for m, s in enumerate(splits)])
-
-
-@torch.no_grad()
-def scene_embeddings(params, cfg: ControlledConfig, scenes) -> np.ndarray:
-    """Scene embeddings (M, S, D) of each model for its scenes (M, S, 2)."""
-    return embed(params, "scene", scene_tokens(cfg, scenes), cfg).numpy()
 
 
 def probe_fits(params, cfg: ControlledConfig, splits, sweep: SweepConfig) -> dict:

@@ -25,7 +25,7 @@ from ..probes import PROBE_KINDS
 from ..recipe.model import store_dir
 from ..splits import coverage_split
 from .scoring import (
-    FORMAT, MAX_SCENES, SweepConfig, check_coverages, default_sweep, needs_binding, probe_fits, scene_embeddings,
+    FORMAT, MAX_SCENES, SweepConfig, check_coverages, default_sweep, needs_binding, probe_fits,
     sweep_splits, test_binding, test_recognition, test_scenes, test_scores
 )
 from ...results import door

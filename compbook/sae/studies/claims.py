@@ -6,7 +6,7 @@ seed, or a value over seeds, with its 95% t-interval), the **verdict** and the *
 * verdict: the book's rule, :func:`compbook.stats.verdict` (the one Part A's claims table uses), applied to the
   interval of the difference against 0 (reproduced: it excludes 0 on the paper's side; not reproduced: on the
   other side; inconclusive: it holds 0), or to a value's interval against the paper's threshold (EV > 0.99);
-* reading: :func:`compbook.sae.studies.study.reread`, that verdict refined by the paper's size (direction only: under
+* reading: :func:`compbook.stats.reread`, that verdict refined by the paper's size (direction only: under
   half the paper's effect; not reproduced: the interval holds 0 but excludes half the paper's effect).
 
 The paper's figures are :data:`compbook.sae.paper.CLAIMS`. Its relative figures (mIoU, coherence, consistency,
@@ -23,13 +23,13 @@ from ... import checks
 from ...stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, difference_row, fmt, t_interval, verdict
 from .. import experiment as ex
 from ..paper import CLAIMS
-from .study import reread
+from ...stats import reread
 
 COLUMNS = ("claim", "paper", "setting", "measure", "measured", "verdict", "reading")
 #: Short names of the object-VLM variants (:data:`compbook.sae.studies.objregions.VARIANTS`) in the settings.
 VARIANT_NAMES = {"causal (the book's)": "causal, retrained", "4 prefix tokens": "4 prefix tokens",
                  "bidirectional patches": "bidirectional"}
-#: The readings of :func:`compbook.sae.studies.study.reread`, shortened for the page.
+#: The readings of :func:`compbook.stats.reread`, shortened for the page.
 SHORT_READINGS = {"direction only (under half the paper's effect)": "direction only (< half)",
                   "not reproduced (half the paper's effect excluded)": "not reproduced (< half)",
                   "not reproduced (opposite direction)": "not reproduced (opposite)"}

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from ... import checks, results
-from ...stats import NOT_REPRODUCED, REPRODUCED, difference_row, fmt_pm, verdict
+from ...stats import difference_row, fmt_pm, reread
 from .. import experiment as ex, paper
 from ..s2ae import SAEData, SAETrainConfig, check_data
 from ..sizes import PartCRun
@@ -166,36 +166,6 @@ def paired(df: pd.DataFrame, k: int, lam: float, columns=("EV", "L0", "L0 patche
     return pd.DataFrame(rows).T
 
 
-def reread(mean: float, half: float, paper_sign: int, paper_size: float) -> str:
-    """Our rule for a paired difference against a paper's effect of sign ``paper_sign`` and size ``paper_size``:
-    the book's rule (:func:`compbook.stats.verdict` of the difference's interval against 0, as Part A's claims
-    read theirs), refined by the paper's size:
-
-    * **reproduced**: the 95% interval excludes 0 on the paper's side (and reaches half the paper's size);
-    * **direction only**: it excludes 0 on the paper's side but also half the paper's size (a smaller effect);
-    * **not reproduced**: it excludes 0 on the other side, or it holds 0 and excludes half the paper's size;
-    * **inconclusive**: otherwise (the interval holds 0 and half the paper's effect).
-    """
-    if paper_sign not in (-1, 1):
-        raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
-    checks.real(mean, "mean")
-    checks.real(paper_size, "paper_size")
-    half = float(checks.reals(half, "half", 0, finite=False))          # NaN or inf: one seed, no interval
-    if half < 0:
-        raise ValueError(f"half must be a half-width >= 0 (NaN or inf for one seed), got {half!r}")
-    if not np.isfinite(half):
-        return "inconclusive (one seed)"
-    base = verdict(difference_row(mean, half), 0, "greater" if paper_sign > 0 else "less")
-    hi = paper_sign * mean + half                                     # on the paper's side: positive is its way
-    if base == REPRODUCED:
-        return "reproduced" if hi >= abs(paper_size) / 2 else "direction only (under half the paper's effect)"
-    if base == NOT_REPRODUCED:
-        return "not reproduced (opposite direction)"
-    if hi < abs(paper_size) / 2:
-        return "not reproduced (half the paper's effect excluded)"
-    return "inconclusive"
-
-
 def reading_table(df: pd.DataFrame, lams=None, l0_share: float = paper.L0_SHARE,
                   miou_rel: float = paper.MIOU_GAIN, columns=("EV", "L0 patches", "mIoU")) -> pd.DataFrame:
     """S2AE - vanilla paired by seed at every k of :func:`study_table`'s ``df`` and every S2AE lambda in ``lams``
@@ -269,7 +239,6 @@ def write_table(df: pd.DataFrame, relative: str, extend: bool = False, sizes: di
     records]}`` (:func:`compbook.results.write_json`), with ``sizes`` (the run's sizes, what a reader checks
     before it serves the table) when given; ``extend``: the table holds rows of earlier runs, so its
     ``made_by`` keeps their commands. Returns the path."""
-    from ... import results
 
     path = door.made_path(relative, "relative")
     command = None
@@ -282,7 +251,6 @@ def write_table(df: pd.DataFrame, relative: str, extend: bool = False, sizes: di
 def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
     """A table written by :func:`write_table` (e.g. chapter 15's study, read by chapter 16), loaded through the
     registry (:func:`compbook.results.load`)."""
-    from ... import results
 
     checks.safe_path("data", relative, "relative")
     rows = results.load(relative.removesuffix(".json")).data["rows"]
