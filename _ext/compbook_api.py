@@ -32,7 +32,8 @@ from sphinx.util.logging import get_node_location
 PACKAGE = "compbook"
 #: group -> (title, packages whose modules it holds, top-level modules only)
 GROUPS = {
-    "shared": ("Shared", [PACKAGE, f"{PACKAGE}.results", f"{PACKAGE}.sweeps"]),
+    "shared": ("Shared", [PACKAGE, f"{PACKAGE}.book", f"{PACKAGE}.results", f"{PACKAGE}.runs",
+                          f"{PACKAGE}.runs.sweeps"]),
     "part-a": ("Part A", [f"{PACKAGE}.cppn"]),
     "part-b": ("Part B", [f"{PACKAGE}.binding"]),
     "part-c": ("Part C", [f"{PACKAGE}.sae"]),

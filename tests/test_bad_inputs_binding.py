@@ -12,8 +12,8 @@ import torch
 from refusal import assert_refused
 
 from compbook.binding import clevr, complexity, controlled, data as bdata, decomposition
-from compbook.binding.recipe.train import train as recipe, data as recipe_data
-from compbook.binding.recipe.train import evaluate as recipe_eval, model as recipe_model
+from compbook.binding.recipe import train as recipe, data as recipe_data
+from compbook.binding.recipe import evaluate as recipe_eval, model as recipe_model
 from compbook.binding import recognition, splits, symbolic
 from compbook.binding.runs import sweep
 from compbook.binding.recipe.config import RecipeConfig

@@ -14,7 +14,7 @@ import torch
 from refusal import assert_refused
 
 from compbook.binding import complexity, decomposition, probes, symbolic
-from compbook.binding.recipe.train import model as recipe_model
+from compbook.binding.recipe import model as recipe_model
 from compbook.binding import controlled
 from compbook.binding.encoders import EncoderConfig
 from compbook.binding.recipe.config import RecipeConfig

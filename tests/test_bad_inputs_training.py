@@ -22,7 +22,7 @@ from refusal import assert_refused
 
 from compbook.binding.splits import coverage_split
 from compbook.binding import clevr, controlled
-from compbook.binding.recipe.train import train as recipe
+from compbook.binding.recipe import train as recipe
 from compbook.binding.runs import sweep
 from compbook.binding.recipe.config import RecipeConfig
 from compbook.binding.recipe.model import RecipeEncoder

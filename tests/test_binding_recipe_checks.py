@@ -14,7 +14,7 @@ from compbook.binding.recipe.data import (
 )
 from compbook.binding.recipe.evaluate import eval_sets, evaluate_recipe, floors, paper_metric, swap_binding
 from compbook.binding.recipe.model import RecipeEncoder, save_recipe, stem_for
-from compbook.binding.recipe.train import checks as K
+from compbook.binding.recipe import checks as K
 
 
 def cfg(**kw):

@@ -13,7 +13,7 @@ import torch
 
 from compbook import config
 from compbook.binding import complexity, controlled, train as binding_train
-from compbook.binding.recipe.train import train as recipe
+from compbook.binding.recipe import train as recipe
 from compbook.cppn import backprop, emc2, train as cppn_train, verdicts
 from compbook.cppn.judges import semantic
 from compbook.sae import s2ae, vlm

@@ -133,7 +133,7 @@ def test_chapter_5_twins_are_fetched_not_trained_and_the_judges_notes_load_them(
 
 
 def test_part_b_notes_recipe_models_are_fetched_not_trained(colab, monkeypatch):
-    from compbook.binding.recipe.train import train as recipe, evaluate as E
+    from compbook.binding.recipe import train as recipe, evaluate as E
     from compbook.binding.recipe.config import RecipeConfig
     from compbook.binding.recipe.model import stem_for
     cache, log = colab

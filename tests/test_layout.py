@@ -253,9 +253,16 @@ def test_no_package_name_shadows_one_of_its_modules(package):
 
 
 def test_old_paths_are_gone():
-    """The old Part A module paths and ``python -m`` spellings of 0.1, and ``compbook.cppn.theory`` (split into
-    ``frames`` and ``volume_ratio``), are removed (CHANGELOG.md)."""
+    """The old Part A module paths and ``python -m`` spellings of 0.1, ``compbook.cppn.theory`` (split into
+    ``frames`` and ``volume_ratio``) and the flat module paths of 0.3 are removed (CHANGELOG.md)."""
     for old in ("compbook.judges", "compbook.train", "compbook.twins", "compbook.cppn.theory"):
+        with pytest.raises(ModuleNotFoundError):
+            __import__(old)
+    # 0.4.0 moved each part's audit, long runs and files into subpackages: no shim module is left behind
+    for old in ("compbook.glue", "compbook.sliders", "compbook.paths", "compbook.journal", "compbook.sweeps",
+                "compbook.estimate", "compbook.cppn.labelling", "compbook.cppn.claims", "compbook.cppn.tasks",
+                "compbook.cppn.store", "compbook.cppn.fer_files", "compbook.binding.recipe_config",
+                "compbook.binding.sweep", "compbook.sae.study", "compbook.sae.full", "compbook.sae.hf_interpret"):
         with pytest.raises(ModuleNotFoundError):
             __import__(old)
     import compbook.results.checkpoints

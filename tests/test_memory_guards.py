@@ -20,7 +20,7 @@ from memory_probe import measure
 from compbook import checks, scenes as sc, stats
 from compbook.book import images
 from compbook.binding import controlled, data as bdata, decomposition, probes, splits, symbolic, train as btrain
-from compbook.binding.recipe.train import (
+from compbook.binding.recipe import (
     train as recipe, checks as recipe_checks, data as recipe_data, model as recipe_model
 )
 from compbook.binding.runs import tasks as btasks
