@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from compbook.sae import binarize_ste, exclusive_sparsity, group_sparsity
-from compbook.sae.s2ae import SAEData, SAETrainConfig, batch_penalties, train_sae
+from compbook.sae.s2ae import SAEData, SAETrainConfig, batch_penalties, fit_sae, s2ae_loss, train_sae
+from compbook.sae.topk import TopKSAE
 
 
 def loop_profiles(z_hat, regions):
@@ -142,3 +143,57 @@ def test_sparse_penalties_equal_dense_values_and_gradients():
     g_sparse = torch.autograd.grad(gs_s + 3 * es_s, sae.W_enc)[0]
     assert torch.allclose(g_dense, g_sparse, atol=1e-6)
     assert g_sparse.abs().sum() > 0
+
+
+def _reference_fit(data, cfg, seed_sae):
+    """fit_sae's loop as it was written before its step stopped checking (the naive reference): every step
+    through the public, checked :func:`s2ae_loss` with the raw region labels of the batch."""
+    from compbook.sae.regions import default_regions
+    sae = TopKSAE(data.acts.shape[-1], cfg.d_sae, cfg.k, seed=seed_sae)
+    n, p = data.acts.shape[0], len(data.patch_idx)
+    regions = data.regions(default_regions(cfg.n_regions, p), cfg.exponent) if cfg.lam > 0 else None
+    opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)
+    g = torch.Generator().manual_seed(cfg.seed)
+    losses = []
+    for _ in range(cfg.steps):
+        idx = torch.randint(0, n, (min(cfg.batch_images, n),), generator=g)
+        loss = s2ae_loss(sae, data.acts[idx], data.valid[idx], data.patch_idx,
+                         None if regions is None else regions[idx], cfg)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sae.normalize_decoder()
+        losses.append(loss.item())
+    return sae, losses
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.05])
+def test_the_unchecked_training_step_trains_as_the_checked_one(lam):
+    """Checks at the door: fit_sae checks its data once and its step calls the unchecked ``_s2ae_loss``. The
+    likely bug is a step that now differs from the checked loss (regions renumbered differently, a dtype lost):
+    every step's loss and the final weights must equal those of the reference loop through ``s2ae_loss``."""
+    data = toy_data()
+    cfg = SAETrainConfig(d_sae=32, k=4, steps=12, batch_images=6, lam=lam, n_regions=3, seed=1)
+    sae = TopKSAE(data.acts.shape[-1], cfg.d_sae, cfg.k, seed=cfg.seed)
+    got = fit_sae(sae, data, cfg, progress=False)
+    ref, ref_losses = _reference_fit(data, cfg, cfg.seed)
+    assert got.losses == ref_losses
+    for a, b in zip(sae.state_dict().values(), ref.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_the_public_sae_methods_still_check_at_the_door():
+    """The unchecked ``_`` methods are for the training loop only: the public ones refuse NaN and a wrong width
+    (NaN in is refused, never NaN out)."""
+    sae = TopKSAE(8, 16, 2)
+    bad = torch.full((3, 8), float("nan"))
+    for method in (sae.pre_acts, sae.encode_topk, sae.encode, sae.forward):
+        with pytest.raises(ValueError, match="x"):
+            method(bad)
+        with pytest.raises(ValueError, match="d_in=8"):
+            method(torch.zeros(3, 7))
+    with pytest.raises(ValueError, match="z"):
+        sae.decode(torch.full((3, 16), float("inf")))
+    x = torch.randn(5, 8)
+    vals, idx = sae._encode_topk(x)
+    assert torch.equal(sae.forward(x), sae._decode(sae._scatter(vals, idx)))

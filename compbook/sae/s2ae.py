@@ -288,8 +288,16 @@ def s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: tor
         if regions is None:
             raise ValueError("regions: S2AE (cfg.lam > 0) needs the region labels (B, P) of the batch; got None")
         regions = region_labels(regions, (b, len(patch_idx)))
-    vals, idx = sae.encode_topk(x.reshape(b * t, d))
-    loss = fvu_loss(x[valid], sae.decode(sae._scatter(vals, idx)).reshape(b, t, d)[valid])
+    return _s2ae_loss(sae, x, valid, patch_idx, regions, cfg)
+
+
+def _s2ae_loss(sae: TopKSAE, x: torch.Tensor, valid: torch.Tensor, patch_idx: torch.Tensor,
+               regions: torch.Tensor | None, cfg: SAETrainConfig) -> torch.Tensor:
+    """:func:`s2ae_loss` on arguments it would accept (``regions`` renumbered, :func:`region_labels`), unchecked:
+    the training loop's step, whose entry point :func:`fit_sae` checked the data once."""
+    b, t, d = x.shape
+    vals, idx = sae._encode_topk(x.reshape(b * t, d))
+    loss = fvu_loss(x[valid], sae._decode(sae._scatter(vals, idx)).reshape(b, t, d)[valid])
     if cfg.lam > 0:
         vals, idx = vals.reshape(b, t, -1)[:, patch_idx], idx.reshape(b, t, -1)[:, patch_idx]
         gs, es = _sparse_penalties(binarize_ste(vals), idx, regions, sae.d_sae)
@@ -367,7 +375,8 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = T
     n_regions = default_regions(cfg.n_regions, p)
     regions = None
     if cfg.lam > 0 and not cfg.regions_every_step:
-        regions = data.regions(n_regions, cfg.exponent)      # the VLM is frozen: same attention, same regions
+        # the VLM is frozen: same attention, same regions (renumbered once per image: region_labels)
+        regions = region_labels(data.regions(n_regions, cfg.exponent), (n, p))
     sae.to(dev)
     pidx = data.patch_idx.to(dev)
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)
@@ -379,10 +388,11 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = T
         idx = torch.randint(0, n, (min(cfg.batch_images, n),), generator=g)
         reg = None
         if cfg.lam > 0:
-            reg = (patch_regions(data.attn[idx], data.grid, n_regions, cfg.exponent)
+            reg = (dense_labels(patch_regions(data.attn[idx], data.grid, n_regions, cfg.exponent))
                    if cfg.regions_every_step else regions[idx])
-        loss = s2ae_loss(sae, data.acts[idx].to(dev), data.valid[idx].to(dev), pidx,
-                         None if reg is None else reg.to(dev), cfg)
+        # the data were checked once above (check_data): the step itself checks nothing
+        loss = _s2ae_loss(sae, data.acts[idx].to(dev), data.valid[idx].to(dev), pidx,
+                          None if reg is None else reg.to(dev), cfg)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if clip is not None:

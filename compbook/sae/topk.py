@@ -96,14 +96,24 @@ class TopKSAE(nn.Module):
     def k(self) -> int:
         return self.cfg.k
 
+    # The public methods check their input once (finite floats of the right width); the training loop calls the
+    # unchecked ``_`` methods on batches its entry point checked (checks at the door, not in the hot loop).
     def pre_acts(self, x: torch.Tensor) -> torch.Tensor:
         """``ReLU((x - b_dec) W_enc + b_enc)``: (N, d_in) -> (N, d_sae), before the TopK."""
-        x = check_activations(x, self.d_in).to(self.W_enc.dtype)
+        return self._pre_acts(check_activations(x, self.d_in))
+
+    def _pre_acts(self, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`pre_acts` of finite float activations (N, d_in), unchecked."""
+        x = x.to(self.W_enc.dtype)
         return torch.relu((x - self.b_dec) @ self.W_enc + self.b_enc)
 
     def encode_topk(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The kept values and their latent indices, both (N, k) (a value may be 0: ReLU before TopK)."""
         return self.pre_acts(x).topk(self.k, dim=-1, sorted=False)
+
+    def _encode_topk(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`encode_topk` of finite float activations (N, d_in), unchecked."""
+        return self._pre_acts(x).topk(self.k, dim=-1, sorted=False)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Sparse code (N, d_sae): the top ``k`` of the ReLU'd pre-activations, zeros elsewhere."""
@@ -127,12 +137,15 @@ class TopKSAE(nn.Module):
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """``z W_dec + b_dec``: (N, d_sae) -> (N, d_in); ``z`` finite floats (NaN in is refused, never NaN out)."""
-        z = check_activations(z, self.d_sae, "z", width="d_sae")
+        return self._decode(check_activations(z, self.d_sae, "z", width="d_sae"))
+
+    def _decode(self, z: torch.Tensor) -> torch.Tensor:
+        """:meth:`decode` of a finite float code (N, d_sae), unchecked."""
         return z.to(self.W_dec.dtype) @ self.W_dec + self.b_dec
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Reconstruction ``x_hat`` (N, d_in)."""
-        return self.decode(self.encode(x))
+        return self._decode(self._scatter(*self.encode_topk(x)))
 
     @torch.no_grad()
     def normalize_decoder(self) -> None:
