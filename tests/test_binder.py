@@ -115,7 +115,8 @@ def test_chapter_2_runs_in_the_binder_environment(tmp_path):
                  cwd=tmp_path).stdout
     assert str(env) in where and "2.13.0" in where, where
     installed = Path(where.split()[0]).parent
-    assert (installed / "paths.py").read_bytes() == (ROOT / "compbook" / "paths.py").read_bytes(), \
+    here = Path("results") / "paths.py"
+    assert (installed / here).read_bytes() == (ROOT / "compbook" / here).read_bytes(), \
         "the venv's compbook is not this checkout's"
     # the venv's own kernel, under a name no other installation uses (a user's "python3" may be another Python)
     kernel = f"compbook-binder-{_digest()}"

@@ -119,7 +119,7 @@ def test_watch_logs_every_rendered_figure_with_its_faults_and_png(tmp_path):
     code = f"""
 import matplotlib; matplotlib.use("Agg")
 import matplotlib.pyplot as plt, numpy as np, io, hashlib
-from compbook import legibility
+from compbook.book import legibility
 legibility.watch({str(log)!r})
 fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([0, 1], [0, 1]); ax.set_title("fine")
 buf = io.BytesIO(); fig.savefig(buf, dpi=50, bbox_inches="tight"); print(hashlib.sha256(buf.getvalue()).hexdigest())
