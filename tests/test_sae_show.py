@@ -33,12 +33,19 @@ def test_pm_keeps_four_significant_digits_and_the_half_widths_precision():
     assert show.differences(reading).EV.iloc[0] == "-0.016 ± 0.001"
 
 
+def test_label_writes_the_weight_as_the_prose_does():
+    assert show.label("S2AE (lambda=0.003)") == "S2AE (λ = 0.003)"
+    assert show.label("vanilla") == "vanilla"
+    with pytest.raises(ValueError, match="method"):
+        show.label(0.003)
+
+
 def test_config_table_shows_values_not_a_repr():
     cfg = SAETrainConfig(d_sae=64, k=4, steps=10)
     table = show.config_table(cfg, k=(8, 32), lam=(0.0, 0.01))
     values = dict(zip(table.index, table.value))
     assert values["TopK: latents kept per token"] == "8, 32"
-    assert values["lambda, the weight of the penalties (0: vanilla)"] == "0, 0.01"
+    assert values["λ, the weight of the penalties (0: vanilla)"] == "0, 0.01"
     assert values["latents in the dictionary"] == "64" and values["training steps"] == "10"
     assert values["regions per image"] == "min(20, patches)"
     assert not any("SAETrainConfig" in v for v in table.value)
@@ -98,6 +105,8 @@ def test_legends_sit_outside_the_panels(which):
     r = fig.canvas.get_renderer()
     legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
     assert legends
+    if which == "study":     # the legend writes the weight with the prose's symbol
+        assert [t.get_text() for t in legends[0].get_texts()] == ["vanilla", "S2AE (λ = 0.01)"]
     panels = [a.get_window_extent(r) for a in fig.axes]
     for leg in legends:
         assert not _inside(leg.get_window_extent(r), panels)

@@ -34,6 +34,12 @@ def pm(mean: float, half: float, signed: bool = False) -> str:
     return f"{mean:{sign}.{decimals}f} ± {half:.{decimals}f}"
 
 
+def label(method: str) -> str:
+    """A run's method name (:func:`compbook.sae.experiment.method_name`) as the page writes it, with the symbol
+    the prose uses: "S2AE (lambda=0.01)" -> "S2AE (λ = 0.01)"; "vanilla" unchanged."""
+    return checks.instance(method, "method", str).replace("lambda=", "λ = ")
+
+
 def summary(df: pd.DataFrame, columns) -> pd.DataFrame:
     """Mean ± 95% t-interval half-width over the rows of each ``method`` of ``df`` (one row per seed), as
     :func:`pm` writes them, and the number of seeds; one row per method (chapter 15's table at its k)."""
@@ -61,7 +67,7 @@ def differences(reading: pd.DataFrame) -> pd.DataFrame:
 _SETTINGS = {   # SAETrainConfig field -> what it means on the page (chapter 15)
     "d_sae": "latents in the dictionary",
     "k": "TopK: latents kept per token",
-    "lam": "lambda, the weight of the penalties (0: vanilla)",
+    "lam": "λ, the weight of the penalties (0: vanilla)",
     "gs_weight": "weight of group sparsity GS",
     "es_weight": "weight of exclusive sparsity ES",
     "n_regions": "regions per image",
@@ -270,7 +276,7 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
             x = np.array(ks) * (1 + 0.06 * (i - 1))          # a small offset so the intervals do not overlap
             line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=3, capsize=2,
-                               label=method_name(lam))
+                               label=label(method_name(lam)))
             ax.plot(np.repeat(x * 1.03, [int((g.k == k).sum()) for k in ks]),   # seeds just right of the mean
                     np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), "o", mfc="none",
                     color=line.lines[0].get_color(), alpha=0.8, ms=4, mew=0.8)
