@@ -375,8 +375,8 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = T
     n_regions = default_regions(cfg.n_regions, p)
     regions = None
     if cfg.lam > 0 and not cfg.regions_every_step:
-        # the VLM is frozen: same attention, same regions (renumbered once per image: region_labels)
-        regions = region_labels(data.regions(n_regions, cfg.exponent), (n, p))
+        # the VLM is frozen: same attention, same regions (renumbered per image once, as each step's would be)
+        regions = dense_labels(data.regions(n_regions, cfg.exponent))
     sae.to(dev)
     pidx = data.patch_idx.to(dev)
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr)
