@@ -17,7 +17,7 @@ from compbook import config
 
 ROOT = Path(__file__).resolve().parents[1]
 THE_ONE_PLACE = ROOT / "compbook" / "config.py"
-SETTINGS = ("COMPBOOK_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+SETTINGS = ("COMPBOOK_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def _calls_set_num_threads(source: str) -> list[int]:
@@ -56,6 +56,31 @@ def test_importing_compbook_sets_one_thread_unless_the_user_chose():
     assert _threads_after_import(COMPBOOK_THREADS="2") == 2
     assert _threads_after_import(OMP_NUM_THREADS="2") == 2, "torch's count read from OMP_NUM_THREADS was replaced"
     assert _threads_after_import(OMP_NUM_THREADS="2", COMPBOOK_THREADS="1") == 1
+
+
+_BLAS_AFTER = ("import json, {first}; import numpy, scipy.linalg, sklearn.linear_model; "
+               "from threadpoolctl import threadpool_info; "
+               "print(json.dumps(sorted(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas')))")
+
+
+def _blas_threads(first: str = "compbook", **env) -> list[int]:
+    """The thread count of every BLAS library loaded after importing ``first``, then NumPy, SciPy and
+    scikit-learn (SciPy's OpenBLAS is loaded only then), in a fresh interpreter with ``env``."""
+    clean = {k: v for k, v in os.environ.items() if k not in SETTINGS} | {"PYTHONPATH": str(ROOT)} | env
+    out = subprocess.run([sys.executable, "-c", _BLAS_AFTER.format(first=first)], env=clean,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="one CPU: BLAS's default is already one thread")
+def test_importing_compbook_sets_blas_threads_too_even_for_libraries_loaded_later():
+    untouched = _blas_threads("sys")
+    assert untouched and max(untouched) >= 2, f"without compbook BLAS should use several threads: {untouched}"
+    assert _blas_threads() == [1] * len(untouched), "BLAS left at its default (scikit-learn's probes and MDS " \
+        "then fight a busy core): set it with torch's threads"
+    assert _blas_threads(COMPBOOK_THREADS="2") == [2] * len(untouched)
+    assert _blas_threads(OMP_NUM_THREADS="2") == untouched, "the user chose threads; BLAS was changed anyway"
+    assert _blas_threads(OPENBLAS_NUM_THREADS="2") == [2] * len(untouched), "the user's BLAS setting replaced"
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", " 2x"])
