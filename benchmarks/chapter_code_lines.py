@@ -6,10 +6,10 @@ shows something: it prints, plots, displays or draws a slider, or ends in an exp
 (CONTRIBUTING.md): at most 10 visible lines per result on average in every chapter (``tests/test_book.py``).
 """
 
+import argparse
 import ast
 import json
 import re
-import sys
 from pathlib import Path
 
 HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
@@ -41,6 +41,8 @@ def count(nb_path) -> tuple[int, int]:
 
 
 if __name__ == "__main__":
-    for p in sorted(Path(sys.argv[1] if len(sys.argv) > 1 else "chapters").glob("*.ipynb")):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", nargs="?", default="chapters", help="a folder of chapter notebooks")
+    for p in sorted(Path(ap.parse_args().folder).glob("*.ipynb")):
         n, r = count(p)
         print(f"{p.stem:28s} {n:4d} lines {r:3d} results {n / max(r, 1):5.1f} per result")

@@ -5,6 +5,7 @@ after ``make test``). The same measures back the browser test's bound on main ch
 ``tests/browser/test_pages.py``).
 """
 
+import argparse
 import functools
 import http.server
 import os
@@ -38,6 +39,6 @@ def main(html: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("html", help="a built book's HTML folder (_build/html)")
+    main(ap.parse_args().html)
