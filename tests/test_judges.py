@@ -1,5 +1,6 @@
 """Tests for compbook.cppn.judges and compbook.cppn.judges.vlm: SSIM judge, cached verdicts, the VLM code path, the fill command."""
 
+import importlib
 import json
 import sys
 import types
@@ -383,8 +384,9 @@ def fake_emc2():
 
 
 def test_fill_command_with_ssim_judge(tmp_path, monkeypatch, capsys):
-    fake = fake_emc2()    # the package attribute first: reading its old value imports the real module
-    monkeypatch.setattr(compbook.cppn, "emc2", fake)
+    fake = fake_emc2()
+    importlib.import_module("compbook.cppn.emc2")     # the real module first, so that monkeypatch restores it
+    monkeypatch.setattr(compbook.cppn, "emc2", fake)  # (run alone, the package has no emc2 attribute yet)
     monkeypatch.setitem(sys.modules, "compbook.cppn.emc2", fake)
     argv = ["fill", "--genome", "skull", "--judge", "ssim", "--res", str(RES), "--delta", "0.5",
             "--cache", str(tmp_path)]
