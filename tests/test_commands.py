@@ -3,9 +3,9 @@
 The commands are collected from the chapters (markdown and code cells), ``README.md``, ``CONTRIBUTING.md``,
 ``intro.md`` and ``data/**/README.md``. For ``python -m compbook.cppn judges fill --genome skull`` the test runs
 ``python -m compbook.cppn --help``, ``... judges --help`` and ``... judges fill --help``: each must exit 0 and
-print a usage line, and the last one's help must name every option the printed command uses (``--genome``). They run in this process through :func:`runpy.run_module`, which is what ``python -m``
-does (a module without an entry point runs, prints nothing and fails here); one subprocess checks the three
-parts' real ``python -m``.
+print a usage line, and the last one's help must name every option the printed command uses (``--genome``). They run in
+this process through :func:`runpy.run_module`, which is what ``python -m`` does (a module without an entry point runs,
+prints nothing and fails here); one subprocess checks the three parts' real ``python -m``.
 """
 
 import contextlib

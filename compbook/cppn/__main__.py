@@ -8,8 +8,8 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
   name of :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
   :mod:`compbook.cppn.judges.server`), or score many networks (``score``);
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
-  the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice against a second
-  model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.audit.labellers`);
+  the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice
+  against a second model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.audit.labellers`);
 * ``labelling sheets|relabel|overlap|agreement|store``: blind verdicts of the model labellers or a reader
   (:mod:`compbook.cppn.audit.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.audit.reread`);
@@ -42,7 +42,8 @@ PROG = "python -m compbook.cppn"
 # -- twins ------------------------------------------------------------------------------------------------------------
 def twins(argv: Sequence[str]) -> int:
     """``twins --target T [--steps N --res R --seeds ... --backend ...]`` or ``twins --report``: a sweep of
-    :mod:`compbook.runs.sweeps` (:func:`compbook.cppn.runs.scoring_tasks.make_twins`; rerun, it resumes from ``--store``)."""
+    :mod:`compbook.runs.sweeps` (:func:`compbook.cppn.runs.scoring_tasks.make_twins`; rerun, it resumes from
+    ``--store``)."""
     from ..runs import sweeps
     from .runs import scoring_tasks as st
     from . import twins as tw

@@ -1,10 +1,10 @@
 """How well a CPU judge agrees with the stored blind verdicts of the model labellers (chapter 5).
 
-Items are the labelling key's (:mod:`compbook.cppn.audit.labelling`); "can't tell" answers are left out. The items are cut,
-seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
-one with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best
-held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
-writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
+Items are the labelling key's (:mod:`compbook.cppn.audit.labelling`); "can't tell" answers are left out. The items are
+cut, seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the one
+with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best held-out
+balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and writes
+``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
 
 A second labeller: :func:`labeller_rows` scores a judge at its fixed threshold against another
 labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
