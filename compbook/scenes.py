@@ -267,7 +267,7 @@ def _pattern_mask(pattern: str, shape: str, x, y, r, triangle: str = "ours") -> 
 
 
 def _outline_px(res: int) -> float:
-    """Outline width in output pixels: 2 px at 224 (Paper B's CLEVR-2D), at least 1 px so it stays visible (our choice)."""
+    """Outline width in output pixels: 2 px at 224 (Paper B's CLEVR-2D), at least 1 px to stay visible (our choice)."""
     return max(2.0 * res / 224, 1.0)
 
 

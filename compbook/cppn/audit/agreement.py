@@ -226,7 +226,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
 
 
 def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
-    """The items of a key in ``data/judge_cache/`` that have a stored answer of the first labeller, and those answers."""
+    """The items of a key in ``data/judge_cache/`` with a stored answer of the first labeller, and those answers."""
     from . import labelling
     checks.safe_name(key_name, "key_name")
     key = labelling.read_key(door.stored_path(f"judge_cache/{key_name}"))

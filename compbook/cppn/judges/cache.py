@@ -58,7 +58,8 @@ def entry_key(identity: str, concept: str, question: dict) -> str:
 
 
 def cache_file_name(identity: str) -> str:
-    """``<readable slug>-<8 hex of sha256(identity)>.json``, e.g. ``vlm-qwen-qwen3-vl-4b-thinking-main-1a2b3c4d.json``."""
+    """``<readable slug>-<8 hex of sha256(identity)>.json``, e.g.
+    ``vlm-qwen-qwen3-vl-4b-thinking-main-1a2b3c4d.json``."""
     slug = re.sub(r"[^a-z0-9.]+", "-", identity.split("|", 1)[0].lower()).strip("-.")[:60].rstrip("-.")
     return f"{slug or 'judge'}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}.json"
 
