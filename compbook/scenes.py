@@ -155,7 +155,8 @@ class ObjectSpace:
     def object_id(self, values) -> int:
         """Id of an object from its value indices (C,), or (N, C) -> (N,)."""
         v = checks.integers(values, "values")
-        if v.ndim not in (1, 2) or v.shape[-1] != len(self.sizes) or np.any(v < 0) or np.any(v >= np.asarray(self.sizes)):
+        if (v.ndim not in (1, 2) or v.shape[-1] != len(self.sizes) or np.any(v < 0)
+                or np.any(v >= np.asarray(self.sizes))):
             raise ValueError(f"values={values!r}: need {len(self.sizes)} indices below {self.sizes}")
         ids = np.ravel_multi_index(tuple(np.moveaxis(v, -1, 0)), self.sizes)
         return int(ids) if v.ndim == 1 else ids

@@ -235,7 +235,7 @@ def _span(lo: float, hi: float) -> str:
     return f"{lo:g} s or more" if hi == math.inf else f"{lo:g}-{hi:g} s"
 
 
-# -- the figure log the executed chapters wrote (compbook.book.legibility), read by the browser's figure checks ----------
+# -- the figure log the executed chapters wrote (compbook.book.legibility), read by the browser's figure checks --------
 FIGURE_LOG_VARIABLE = "COMPBOOK_FIGCHECK_LOG"
 
 

@@ -180,7 +180,8 @@ CASES = {
     "train_recipe stop_after 1.5": lambda c: recipe.train_recipe(c.rcfg, stop_after=1.5),
     "train_recipe unknown device": lambda c: recipe.train_recipe(c.rcfg, device="tpu9"),
     "train_recipe sets missing keys": lambda c: recipe.train_recipe(c.rcfg, sets={"seen_binding": np.zeros((2, 2))}),
-    "train_recipe d_model 2^16": lambda c: recipe.train_recipe(dataclasses.replace(c.rcfg, d_model=2 ** 16, d_ff=2 ** 16)),
+    "train_recipe d_model 2^16": lambda c: recipe.train_recipe(
+        dataclasses.replace(c.rcfg, d_model=2 ** 16, d_ff=2 ** 16)),
     # -- binding.clevr.load_or_train
     "load_or_train swap_negatives 'yes'": lambda c: clevr.load_or_train("yes", setup=c.setup),
     "load_or_train setup a dict": lambda c: clevr.load_or_train(True, setup={"res": 16}),

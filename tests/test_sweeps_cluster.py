@@ -36,8 +36,8 @@ WORKER_IP = "127.0.0.2"
 
 #: every part's tiny sweep (module, builder): the same code paths as the papers' sweeps, at seconds' sizes
 PART_SWEEPS = [("compbook.runs.sweeps.toys", "toy_sweep"), ("compbook.cppn.runs.tasks", "tiny_sweep"),
-               ("compbook.cppn.runs.scoring_tasks", "tiny_scoring_sweep"), ("compbook.binding.runs.tasks", "tiny_sweep"),
-               ("compbook.sae.runs.tasks", "tiny_sweep")]
+               ("compbook.cppn.runs.scoring_tasks", "tiny_scoring_sweep"),
+               ("compbook.binding.runs.tasks", "tiny_sweep"), ("compbook.sae.runs.tasks", "tiny_sweep")]
 
 
 def _cluster_processes(session: str) -> list[int]:

@@ -138,7 +138,8 @@ def recipe(argv: Sequence[str]) -> int:
     from .recipe.model import store_dir
     from .runs.tasks import recipe_sweep, store_recipe
     argv = list(argv)
-    ap = argparse.ArgumentParser(prog=f"{PROG} recipe", description="Train controlled models by the released recipe (scaled).")
+    ap = argparse.ArgumentParser(prog=f"{PROG} recipe",
+                                 description="Train controlled models by the released recipe (scaled).")
     ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
     ap.add_argument("--values", type=int, default=None)
     ap.add_argument("--steps", type=int, default=None)

@@ -297,7 +297,8 @@ def with_intervals(labels: Sequence[bool], judge: Sequence[bool], n_boot: int = 
         d = metrics(h[idx], j[idx])
         draws.append((d["balanced_accuracy"], d["kappa"]))
     draws = np.array(draws)
-    q = lambda col: [float(np.nanquantile(draws[:, col], 0.025)), float(np.nanquantile(draws[:, col], 0.975))]  # noqa: E731
+    q = lambda col: [float(np.nanquantile(draws[:, col], 0.025)),  # noqa: E731
+                     float(np.nanquantile(draws[:, col], 0.975))]
     return m | {"balanced_ci": q(0), "kappa_ci": q(1)}
 
 
