@@ -25,8 +25,7 @@ Chapters 10-11 (Part B, binding) and Part C (S2AE) read their data from here.
   token id names which concept value (colour words are shared by "colour" and "pattern colour").
 * :func:`sample_scenes` draws scenes of objects (with replacement) from an object list.
 
-Part B's symbolic track and coverage splits are in :mod:`compbook.binding.symbolic` and
-:mod:`compbook.binding.splits`.
+Part B's symbolic track and coverage splits are in :mod:`compbook.binding.symbolic` and :mod:`compbook.binding.splits`.
 """
 
 from __future__ import annotations

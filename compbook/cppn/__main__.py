@@ -390,8 +390,7 @@ def semantic(argv: Sequence[str]) -> int:
     net, curve = sem.train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
     path = sem.weights_path()
     meta = {"made_by": f"{PROG} semantic train --steps {args.steps} --batch {args.batch} --seed {args.seed}",
-            "seconds": round(time.perf_counter() - t0, 1), "loss_every_100": curve,
-            "augmentations": augment.DECLARED}
+            "seconds": round(time.perf_counter() - t0, 1), "loss_every_100": curve, "augmentations": augment.DECLARED}
     checkpoints.save(path, net.state_dict(), meta, format=sem.WEIGHTS_FORMAT)
     print(f"wrote {path} ({meta['seconds']} s); last losses {curve[-3:]}")
     return 0
