@@ -12,8 +12,8 @@ Four measurements, side by side:
    ``--delay`` seconds, whatever the load (what a GPU server with spare batch capacity looks like from the client);
 4. EMC2 scoring (``compositional_score``, ``--scoring-images`` noise-like renders of 64 px sent at 256 px, batches
    of 16, concurrency 8) through ``ServerJudge`` against the fake server, each answer taking ``--scoring-delay``
-   seconds or, like a thinking model's, from 0.5 to 3 times that: before (every PNG of a batch encoded up front, then the
-   batch's requests, a barrier at each batch's end), with the PNGs encoded in the request workers but the barrier
+   seconds or, like a thinking model's, from 0.5 to 3 times that: before (every PNG of a batch encoded up front, then
+   the batch's requests, a barrier at each batch's end), with the PNGs encoded in the request workers but the barrier
    kept, and after (``stream_batches``: encoding in the workers, no barrier). ``x before`` is the speed-up.
 
 Every run judges the same ``--images`` random 64x64 images ("skull"), after one warm-up request; torch runs on one

@@ -5,10 +5,11 @@
 2. the per-task overhead: tasks that do almost nothing, ``local`` against ``ray`` (milliseconds per task);
 3. stacked models per task (``run_many``, one batched fit of 16) against one model per task, on each backend.
 
-Models are the runner's toy (:mod:`compbook.runs.sweeps.toys`: least squares by gradient descent, float64): for 1, models
-whose fit takes a fraction of a second on one thread; for 3, tiny ones (a step is a few small kernels), the regime
-of the papers' many small networks, where a stack of 16 makes one step of bigger kernels. Each timing is the best of ``--repeats`` runs into a fresh store;
-the Ray cluster is started once, before the timings (its start is printed apart).
+Models are the runner's toy (:mod:`compbook.runs.sweeps.toys`: least squares by gradient descent, float64): for 1,
+models whose fit takes a fraction of a second on one thread; for 3, tiny ones (a step is a few small kernels), the
+regime of the papers' many small networks, where a stack of 16 makes one step of bigger kernels. Each timing is the best
+of ``--repeats`` runs into a fresh store; the Ray cluster is started once, before the timings (its start is printed
+apart).
 
     python benchmarks/bench_sweeps.py                  # needs Ray: pip install 'compbook[sweeps]'
     python benchmarks/bench_sweeps.py --models 32 --steps 400

@@ -199,8 +199,8 @@ _blas_variable_ours: str | None = None
 
 def _set_blas_threads(n: int) -> None:
     """BLAS at ``n`` threads: the libraries loaded now through threadpoolctl, those loaded later through
-    :data:`BLAS_VARIABLE`; left alone where the user set that variable. Measured: chapters 11 and 12 (scikit-learn on NumPy/SciPy's
-    OpenBLAS) beside a busy core took 1.3x to 1.4x longer with BLAS's default two threads."""
+    :data:`BLAS_VARIABLE`; left alone where the user set that variable. Measured: chapters 11 and 12 (scikit-learn on
+    NumPy/SciPy's OpenBLAS) beside a busy core took 1.3x to 1.4x longer with BLAS's default two threads."""
     global _blas_variable_ours
     if os.environ.get(BLAS_VARIABLE) not in (None, _blas_variable_ours):
         return                                       # the user chose BLAS's threads

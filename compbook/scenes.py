@@ -25,8 +25,7 @@ Chapters 10-11 (Part B, binding) and Part C (S2AE) read their data from here.
   token id names which concept value (colour words are shared by "colour" and "pattern colour").
 * :func:`sample_scenes` draws scenes of objects (with replacement) from an object list.
 
-Part B's symbolic track and coverage splits are in :mod:`compbook.binding.symbolic` and
-:mod:`compbook.binding.splits`.
+Part B's symbolic track and coverage splits are in :mod:`compbook.binding.symbolic` and :mod:`compbook.binding.splits`.
 """
 
 from __future__ import annotations
@@ -155,7 +154,8 @@ class ObjectSpace:
     def object_id(self, values) -> int:
         """Id of an object from its value indices (C,), or (N, C) -> (N,)."""
         v = checks.integers(values, "values")
-        if v.ndim not in (1, 2) or v.shape[-1] != len(self.sizes) or np.any(v < 0) or np.any(v >= np.asarray(self.sizes)):
+        if (v.ndim not in (1, 2) or v.shape[-1] != len(self.sizes) or np.any(v < 0)
+                or np.any(v >= np.asarray(self.sizes))):
             raise ValueError(f"values={values!r}: need {len(self.sizes)} indices below {self.sizes}")
         ids = np.ravel_multi_index(tuple(np.moveaxis(v, -1, 0)), self.sizes)
         return int(ids) if v.ndim == 1 else ids
@@ -267,7 +267,7 @@ def _pattern_mask(pattern: str, shape: str, x, y, r, triangle: str = "ours") -> 
 
 
 def _outline_px(res: int) -> float:
-    """Outline width in output pixels: 2 px at 224 (Paper B's CLEVR-2D), at least 1 px so it stays visible (our choice)."""
+    """Outline width in output pixels: 2 px at 224 (Paper B's CLEVR-2D), at least 1 px to stay visible (our choice)."""
     return max(2.0 * res / 224, 1.0)
 
 

@@ -6,8 +6,8 @@
   comes before every site folder (an editable install of compbook there cannot shadow the wheel; a first cell
   checks where compbook comes from).
 * :class:`Host`: a local HTTP server on 127.0.0.1 standing in for this repository (``data/`` as
-  ``raw.githubusercontent.com/<owner>/<repo>/<branch>/data/``) and for FER's repository (the third-party files); each chapter gets
-  its own URL prefix, so its requests are logged apart.
+  ``raw.githubusercontent.com/<owner>/<repo>/<branch>/data/``) and for FER's repository (the third-party files); each
+  chapter gets its own URL prefix, so its requests are logged apart.
 * :func:`prepare` / :func:`execute` / :func:`strip`: a chapter with a first and a last cell inserted (an audit hook
   records every file of the checkout or the shared folder the kernel opens), executed by nbclient with a per-cell
   time limit, then the inserted cells taken out again (the book is built from the rest).

@@ -91,8 +91,9 @@ def text_table_problems(text: str) -> list[str]:
     """Columns of a text table that run together. A text table: three or more consecutive non-empty lines whose
     cells (text separated by two or more spaces) mostly come in one number, two or more (the full rows); its
     columns are where the full rows' cells lie. Two columns run together where a cell of a row between the
-    first and the last full row reaches from one column into the next: one space or none between them (``2 2 101.562e-02`` under
-    ``n  k  W  ratio``, ``default the paper's ...`` where ``default`` is a column padded to its width)."""
+    first and the last full row reaches from one column into the next: one space or none between them
+    (``2 2 101.562e-02`` under ``n  k  W  ratio``, ``default the paper's ...`` where ``default`` is a column padded to
+    its width)."""
     out = []
     lines = text.splitlines()
     i = 0
@@ -234,7 +235,7 @@ def _span(lo: float, hi: float) -> str:
     return f"{lo:g} s or more" if hi == math.inf else f"{lo:g}-{hi:g} s"
 
 
-# -- the figure log the executed chapters wrote (compbook.book.legibility), read by the browser's figure checks ----------
+# -- the figure log the executed chapters wrote (compbook.book.legibility), read by the browser's figure checks --------
 FIGURE_LOG_VARIABLE = "COMPBOOK_FIGCHECK_LOG"
 
 

@@ -188,10 +188,11 @@ class FaultServer(_Running):
 
     ``"429"`` (with ``Retry-After: 0``), ``"500"``, ``"503"``, ``"404"``, ``"drop"`` (closes the connection
     without an answer), ``"hang"`` (answers nothing for ``hang`` seconds), ``"badjson"``, a bytes body
-    answered with 200 (:func:`completion`), or a callable ``body -> bytes`` (an answer that depends on the request). ``delay`` seconds pass before every answer. ``bodies`` holds every
-    request body received, ``in_flight_max`` the most requests handled at once. ``hold_until=n``: no request is
-    answered before ``n`` are in flight at once (then none is held): a test of concurrency that no clock decides
-    (a client that never reaches ``n`` fails after 60 s, answered, with ``in_flight_max`` below ``n``)."""
+    answered with 200 (:func:`completion`), or a callable ``body -> bytes`` (an answer that depends on the request).
+    ``delay`` seconds pass before every answer. ``bodies`` holds every request body received, ``in_flight_max`` the most
+    requests handled at once. ``hold_until=n``: no request is answered before ``n`` are in flight at once (then none is
+    held): a test of concurrency that no clock decides (a client that never reaches ``n`` fails after 60 s, answered,
+    with ``in_flight_max`` below ``n``)."""
 
     def __init__(self, script=(), default=None, delay=0.0, hang=5.0, hold_until=None):
         self.script = collections.deque(script)

@@ -234,7 +234,7 @@ CASES = {
     "log_rho p='0.5'": lambda c: volume_ratio.log_rho(c.dag, 2, 2, p="0.5"),
     "rho_monte_carlo n=0": lambda c: volume_ratio.rho_monte_carlo(c.dag, 2, 2, n=0),
     "minimise_coherence steps=0": lambda c: frames.minimise_coherence(3, 2, steps=0),
-    # -- compbook.book.images and compbook.cppn.optim -------------------------------------------------------------------
+    # -- compbook.book.images and compbook.cppn.optim ------------------------------------------------------------------
     "resize res=0": lambda c: images.resize(c.target, 0),
     "to_square res=-4": lambda c: images.to_square(c.target, -4),
     "to_square an empty image": lambda c: images.to_square(np.zeros((0, 5, 3)), 4),

@@ -44,7 +44,8 @@ def _as(value, kind):
     t = torch.as_tensor(np.asarray(value, dtype=np.float32))
     out = {"int": lambda: (t * 3).round().long(), "float64": lambda: t.double(), "bool": lambda: t > 0.5,
            "complex": lambda: t.to(torch.cfloat), "float": lambda: t + 0.25, "fraction": lambda: t + 0.5,
-           "object": lambda: np.array(t.tolist(), dtype=object), "strings": lambda: np.full(tuple(t.shape), "a")}[kind]()
+           "object": lambda: np.array(t.tolist(), dtype=object),
+           "strings": lambda: np.full(tuple(t.shape), "a")}[kind]()
     if kind in ("object", "strings") or isinstance(value, torch.Tensor):
         return out
     return out.numpy()
@@ -138,7 +139,8 @@ TARGETS = {
     "best_threshold scores": (lambda c: np.array([0.2, 0.7]), lambda c, x: agreement.best_threshold(
         x, [False, True], [0.5]), ("bool",) + NUMBERS),
     "plateaued losses": (lambda c: np.ones((10, 2)), lambda c, x: twins.plateaued(x, window=3), ("bool",) + NUMBERS),
-    "finite_mean x": (lambda c: np.array([1.0, 2.0]), lambda c, x: experiments.finite_mean(x), ("bool", "strings", "complex")),
+    "finite_mean x": (lambda c: np.array([1.0, 2.0]), lambda c, x: experiments.finite_mean(x),
+                      ("bool", "strings", "complex")),
     "params_to_weights params": (lambda c: np.full(_n_fer_params(), 0.5), lambda c, x: fer.params_to_weights(
         x, "2;tanh:3"), ("bool",) + NUMBERS),
     "semantic.prepare images": (lambda c: torch.rand(1, 16, 16, 3), lambda c, x: semantic.prepare(x), FLOATS),

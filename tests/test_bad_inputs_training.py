@@ -1,13 +1,13 @@
 """Bad inputs to the training and evaluation entry points, and stored runs that must be refused.
 
 Parts B and C's trainers (``binding.train.train_stack``, ``binding.controlled.train_controlled``,
-``binding.runs.sweep.run_size``, ``binding.recipe.train.train_recipe``, ``sae.s2ae.fit_sae``, ``sae.vlm.train_vlm``) and evaluators
-(``sae.vlm.extract``, ``sae.interpret.interpret``, ``sae.crossmodal.crossmodal_scores``), the stores that decide
-between loading and training (``sae.experiment.stored_runs``, ``sae.studies.study.study_runs``,
+``binding.runs.sweep.run_size``, ``binding.recipe.train.train_recipe``, ``sae.s2ae.fit_sae``, ``sae.vlm.train_vlm``) and
+evaluators (``sae.vlm.extract``, ``sae.interpret.interpret``, ``sae.crossmodal.crossmodal_scores``), the stores that
+decide between loading and training (``sae.experiment.stored_runs``, ``sae.studies.study.study_runs``,
 ``binding.clevr.load_or_train``, ``cppn.twins``' stored twins) and ``cppn.audit.counting``'s ``deltas_for`` /
-``layer_scales``. Each case must raise ``ValueError`` quickly (no training starts: sizes that would exhaust
-memory are refused by ``checks.check_budget`` before allocating), naming the argument, and leave every file
-under the fixture folder (``$COMPBOOK_DATA`` during the call) byte-identical (``tests/refusal.py``).
+``layer_scales``. Each case must raise ``ValueError`` quickly (no training starts: sizes that would exhaust memory are
+refused by ``checks.check_budget`` before allocating), naming the argument, and leave every file under the fixture
+folder (``$COMPBOOK_DATA`` during the call) byte-identical (``tests/refusal.py``).
 """
 
 import dataclasses
@@ -180,7 +180,8 @@ CASES = {
     "train_recipe stop_after 1.5": lambda c: recipe.train_recipe(c.rcfg, stop_after=1.5),
     "train_recipe unknown device": lambda c: recipe.train_recipe(c.rcfg, device="tpu9"),
     "train_recipe sets missing keys": lambda c: recipe.train_recipe(c.rcfg, sets={"seen_binding": np.zeros((2, 2))}),
-    "train_recipe d_model 2^16": lambda c: recipe.train_recipe(dataclasses.replace(c.rcfg, d_model=2 ** 16, d_ff=2 ** 16)),
+    "train_recipe d_model 2^16": lambda c: recipe.train_recipe(
+        dataclasses.replace(c.rcfg, d_model=2 ** 16, d_ff=2 ** 16)),
     # -- binding.clevr.load_or_train
     "load_or_train swap_negatives 'yes'": lambda c: clevr.load_or_train("yes", setup=c.setup),
     "load_or_train setup a dict": lambda c: clevr.load_or_train(True, setup={"res": 16}),

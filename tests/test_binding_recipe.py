@@ -1,5 +1,5 @@
-"""Training by the scaled-down released recipe (compbook.binding.recipe.train): the schedule, deterministic and resumable
-training that learns, the command in full mode."""
+"""Training by the scaled-down released recipe (compbook.binding.recipe.train): the schedule, deterministic and
+resumable training that learns, the command in full mode."""
 
 import numpy as np
 import pytest

@@ -25,7 +25,8 @@ def test_hash_changes_with_any_weight():
     with torch.no_grad():
         m.weights[1][0, 0] += 1e-6
     assert checkpoints.content_hash(m) != h
-    assert checkpoints.content_hash(uniform_cppn(2, 3, "sin", seed=0)) != checkpoints.content_hash(uniform_cppn(2, 3, seed=0))
+    assert (checkpoints.content_hash(uniform_cppn(2, 3, "sin", seed=0))
+            != checkpoints.content_hash(uniform_cppn(2, 3, seed=0)))
 
 
 def test_edited_weights_are_detected(tmp_path):
@@ -78,7 +79,8 @@ def test_sidecar_of_another_width_names_both_files(tmp_path):
     checkpoints.save_cppn(uniform_cppn(2, 3), tmp_path / "m")
     checkpoints.save_cppn(uniform_cppn(2, 5), tmp_path / "wide")
     (tmp_path / "m.json").write_bytes((tmp_path / "wide.json").read_bytes())
-    with pytest.raises(ValueError, match=r"m\.json: sidecar field 'activations' gives \[5, 5\], but the tensors say \[3, 3\]"):
+    with pytest.raises(ValueError,
+                       match=r"m\.json: sidecar field 'activations' gives \[5, 5\], but the tensors say \[3, 3\]"):
         checkpoints.load_cppn(tmp_path / "m")
 
 

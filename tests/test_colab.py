@@ -4,8 +4,9 @@ compbook is built as a wheel and installed (``--no-deps``) into a folder outside
 kernel is the interpreter that runs these tests (with exactly its packages, in the system Python or a virtual
 environment) with ``PYTHONPATH`` = that folder. A local HTTP server on 127.0.0.1 stands in for the repository
 host (the checkout's ``data/`` as the raw file tree of the repository's branch, ``$COMPBOOK_DATA_URL``) and for
-FER's repository (``../shared/fer/``, FER's files at FER's paths, ``$COMPBOOK_PICBREEDER_URL``). Each chapter runs headless from a folder outside the
-checkout, with its own empty ``$HOME`` and ``$COMPBOOK_DATA`` (a fresh Colab runtime per notebook), and:
+FER's repository (``../shared/fer/``, FER's files at FER's paths, ``$COMPBOOK_PICBREEDER_URL``). Each chapter runs
+headless from a folder outside the checkout, with its own empty ``$HOME`` and ``$COMPBOOK_DATA`` (a fresh Colab runtime
+per notebook), and:
 
 * imports the wheel's compbook and opens no file of the checkout or the shared folder (an audit hook records
   every open; cells the test inserts check both, then are taken out again);

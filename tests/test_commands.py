@@ -3,9 +3,9 @@
 The commands are collected from the chapters (markdown and code cells), ``README.md``, ``CONTRIBUTING.md``,
 ``intro.md`` and ``data/**/README.md``. For ``python -m compbook.cppn judges fill --genome skull`` the test runs
 ``python -m compbook.cppn --help``, ``... judges --help`` and ``... judges fill --help``: each must exit 0 and
-print a usage line, and the last one's help must name every option the printed command uses (``--genome``). They run in this process through :func:`runpy.run_module`, which is what ``python -m``
-does (a module without an entry point runs, prints nothing and fails here); one subprocess checks the three
-parts' real ``python -m``.
+print a usage line, and the last one's help must name every option the printed command uses (``--genome``). They run in
+this process through :func:`runpy.run_module`, which is what ``python -m`` does (a module without an entry point runs,
+prints nothing and fails here); one subprocess checks the three parts' real ``python -m``.
 """
 
 import contextlib
@@ -33,7 +33,8 @@ def sources() -> dict[str, str]:
     for nb in sorted((ROOT / "chapters").glob("*.ipynb")):
         cells = json.loads(nb.read_text())["cells"]
         out[str(nb.relative_to(ROOT))] = "\n".join("".join(c["source"]) for c in cells)
-    for f in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "intro.md", *sorted((ROOT / "data").rglob("README.md"))]:
+    for f in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "intro.md",
+              *sorted((ROOT / "data").rglob("README.md"))]:
         out[str(f.relative_to(ROOT))] = f.read_text()
     return out
 
@@ -120,8 +121,10 @@ def test_the_parts_answer_help_through_python_m():
     """The real ``python -m`` once per part: ``--help`` exits 0 with usage; no command at all exits 2."""
     code = ("import subprocess, sys\n"
             "for part in ('cppn', 'binding', 'sae'):\n"
-            "    h = subprocess.run([sys.executable, '-m', f'compbook.{part}', '--help'], capture_output=True, text=True)\n"
+            "    h = subprocess.run([sys.executable, '-m', f'compbook.{part}', '--help'], "
+            "capture_output=True, text=True)\n"
             "    n = subprocess.run([sys.executable, '-m', f'compbook.{part}'], capture_output=True, text=True)\n"
-            "    print(part, h.returncode, h.stdout.startswith('usage: '), n.returncode, n.stderr.startswith('usage: '))\n")
+            "    print(part, h.returncode, h.stdout.startswith('usage: '), n.returncode, "
+            "n.stderr.startswith('usage: '))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.split("\n")[:3] == [f"{p} 0 True 2 True" for p in ("cppn", "binding", "sae")], out

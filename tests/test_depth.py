@@ -118,8 +118,8 @@ def test_depth_sweep_rows_models_and_scores(target):
         m = sw.models[(r["depth"], r["seed"])]
         assert m.depth == r["depth"] and m.widths == [4] * r["depth"]
         assert r["score"] == 1.0 and r["n_weights"] == m.n_weights()
-        assert r["loss"] == pytest.approx(float(((m.render(12).detach() - torch.as_tensor(target).float()) ** 2).mean()),
-                                          rel=1e-5)
+        assert r["loss"] == pytest.approx(
+            float(((m.render(12).detach() - torch.as_tensor(target).float()) ** 2).mean()), rel=1e-5)
     assert sw.peak() in (1, 3) and sw.best(3)[0] in (0, 1)
     with pytest.raises(ValueError, match="depth"):
         sw.best(2)

@@ -1,4 +1,4 @@
-"""Tests for compbook.cppn.judges and compbook.cppn.judges.vlm: SSIM judge, cached verdicts, the VLM code path, the fill command."""
+"""compbook.cppn.judges and compbook.cppn.judges.vlm: SSIM judge, cached verdicts, VLM code path, fill command."""
 
 import importlib
 import json

@@ -177,7 +177,8 @@ CASES = {
     "binding.train.train_stack": _dual,
     # a check before a build: one dual encoder's weights
     "binding.train.n_parameters": (lambda: (lambda enc=EncoderConfig(res=32, channels=(16, 32, 32), width=64):
-                                            lambda: (btrain.n_parameters(enc), DualEncoder(enc)))(), "one dual encoder"),
+                                            lambda: (btrain.n_parameters(enc), DualEncoder(enc)))(),
+                                   "one dual encoder"),
     "binding.probes.fit_probe (object_product)": lambda: (
         lambda v=_rng().integers(0, 5, (2000, 2, 3)), y=_rng().standard_normal((2000, 32)):
         lambda: probes.fit_probe("object_product", v, y, sweeps=2, restarts=2))(),
@@ -256,8 +257,9 @@ CASES = {
     "sae.stack.fit_stack": lambda: _fit_stack([_sae_cfg(), _sae_cfg(lam=0.0, seed=1)]),
     "sae.vlm.train_vlm": lambda: (lambda cfg=_vlm_cfg(), s=_scenes(): lambda: vlm.train_vlm(
         cfg, s, vlm.VLMTrainConfig(steps=2, batch=16), progress=False))(),
-    "sae.vlm.train_vlm (wide)": lambda: (lambda cfg=_vlm_cfg(d_model=256, d_mlp=1024), s=_scenes(): lambda: vlm.train_vlm(
-        cfg, s, vlm.VLMTrainConfig(steps=2, batch=4), progress=False))(),
+    "sae.vlm.train_vlm (wide)": lambda: (
+        lambda cfg=_vlm_cfg(d_model=256, d_mlp=1024), s=_scenes():
+        lambda: vlm.train_vlm(cfg, s, vlm.VLMTrainConfig(steps=2, batch=4), progress=False))(),
     "sae.vlm.extract": lambda: (lambda m=vlm.TinyVLM(_vlm_cfg()), s=_scenes(): lambda: vlm.extract(
         m, (s.patches, s.tokens), 1))(),
     "sae.vlm.caption_accuracy": lambda: (lambda m=vlm.TinyVLM(_vlm_cfg()), s=_scenes(): lambda: vlm.caption_accuracy(

@@ -49,7 +49,8 @@ def test_text_tables_whose_columns_run_together():
     assert "run together" in page_rules.text_table_problems(merged)[0]
     assert "columns 2 and 3" in page_rules.text_table_problems(abut)[0]
     assert page_rules.text_table_problems(fine) == []
-    titled = "pairs per layer: [15, 14, 9]\n  magnitude            sparsity 0.613\n  wanda                sparsity 0.613\n  SP                   sparsity 0.613"
+    titled = ("pairs per layer: [15, 14, 9]\n  magnitude            sparsity 0.613\n"
+              "  wanda                sparsity 0.613\n  SP                   sparsity 0.613")
     assert page_rules.text_table_problems(titled) == []
     assert page_rules.text_table_problems("step 100 loss 0.5\nstep 200 loss 0.25\nstep 1000 loss 0.125") == []
 

@@ -280,7 +280,8 @@ def test_similarity_prune_rounds_retrain_and_determinism(trained, target):
 @pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, True, float("nan")])
 def test_bad_sparsity_raises(trained, target, bad):
     for call in (lambda: prune.magnitude_prune(trained, bad), lambda: prune.wanda_prune(trained, bad),
-                 lambda: prune.random_prune(trained, bad), lambda: prune.structured_prune(trained, target, sparsity=bad),
+                 lambda: prune.random_prune(trained, bad),
+                 lambda: prune.structured_prune(trained, target, sparsity=bad),
                  lambda: prune.lottery_ticket(trained, target, bad, rounds=1, steps_per_round=1),
                  lambda: prune.masks_from_scores([torch.rand(2, 2)], bad)):
         with pytest.raises(ValueError, match="sparsity"):

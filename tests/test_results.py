@@ -257,7 +257,8 @@ def test_the_command_line_adds_refreshes_checks_and_stamps(data, capsys):
 
 
 @pytest.mark.parametrize("text, first", [
-    ('{\n "format": "compbook-judge-cache/1",\n "identity": "x",\n "entries": {\n  "a": {"v": 1},\n  "b": {"v": 2}\n }\n}\n',
+    ('{\n "format": "compbook-judge-cache/1",\n "identity": "x",\n "entries": {\n  "a": {"v": 1},\n'
+     '  "b": {"v": 2}\n }\n}\n',
      "format"),
     ('{\n"note": "a key",\n"items": [\n{\n"item": 1\n}\n]\n}', "made_by"),
     ('{"rows": [1, 2]}\n', "made_by"),

@@ -1,4 +1,4 @@
-"""compbook.sae.studies.objsae (SAEs on the object-VLM variants), the prefix tokens in extract, and compbook.sae.runs.full."""
+"""compbook.sae.studies.objsae (SAEs on object-VLM variants), extract's prefix tokens, and compbook.sae.runs.full."""
 
 import os
 

@@ -1,5 +1,5 @@
-"""compbook.sae.show's page helpers: mean ± half-width cells, the settings table, the reading rule's picture, a caption's
-token labels, and legends that sit outside the data."""
+"""compbook.sae.show's page helpers: mean ± half-width cells, the settings table, the reading rule's picture, a
+caption's token labels, and legends that sit outside the data."""
 
 import math
 

@@ -1,5 +1,5 @@
-"""Part A's sweeps (compbook.cppn.runs.scoring_tasks): the twins and the EMC2 scores through compbook.runs.sweeps equal the
-old in-process loops (train_twins + save_twins, compositional_score), resume with only the missing configs, and
+"""Part A's sweeps (compbook.cppn.runs.scoring_tasks): the twins and the EMC2 scores through compbook.runs.sweeps equal
+the old in-process loops (train_twins + save_twins, compositional_score), resume with only the missing configs, and
 refuse bad input."""
 
 import copy

@@ -1,5 +1,5 @@
-"""Tests for compbook.runs.serving (the OpenAI-compatible client) and compbook.results.journal (atomic files, journals, the
-answer cache), against local servers that fail on purpose (tests/servers.py)."""
+"""Tests for compbook.runs.serving (the OpenAI-compatible client) and compbook.results.journal (atomic files, journals,
+the answer cache), against local servers that fail on purpose (tests/servers.py)."""
 
 import base64
 import io

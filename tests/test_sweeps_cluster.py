@@ -1,6 +1,7 @@
 """The Ray backend on a real cluster on this machine: a head node and one worker node (two raylets, 1 CPU each:
 the head on this machine's address, the worker on the loopback address 127.0.0.2, so that a driver on this
-machine always joins the head node and the worker node can be killed under it), every part's tiny sweep through it, a worker node killed mid-sweep, a driver killed mid-sweep.
+machine always joins the head node and the worker node can be killed under it), every part's tiny sweep through it, a
+worker node killed mid-sweep, a driver killed mid-sweep.
 
 Needs Ray (``pip install 'compbook[sweeps]'``, which ``make test`` installs); without it these tests skip and say
 so. Everything the module starts (nodes, drivers) is stopped at its end, and the test checks that no process of
@@ -35,8 +36,8 @@ WORKER_IP = "127.0.0.2"
 
 #: every part's tiny sweep (module, builder): the same code paths as the papers' sweeps, at seconds' sizes
 PART_SWEEPS = [("compbook.runs.sweeps.toys", "toy_sweep"), ("compbook.cppn.runs.tasks", "tiny_sweep"),
-               ("compbook.cppn.runs.scoring_tasks", "tiny_scoring_sweep"), ("compbook.binding.runs.tasks", "tiny_sweep"),
-               ("compbook.sae.runs.tasks", "tiny_sweep")]
+               ("compbook.cppn.runs.scoring_tasks", "tiny_scoring_sweep"),
+               ("compbook.binding.runs.tasks", "tiny_sweep"), ("compbook.sae.runs.tasks", "tiny_sweep")]
 
 
 def _cluster_processes(session: str) -> list[int]:

@@ -4,8 +4,8 @@
 * ``sweep``: the coverage sweep of controlled models, ``--rescore`` its stored weights, ``--recipe-check``
   (:mod:`compbook.binding.runs.sweep`, chapter 13); its models run on the runner (:mod:`compbook.binding.runs.tasks`,
   ``--backend local|ray --address ADDR --workers N --retries N --per-task N``);
-* ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe.train`, chapter 13's
-  go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``), one
+* ``recipe``: controlled models by the paper's released recipe, scaled (:mod:`compbook.binding.recipe.train`, chapter
+  13's go / no-go; ``COMPBOOK_MODE=full``: the released scale, for a GPU, stored under ``data/binding/full/``), one
   runner config per coverage (the same options);
 * ``complexity``: the binding-complexity table of a stored sweep (:mod:`compbook.binding.complexity`, chapter 12).
 
@@ -138,7 +138,8 @@ def recipe(argv: Sequence[str]) -> int:
     from .recipe.model import store_dir
     from .runs.tasks import recipe_sweep, store_recipe
     argv = list(argv)
-    ap = argparse.ArgumentParser(prog=f"{PROG} recipe", description="Train controlled models by the released recipe (scaled).")
+    ap = argparse.ArgumentParser(prog=f"{PROG} recipe",
+                                 description="Train controlled models by the released recipe (scaled).")
     ap.add_argument("--coverages", nargs="+", type=float, default=[0.5])
     ap.add_argument("--values", type=int, default=None)
     ap.add_argument("--steps", type=int, default=None)

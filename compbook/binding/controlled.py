@@ -46,8 +46,8 @@ class ControlledConfig(ModeConfig):
     released models' shape (6 layers x 256, 512-d output; |O| = 50^3 = 125,000 at C = 3)."""
 
     FULL = dict(n_values=50, d_model=paper.figure("released_recipe")["d_model"],
-                n_layers=paper.figure("released_recipe")["n_layers"], n_heads=8, d_out=paper.figure("d_out"), steps=20000, batch=256, lr=5e-4,
-                warmup=1000, eval_every=1000, eval_scenes=1024)
+                n_layers=paper.figure("released_recipe")["n_layers"], n_heads=8, d_out=paper.figure("d_out"),
+                steps=20000, batch=256, lr=5e-4, warmup=1000, eval_every=1000, eval_scenes=1024)
     # the smoke also narrows the model (CONTRIBUTING.md's smoke table): encoding the 100,000 train objects of
     # |O| = 125,000 with the released 6 x 256 model takes minutes on a CPU at every evaluation
     SMOKE = dict(steps=8, batch=16, warmup=2, eval_every=4, eval_scenes=32, d_model=32, n_layers=1)

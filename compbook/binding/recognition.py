@@ -43,7 +43,8 @@ def recognise(scene_emb, query_emb, positives, candidates=None) -> np.ndarray:
 
     scene_emb (S, D), query_emb (Q, D), positives (S, Q) bool: which queries are present in each scene.
     ``candidates`` (S, Q) bool, optional: only these queries take part (e.g. the present and the swapped
-    objects); default all. Returns (S,) bool; ties (within ``TIE``) fail. A scene with no positive or no negative query raises ValueError.
+    objects); default all. Returns (S,) bool; ties (within ``TIE``) fail. A scene with no positive or no negative query
+    raises ValueError.
     """
     logits = cosine_logits(scene_emb, query_emb)
     pos = np.asarray(positives)

@@ -8,8 +8,8 @@ Commands (``python -m compbook.cppn <command> --help`` for each one's options):
   name of :mod:`compbook.cppn.judges.registry`; ``fill --server URL`` asks any OpenAI-compatible server,
   :mod:`compbook.cppn.judges.server`), or score many networks (``score``);
 * ``semantic train|choose|validate|second|overlap``: the concept CNN's weights; choose the default CPU judge on
-  the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice against a second
-  model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.audit.labellers`);
+  the first model labeller's held-out blind verdicts; validate the choice on a later batch; the judge and the choice
+  against a second model labeller; a third model labeller on the overlap set (:mod:`compbook.cppn.audit.labellers`);
 * ``labelling sheets|relabel|overlap|agreement|store``: blind verdicts of the model labellers or a reader
   (:mod:`compbook.cppn.audit.labelling`);
 * ``reread``: Picbreeder against SGD under every judge (:mod:`compbook.cppn.audit.reread`);
@@ -42,7 +42,8 @@ PROG = "python -m compbook.cppn"
 # -- twins ------------------------------------------------------------------------------------------------------------
 def twins(argv: Sequence[str]) -> int:
     """``twins --target T [--steps N --res R --seeds ... --backend ...]`` or ``twins --report``: a sweep of
-    :mod:`compbook.runs.sweeps` (:func:`compbook.cppn.runs.scoring_tasks.make_twins`; rerun, it resumes from ``--store``)."""
+    :mod:`compbook.runs.sweeps` (:func:`compbook.cppn.runs.scoring_tasks.make_twins`; rerun, it resumes from
+    ``--store``)."""
     from ..runs import sweeps
     from .runs import scoring_tasks as st
     from . import twins as tw
@@ -389,8 +390,7 @@ def semantic(argv: Sequence[str]) -> int:
     net, curve = sem.train_classifier(args.steps, args.batch, seed=args.seed, progress=sys.stderr.isatty())
     path = sem.weights_path()
     meta = {"made_by": f"{PROG} semantic train --steps {args.steps} --batch {args.batch} --seed {args.seed}",
-            "seconds": round(time.perf_counter() - t0, 1), "loss_every_100": curve,
-            "augmentations": augment.DECLARED}
+            "seconds": round(time.perf_counter() - t0, 1), "loss_every_100": curve, "augmentations": augment.DECLARED}
     checkpoints.save(path, net.state_dict(), meta, format=sem.WEIGHTS_FORMAT)
     print(f"wrote {path} ({meta['seconds']} s); last losses {curve[-3:]}")
     return 0

@@ -5,7 +5,8 @@ and the PNG compression ratio of the target (a proxy for its complexity) depends
 
 * :func:`png_compression_ratio`: raw 8-bit RGB bytes / PNG bytes (our definition, below);
 * :func:`depth_sweep`: train several seeds at each depth with the batched trainer (optionally similarity-prune
-  them, :func:`compbook.cppn.prune.similarity_prune_many`), score each with EMC2 (:func:`compbook.cppn.emc2.compositional_score`);
+  them, :func:`compbook.cppn.prune.similarity_prune_many`), score each with EMC2
+  (:func:`compbook.cppn.emc2.compositional_score`);
 * :func:`fit_depth_line` / :func:`predict_depth`: the least-squares line ``depth = slope * ratio + intercept``.
 
 Our choices, all parameters: the ratio is measured at :data:`RATIO_RES` = 256 px (the FER resolution; at 32 px the
@@ -101,12 +102,12 @@ def fit_depth_line(ratios: Sequence[float], depths: Sequence[float], res: int = 
                      tuple(residuals.tolist()), res, source, labels)
 
 
-#: The book's default line: our ratios (this module's definition, 256 px renders by :func:`compbook.cppn.picbreeder.render`)
-#: of the three FER targets against their *layerized Picbreeder depths* (FER's, ``paper.figure("layerized_depths")``), i.e.
-#: the depth evolution found, not an optimal depth measured by a sweep (FER's numbers; our own
-#: :func:`compbook.cppn.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit with
-#: :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The ratios 5.49 / 5.23 / 4.57 come from another
-#: definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
+#: The book's default line: our ratios (this module's definition, 256 px renders by
+#: :func:`compbook.cppn.picbreeder.render`) of the three FER targets against their *layerized Picbreeder depths* (FER's,
+#: ``paper.figure("layerized_depths")``), i.e. the depth evolution found, not an optimal depth measured by a sweep
+#: (FER's numbers; our own :func:`compbook.cppn.picbreeder.layerize` gives the skull 11 layers, see chapter 1). Refit
+#: with :func:`picbreeder_line`; a test checks these numbers against a fresh computation. (The ratios 5.49 / 5.23 / 4.57
+#: come from another definition: raw RGBA bytes over the reference PNG files' size; it orders the targets the same way.)
 #: Layerized depths of the FER targets as FER reports them (our layerizer: skull 11).
 PICBREEDER_DEPTHS = figure("layerized_depths")
 

@@ -86,7 +86,8 @@ def orthonormal_frame(r: int, d: int, seed: int | None = None) -> np.ndarray:
 
 
 def frame_from_gram(G, d: int) -> np.ndarray:
-    """A frame ``F (r, d)`` with ``F F^T`` the best rank-d approximation of a symmetric ``G (r, r)`` (exact if rank <= d)."""
+    """A frame ``F (r, d)`` with ``F F^T`` the best rank-d approximation of a symmetric ``G (r, r)``
+    (exact if rank <= d)."""
     G = np.asarray(G, dtype=np.float64)
     d = _positive_int(d, "d")
     if G.ndim != 2 or G.shape[0] != G.shape[1] or not np.allclose(G, G.T):

@@ -1,12 +1,12 @@
 """Several judges on the same perturbed renders, each score with a 95% interval (chapters 5-9).
 
 Part A's chapters score EMC2 (:mod:`compbook.cppn.emc2`) under two judges side by side: the book's default
-semantic judge (``make_judge("default")``, "is this still a skull?", chosen on a model labeller's blind verdicts) and SSIM to
-the network's own render (``make_judge("ssim")``, "is this the same picture?"; both from
+semantic judge (``make_judge("default")``, "is this still a skull?", chosen on a model labeller's blind verdicts) and
+SSIM to the network's own render (``make_judge("ssim")``, "is this the same picture?"; both from
 :mod:`compbook.cppn.judges.registry`). :class:`Panel` asks every judge about the same renders (rendered once);
-:func:`score_row` gives a score with its Wilson interval over the perturbations of one network, :func:`summary` a
-score pooled over several networks (seeds) with a two-level bootstrap interval (networks, then perturbations within
-each), so the spread between seeds counts.
+:func:`score_row` gives a score with its Wilson interval over the perturbations of one network, :func:`summary` a score
+pooled over several networks (seeds) with a two-level bootstrap interval (networks, then perturbations within each), so
+the spread between seeds counts.
 
 Our choices, all parameters: renders are judged at :data:`SCORE_RES` = 64 px (the size the judges were
 checked on against the labellers' verdicts, whatever size a network was trained at: a CPPN draws at any size), SSIM's

@@ -1,9 +1,9 @@
 """The figures Part A quotes from its papers, each written once (chapters 1-9 and their notes).
 
-Paper A (Do, Shah, Le, Liu 2026, arXiv 2606.19941) publishes no tables here (``../shared/spec/paper-a-narrow-regime.md``):
-its figures are what its text states. FER (Kumar, Clune, Lehman, Stanley 2025) is the paper's source of the
-Picbreeder networks and of the SGD side; its figures come from its public code, networks and
-``../shared/picbreeder/README.md``. Code, claims and chapters read each figure from :data:`FIGURES`
+Paper A (Do, Shah, Le, Liu 2026, arXiv 2606.19941) publishes no tables here
+(``../shared/spec/paper-a-narrow-regime.md``): its figures are what its text states. FER (Kumar, Clune, Lehman,
+Stanley 2025) is the paper's source of the Picbreeder networks and of the SGD side; its figures come from its public
+code, networks and ``../shared/picbreeder/README.md``. Code, claims and chapters read each figure from :data:`FIGURES`
 (``paper.figure("fer_lr")["apple"]``), never type it again.
 """
 

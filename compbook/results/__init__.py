@@ -22,8 +22,8 @@ made one file); ``note`` (optional) says what a command does not, e.g. that a la
   differs from the registry's (edited, or re-made without recording) or that the registry does not list. The
   shared readers call it (:func:`compbook.results.json_file`, :mod:`compbook.results.checkpoints`, the judge caches);
   files outside such a folder (a test's temporary folder) are not registered and load as before.
-* :func:`record` (called by every writer: :func:`write_json`, :func:`compbook.results.checkpoints.save`, the judge caches)
-  puts a written file's new digest into the registry, so re-running a project command updates the registry.
+* :func:`record` (called by every writer: :func:`write_json`, :func:`compbook.results.checkpoints.save`, the judge
+  caches) puts a written file's new digest into the registry, so re-running a project command updates the registry.
 * :mod:`compbook.results.upkeep` (``python -m compbook.results check|refresh|add|stamp|show``) checks every
   file, re-registers changed files, registers a new artifact, gives an old JSON its ``made_by``.
 
@@ -38,8 +38,8 @@ checkout (Colab), :func:`compbook.results.paths.data_file` downloads the registr
 
 The registry is input (downloaded from the network in Colab), so :func:`read_registry` checks every entry's shape
 (:func:`check_entry`: ``ValueError`` naming the entry and the field) and every path in it is confined to the data
-folder (:func:`compbook.results.paths.safe_path`: relative, no ``..``, no absolute path, no link out of the folder), again
-just before :func:`load` reads a file.
+folder (:func:`compbook.results.paths.safe_path`: relative, no ``..``, no absolute path, no link out of the folder),
+again just before :func:`load` reads a file.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def home(path) -> Path | None:
     """The registered data folder that holds ``path`` (its registry governs it), or None: the checkout's
-    ``data/`` or ``$COMPBOOK_DATA`` where a registry is there; outside a checkout, :func:`compbook.results.paths.data_dir`
-    (the registry is downloaded with the files)."""
+    ``data/`` or ``$COMPBOOK_DATA`` where a registry is there; outside a checkout,
+    :func:`compbook.results.paths.data_dir` (the registry is downloaded with the files)."""
     path = Path(os.path.abspath(path))
     root = paths.repository_root()
     folders = [paths.data_dir()] + ([root / "data"] if root is not None else [])

@@ -2,11 +2,11 @@
 
 ``make test`` executes every chapter once (in its simulated Colab, ``tests/test_colab.py``) and writes a JUnit-like
 report, ``_executed/colab.xml``; ``make runtimes`` (``python -m compbook.results runtimes REPORT``) reads each
-notebook's time from it and writes the record (registered like every stored result). Every run time the book states comes from this record: the landing page's table
-(:func:`table_markdown`, which :func:`write_intro` puts into ``intro.md`` between two markers, and a test keeps
-equal to the record) and each chapter's run time (``glue("run_time", runtimes.seconds("07_depth"))``). A
-chapter also prints its own time in the run at hand, which on a shared machine may be up to about twice the
-record's.
+notebook's time from it and writes the record (registered like every stored result). Every run time the book states
+comes from this record: the landing page's table (:func:`table_markdown`, which :func:`write_intro` puts into
+``intro.md`` between two markers, and a test keeps equal to the record) and each chapter's run time
+(``glue("run_time", runtimes.seconds("07_depth"))``). A chapter also prints its own time in the run at hand, which on a
+shared machine may be up to about twice the record's.
 
 Record (``compbook-runtimes/1``)::
 

@@ -111,10 +111,10 @@ def add(folder: Path, path: str, command: str | None = None, note: str | None = 
 
 
 def stamp(path, command: str | None = None) -> bool:
-    """Give a JSON object written without provenance (by code older than :func:`~compbook.results.write_json`, e.g. in another
-    branch) its ``made_by`` = ``command`` (default: its old ``command`` key, which goes, else the registered
-    command of its artifact), keeping the file's layout (a line inserted after ``format``, or first), and
-    :func:`record` it. Returns False when it already says ``made_by``; ``ValueError`` when there is no command."""
+    """Give a JSON object written without provenance (by code older than :func:`~compbook.results.write_json`, e.g. in
+    another branch) its ``made_by`` = ``command`` (default: its old ``command`` key, which goes, else the registered
+    command of its artifact), keeping the file's layout (a line inserted after ``format``, or first), and :func:`record`
+    it. Returns False when it already says ``made_by``; ``ValueError`` when there is no command."""
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     data = _parse(path, text)

@@ -5,7 +5,8 @@
   ``study --regions 4 8``: S2AE with object-scale region counts at k = 32 (``data/sae/study/regions/``);
 * ``runs``: chapters 14 and 16's vanilla and S2AE SAEs per seed (``data/sae/runs/``);
 * ``objregions``: tiny-VLM variants whose regions may follow objects (:mod:`compbook.sae.studies.objregions`);
-* ``objsae``: vanilla and S2AE on those variants' activations (:mod:`compbook.sae.studies.objsae`, ``data/sae/objsae/``);
+* ``objsae``: vanilla and S2AE on those variants' activations (:mod:`compbook.sae.studies.objsae`,
+  ``data/sae/objsae/``);
 * ``full [--tiny]``: every SAE of chapters 15-16 and their tables at the mode's size, one command
   (``COMPBOOK_MODE=full``: the GPU reader's run, :mod:`compbook.sae.runs.full`).
 

@@ -357,8 +357,8 @@ def fit_sae(sae: TopKSAE, data: SAEData, cfg: SAETrainConfig, progress: bool = T
     """The training loop of :func:`train_sae` on an initialised ``sae``: Adam at ``cfg.lr`` on seeded batches of
     ``cfg.batch_images`` images, S2AE's penalties when ``cfg.lam > 0``, the decoder renormalised after each step.
     ``schedule(step) -> lr factor`` and gradient-norm ``clip`` are the reference trainer's options
-    (:mod:`compbook.sae.studies.refopt`); None (ours): a constant lr, no clipping. Trains on :func:`compbook.config.device`
-    (a GPU in full mode where there is one) and returns the SAE on the CPU."""
+    (:mod:`compbook.sae.studies.refopt`); None (ours): a constant lr, no clipping. Trains on
+    :func:`compbook.config.device` (a GPU in full mode where there is one) and returns the SAE on the CPU."""
     checks.instance(sae, "sae", TopKSAE)
     checks.instance(cfg, "cfg", SAETrainConfig)
     check_data(data, sae.cfg.d_in, cfg.lam > 0)

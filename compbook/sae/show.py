@@ -1,6 +1,7 @@
 """Figures and small tables for Part C: scenes with captions, where a latent fires, patch regions (chapters
 14-15), the training settings, the reading rule and the k / lambda study against k (chapter 15), the labels of a
-caption's tokens and identification rates (chapter 16). A table of numbers for the page: :func:`compbook.book.glue.readable`.
+caption's tokens and identification rates (chapter 16). A table of numbers for the page:
+:func:`compbook.book.glue.readable`.
 
 Text in the figures is at least 8 pt at the page's width (:data:`WIDTH` inches) and legends sit outside the data."""
 
@@ -55,8 +56,8 @@ def summary(df: pd.DataFrame, columns) -> pd.DataFrame:
 
 
 def differences(reading: pd.DataFrame) -> pd.DataFrame:
-    """A table with ``"<c>"`` and ``"<c> ±"`` column pairs (a :func:`compbook.sae.studies.study.reading_table`) with each
-    pair written as one signed :func:`pm` column."""
+    """A table with ``"<c>"`` and ``"<c> ±"`` column pairs (a :func:`compbook.sae.studies.study.reading_table`) with
+    each pair written as one signed :func:`pm` column."""
     out = reading.copy()
     for c in [c for c in reading.columns if f"{c} ±" in reading.columns]:
         out[c] = [pm(m, h, signed=True) for m, h in zip(reading[c], reading[f"{c} ±"])]
@@ -262,7 +263,8 @@ def _mean_half(values) -> tuple[float, float]:
 def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = None, ev_target: float | None = None):
     """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
     t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.studies.study.study_table` rows; the column
-    ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
+    ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line, ``ev_target`` (the
+    paper's EV regime) by a dashed one."""
     from .experiment import method_name
 
     df = study.assign(**{"L0 / k": study["L0 patches"] / study.k})

@@ -1,4 +1,4 @@
-"""Part C's sizes, one table: chapters 14-16, :mod:`compbook.sae.studies.study` and :mod:`compbook.sae.runs.full` read them here.
+"""Part C's sizes, one table for chapters 14-16, :mod:`compbook.sae.studies.study` and :mod:`compbook.sae.runs.full`.
 
 :class:`PartCRun` is a :class:`compbook.config.ModeConfig`: its CPU defaults are the stored CPU runs' (600 / 200
 scenes, d_sae 384; chapters 14 and 16 first train at k = 8 for 300 steps, the study for 900), ``PartCRun.full()``

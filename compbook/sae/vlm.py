@@ -318,7 +318,8 @@ class Extraction:
     """What :func:`extract` returns. ``resid`` (B, T, d) after the chosen layer; ``token_type`` (B, T) 0 image
     patch, 1 text, -1 padding; ``patch_rc`` (B, T, 2) grid row/column of image patches (-1 elsewhere);
     ``attentions`` (B, layers, heads, T, T); ``patch_idx`` (P,) positions of the patches (row-major), ``grid``.
-    Learned prefix tokens before the patches (:class:`compbook.sae.studies.objregions.ObjectVLM`) are marked -1: not data."""
+    Learned prefix tokens before the patches (:class:`compbook.sae.studies.objregions.ObjectVLM`) are marked -1: not
+    data."""
     resid: torch.Tensor
     token_type: torch.Tensor
     patch_rc: torch.Tensor

@@ -1,1 +1,1 @@
-"""The paper's released controlled-model recipe, scaled down (chapter 13): settings, data, model, training, readings, checks."""
+"""The released controlled-model recipe, scaled (chapter 13): settings, data, model, training, readings, checks."""

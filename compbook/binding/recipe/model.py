@@ -62,7 +62,8 @@ class TokenEncoder(nn.Module):
             # embedding and the projection
             n_weights = (sum(p.numel() for p in layer.parameters()) * (cfg.n_layers + 2)
                          + (cfg.vocab + cfg.d_out + 1) * cfg.d_model)
-        checks.check_budget(4.0 * n_weights + 12.0 * cfg.scene_len * cfg.d_model, f"a recipe token encoder of d_model={cfg.d_model}, d_ff={cfg.d_ff}")
+        checks.check_budget(4.0 * n_weights + 12.0 * cfg.scene_len * cfg.d_model,
+                            f"a recipe token encoder of d_model={cfg.d_model}, d_ff={cfg.d_ff}")
         self.pad = cfg.pad
         self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
         self.register_buffer("pe", sinusoid(cfg.scene_len, cfg.d_model), persistent=False)

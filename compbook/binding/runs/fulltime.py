@@ -103,7 +103,8 @@ def recipe_run(cfg) -> Work:
 
 def notes(subset: bool = False) -> list:
     """Part B's notes: the go / no-go model, the overfit one (|O| = 125, 2000 steps), the dense-query one, |O| = 400
-    and the learning-rate variant, each trained where not stored (:func:`compbook.binding.recipe.train.stored_or_trained`)."""
+    and the learning-rate variant, each trained where not stored
+    (:func:`compbook.binding.recipe.train.stored_or_trained`)."""
     import dataclasses
     go = dataclasses.replace(sized(recipe_config.RecipeConfig, subset), coverage=0.5)
     variants = [go, dataclasses.replace(go, n_values=5, coverage=0.8, steps=2000),

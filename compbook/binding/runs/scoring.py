@@ -1,6 +1,7 @@
 """The coverage sweep's settings, splits and per-model scores (chapter 13): what one controlled model of the
 sweep is trained on and how it is scored (unseen-object recognition on test scenes, the three probes); the
-runner's tasks (:mod:`compbook.binding.runs.tasks`) and the stored sweep (:mod:`compbook.binding.runs.sweep`) share them.
+runner's tasks (:mod:`compbook.binding.runs.tasks`) and the stored sweep (:mod:`compbook.binding.runs.sweep`) share
+them.
 """
 
 from __future__ import annotations

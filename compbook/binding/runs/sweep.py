@@ -36,10 +36,10 @@ def run_size(sweep: SweepConfig, cfg: ControlledConfig, out_dir=None, progress: 
     """Train, select, test and probe one object-space size (the models of ``sweep``'s coverages x seeds at
     ``cfg``); save when ``out_dir``; returns the record (with ``params``, the stacked weights).
 
-    The models run on the runner :mod:`compbook.runs.sweeps` (:func:`compbook.binding.runs.tasks.coverage_sweep`: stacks of
-    same-size models, ``options`` its ``backend``, ``address``, ``workers``, ``retries``, ``per_task``), each
-    model's record kept in ``store`` (None: a temporary folder, removed after; models stored there are not
-    trained again), then assembled into the one record and stacked checkpoint ``controlled_V{V}`` of before
+    The models run on the runner :mod:`compbook.runs.sweeps` (:func:`compbook.binding.runs.tasks.coverage_sweep`: stacks
+    of same-size models, ``options`` its ``backend``, ``address``, ``workers``, ``retries``, ``per_task``), each model's
+    record kept in ``store`` (None: a temporary folder, removed after; models stored there are not trained again), then
+    assembled into the one record and stacked checkpoint ``controlled_V{V}`` of before
     (:func:`compbook.binding.runs.tasks.assemble_size`; ``train_seconds``: the runner's seconds in this call, training
     and scoring the models not found stored). ``command``: the ``made_by`` of the per-model records."""
     from .tasks import assemble_size, run_coverage

@@ -177,8 +177,9 @@ def recipe_sweep(variants, prefix: str = "recipe", command: str | None = None,
                  checkpoint_dir=None) -> sweeps.Sweep:
     """One config per recipe model: ``variants`` a list of :class:`~compbook.binding.recipe.config.RecipeConfig`;
     the config holds the whole RecipeConfig, the mode and the file ``prefix``, which names the model's resumable
-    training state: :func:`~compbook.binding.recipe.train.default_checkpoint` (as :func:`~compbook.binding.recipe.train.run_one`),
-    or ``<checkpoint_dir>/<model>_state`` when ``checkpoint_dir`` is given (then a field of the config too)."""
+    training state: :func:`~compbook.binding.recipe.train.default_checkpoint` (as
+    :func:`~compbook.binding.recipe.train.run_one`), or ``<checkpoint_dir>/<model>_state`` when ``checkpoint_dir`` is
+    given (then a field of the config too)."""
     from ..recipe.config import RecipeConfig
     from ..recipe.model import stem_for
     variants = checks.sequence(variants, "variants")

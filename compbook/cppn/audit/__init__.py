@@ -1,1 +1,4 @@
-"""Part A's audit (the notes chapters): blind verdicts, judges against labellers, what the score counts, re-reads, the claims table."""
+"""Part A's audit, behind the notes chapters.
+
+Blind verdicts, judges against labellers, what the score counts, re-reads, the claims table.
+"""

@@ -1,10 +1,10 @@
 """How well a CPU judge agrees with the stored blind verdicts of the model labellers (chapter 5).
 
-Items are the labelling key's (:mod:`compbook.cppn.audit.labelling`); "can't tell" answers are left out. The items are cut,
-seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the
-one with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best
-held-out balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and
-writes ``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
+Items are the labelling key's (:mod:`compbook.cppn.audit.labelling`); "can't tell" answers are left out. The items are
+cut, seeded and stratified by concept and network kind, into a *calibration* half (each candidate's threshold is the one
+with the best balanced accuracy there) and a *held-out* half (the default judge is the candidate with the best held-out
+balanced accuracy, ties broken by Cohen's kappa). ``python -m compbook.cppn semantic choose`` does it and writes
+``data/semantic/choice.json``; no Picbreeder-vs-SGD score enters the choice.
 
 A second labeller: :func:`labeller_rows` scores a judge at its fixed threshold against another
 labeller's verdicts per network kind (Picbreeder, our twins, FER's SGD networks, twins of FER's architecture)
@@ -226,7 +226,7 @@ def choose(items: Sequence[dict], answers: Sequence[str | None], images: torch.T
 
 
 def answered_items(key_name: str) -> tuple[list[dict], list[str]]:
-    """The items of a key in ``data/judge_cache/`` that have a stored answer of the first labeller, and those answers."""
+    """The items of a key in ``data/judge_cache/`` with a stored answer of the first labeller, and those answers."""
     from . import labelling
     checks.safe_name(key_name, "key_name")
     key = labelling.read_key(door.stored_path(f"judge_cache/{key_name}"))
@@ -297,7 +297,8 @@ def with_intervals(labels: Sequence[bool], judge: Sequence[bool], n_boot: int = 
         d = metrics(h[idx], j[idx])
         draws.append((d["balanced_accuracy"], d["kappa"]))
     draws = np.array(draws)
-    q = lambda col: [float(np.nanquantile(draws[:, col], 0.025)), float(np.nanquantile(draws[:, col], 0.975))]  # noqa: E731
+    q = lambda col: [float(np.nanquantile(draws[:, col], 0.025)),  # noqa: E731
+                     float(np.nanquantile(draws[:, col], 0.975))]
     return m | {"balanced_ci": q(0), "kappa_ci": q(1)}
 
 

@@ -486,7 +486,8 @@ def live_table(results: dict, cfg, reread: dict | None = None):
 def reread_table(reread: dict, steps_now: dict):
     """Chapter 5's stored re-read (``data/emc2/reread.json``) as one table: per target, delta and judge, Picbreeder
     and SGD with intervals and the reading. A judge whose SGD verdicts were given on twins of another run than
-    the ones trained for ``steps_now[target]`` steps is marked ``*`` (the first model labeller's verdicts of the first batch)."""
+    the ones trained for ``steps_now[target]`` steps is marked ``*`` (the first model labeller's verdicts of the first
+    batch)."""
     import pandas as pd
     from .tables import ci_cell
     by = {(r["concept"], r["network"], r["judge"], r["delta"]): r for r in reread["rows"]}

@@ -296,11 +296,11 @@ CROSS_FILE = "emc2/judge_cross_batch.json"
 
 
 def cross_batch(keys: Sequence[str] | None = None, seed: int = 0) -> dict:
-    """Choose the CPU judge on one stored labelled batch (:func:`compbook.cppn.audit.agreement.choose`: thresholds on its
-    calibration half, the candidate on its held-out half) and validate it, thresholds fixed, on the other
+    """Choose the CPU judge on one stored labelled batch (:func:`compbook.cppn.audit.agreement.choose`: thresholds on
+    its calibration half, the candidate on its held-out half) and validate it, thresholds fixed, on the other
     (:func:`~compbook.cppn.audit.agreement.validate`), each way round. Rows per network kind (all, picbreeder, sgd).
-    Both batches are one labeller's (model labeller 1): this measures how the choice moves with the batch,
-    not with the labeller. ``keys``: default :data:`compbook.cppn.audit.labelling.LABELLER_KEYS`."""
+    Both batches are one labeller's (model labeller 1): this measures how the choice moves with the batch, not with the
+    labeller. ``keys``: default :data:`compbook.cppn.audit.labelling.LABELLER_KEYS`."""
     from . import agreement, labelling
     keys = labelling.LABELLER_KEYS if keys is None else keys
     if len(keys) != 2 or keys[0] == keys[1]:

@@ -74,7 +74,8 @@ def labeller_identity(labeller: str = LABELLER, protocol: str = PROTOCOL) -> str
 
 def reader_identity(reader: str = READER, protocol: str = PROTOCOL) -> str:
     """The judge identity of a reader's own (human) verdicts, ``human:<reader>|protocol=<protocol>``: what
-    :class:`~compbook.cppn.audit.reader_labels.LabelWidget` stores by default, never mixed with the model labellers' caches."""
+    :class:`~compbook.cppn.audit.reader_labels.LabelWidget` stores by default, never mixed with the model labellers'
+    caches."""
     return _identity("human", reader, "reader", protocol)
 
 

@@ -2,9 +2,9 @@
 
 ``python -m compbook.cppn reread`` scores the three Picbreeder networks and their stored SGD twins
 (:mod:`compbook.cppn.twins`) with each judge (the default semantic judge, the other semantic candidate, SSIM to the own
-render) at several deltas, and reads the model labeller's blind verdicts (:mod:`compbook.cppn.audit.labelling`) of the same networks;
-every score comes with a 95% Wilson interval over its perturbations. Writes ``data/emc2/reread.json``, which the
-chapters load (a precomputed result: about ten CPU minutes).
+render) at several deltas, and reads the model labeller's blind verdicts (:mod:`compbook.cppn.audit.labelling`) of the
+same networks; every score comes with a 95% Wilson interval over its perturbations. Writes ``data/emc2/reread.json``,
+which the chapters load (a precomputed result: about ten CPU minutes).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def _row(concept, kind, judge_name, delta, verdicts: np.ndarray, extra=None) -> 
 
 def machine_scores(judge_map: dict, deltas=(0.5, 1.0, 2.0), sample: int = 200, pb_sample: int | None = None,
                    seed: int = 0, progress: bool = False, concepts: Sequence[str] = twins.TARGETS) -> list[dict]:
-    """Rows (concept, network, judge, delta, score, k, n, ci95, unperturbed): Picbreeder networks over every non-zero weight
-    (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
-    (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept
-    alone (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``).
-    ``unperturbed`` is ``[k, n]`` of :func:`compbook.cppn.panel.unperturbed_counts` for the row's networks."""
+    """Rows (concept, network, judge, delta, score, k, n, ci95, unperturbed): Picbreeder networks over every non-zero
+    weight (or a seeded ``pb_sample``), the SGD twins over a seeded ``sample`` of weights each, pooled over seeds
+    (``per_seed`` holds each). Every judge sees the same renders. Each concept's rows depend on that concept alone
+    (seeded samples), so ``concepts`` may be split across processes (``--concepts``, ``--merge``). ``unperturbed`` is
+    ``[k, n]`` of :func:`compbook.cppn.panel.unperturbed_counts` for the row's networks."""
     _check_settings(deltas, sample, pb_sample, seed, concepts)
     for name, j in checks.mapping(judge_map, "judge_map", 1).items():
         checks.non_empty_str(name, "judge_map (a name)")
@@ -75,8 +75,8 @@ def _check_settings(deltas, sample, pb_sample, seed, concepts) -> None:
 
 
 def labeller_scores(key: Sequence[dict], answers: Sequence[str | None], current=None) -> list[dict]:
-    """Rows of the first model labeller's verdicts per concept, network kind and delta (perturbed items only); "can't tell"
-    counts as no (as stored); ``cant_tell`` says how many; ``unperturbed`` ``[k, n]``: of the networks' own
+    """Rows of the first model labeller's verdicts per concept, network kind and delta (perturbed items only);
+    "can't tell" counts as no (as stored); ``cant_tell`` says how many; ``unperturbed`` ``[k, n]``: of the networks' own
     unperturbed renders labelled, how many the labeller called the concept.
 
     ``current`` (the ``source`` names of the twins scored now): the rows named :data:`LABELLER_ROWS` then hold

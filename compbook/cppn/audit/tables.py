@@ -381,8 +381,8 @@ def labeller_agreement_table(result: dict, judges: Sequence[str] | None = None) 
     """The judges at their fixed thresholds against the second labeller (stored run): per judge and network
     kind, the answer counts, the judge's yes on "can't tell" items, the agreement a judge that always says yes
     would reach (the labeller's yes rate), agreement, balanced accuracy and kappa on the yes/no items with 95%
-    intervals (Wilson; a bootstrap within each of the labeller's classes for balanced accuracy and kappa, which cannot show
-    the uncertainty of a class of one or two items), and the judge's recall on the labeller's "no" items (Wilson:
+    intervals (Wilson; a bootstrap within each of the labeller's classes for balanced accuracy and kappa, which cannot
+    show the uncertainty of a class of one or two items), and the judge's recall on the labeller's "no" items (Wilson:
     the interval that shows how few they are)."""
     checks.mapping(result, "result")
     judges = list(result["fixed"]) if judges is None else list(judges)

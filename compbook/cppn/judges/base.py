@@ -17,7 +17,8 @@ the order they arrive: :class:`~compbook.cppn.judges.cache.CachedJudge` then sto
 
 This module: the protocol, the input checks every judge shares, and :class:`SSIMJudge` (CPU, no weights). The
 other judges: :mod:`.cache` (stored verdicts), :mod:`.semantic` (CPU judges of "is this still a <concept>?"),
-:mod:`~compbook.cppn.judges.vlm` (the paper's kind of judge, a vision-language model), :mod:`.server` (the same, served).
+:mod:`~compbook.cppn.judges.vlm` (the paper's kind of judge, a vision-language model), :mod:`.server` (the same,
+served).
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ class SSIMJudge:
     for the paper's VLM judge where no VLM verdicts are stored, and the book says so wherever it is used.
 
     Our choices: grey-level SSIM (colour shifts that keep the shape are tolerated; ``color="rgb"`` for all
-    channels), scikit-image's default 7x7 window, and ``threshold`` :data:`SSIM_THRESHOLD` = 0.5, picked from this evidence (computed for
-    this docstring on the layerized Picbreeder skull at 64x64, 144 non-zero weights, each perturbed by +delta):
+    channels), scikit-image's default 7x7 window, and ``threshold`` :data:`SSIM_THRESHOLD` = 0.5, picked from this
+    evidence (computed for this docstring on the layerized Picbreeder skull at 64x64, 144 non-zero weights, each
+    perturbed by +delta):
 
     - unrelated images never come close: butterfly 0.05, apple 0.13, three random dense tanh CPPNs 12x22
       0.02-0.03, uniform noise 0.00, a constant grey image 0.05 (at 32x32: at most 0.16-0.20 for any target);

@@ -58,7 +58,8 @@ def entry_key(identity: str, concept: str, question: dict) -> str:
 
 
 def cache_file_name(identity: str) -> str:
-    """``<readable slug>-<8 hex of sha256(identity)>.json``, e.g. ``vlm-qwen-qwen3-vl-4b-thinking-main-1a2b3c4d.json``."""
+    """``<readable slug>-<8 hex of sha256(identity)>.json``, e.g.
+    ``vlm-qwen-qwen3-vl-4b-thinking-main-1a2b3c4d.json``."""
     slug = re.sub(r"[^a-z0-9.]+", "-", identity.split("|", 1)[0].lower()).strip("-.")[:60].rstrip("-.")
     return f"{slug or 'judge'}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}.json"
 
@@ -141,9 +142,9 @@ def read_cache(path, verify_digest: bool = True) -> tuple[str, dict]:
             raise ValueError(f"{path}: entry {key[:12]}... is malformed or does not match its key (edited by hand?)")
     if verify_digest:
         if "digest" not in data:
-            raise ValueError(f"{path}: judge cache has no 'digest' (not written by compbook.cppn.judges.write_cache, or "
-                             f"the field was removed); if you trust its verdicts, re-seal it: see "
-                             f"data/judge_cache/README.md")
+            raise ValueError(f"{path}: judge cache has no 'digest' (not written by "
+                             f"compbook.cppn.judges.write_cache, or the field was removed); if you trust its "
+                             f"verdicts, re-seal it: see data/judge_cache/README.md")
         if data["digest"] != cache_digest(identity, entries):
             raise ValueError(f"{path}: judge cache digest does not match its entries (a verdict edited by hand, "
                              f"or entries added or removed by a merge); restore the file (git) or fill it again")
@@ -176,8 +177,9 @@ class CachedJudge:
         path: a cache file (``*.json``), or a folder in which the file is named from the identity
             (:func:`cache_file_name`; the book's caches live in ``data/judge_cache/``).
         judge: the judge whose verdicts these are (required for ``mode="fill"``).
-        identity: that judge's identity when no judge is given (e.g. :func:`~compbook.cppn.judges.vlm.vlm_identity`, to read
-            VLM verdicts on a CPU); with neither, the identity written in the file is used.
+        identity: that judge's identity when no judge is given (e.g.
+            :func:`~compbook.cppn.judges.vlm.vlm_identity`, to read VLM verdicts on a CPU); with neither, the identity
+            written in the file is used.
         mode: ``"strict"``: a question with no stored verdict raises :class:`CacheMiss` (a ``LookupError``)
             naming it; ``"fill"``: misses go to ``judge`` and are stored (the file is rewritten after each call;
             a judge with ``stream`` has each verdict journaled as it arrives, see ``_fill_streaming``, and a

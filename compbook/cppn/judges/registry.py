@@ -7,7 +7,8 @@ judges here, so a name means one judge everywhere. Each judge keeps its class's 
 verdicts in ``data/judge_cache/``.
 
 * ``"default"``: the book's default CPU judge for "is this still a <concept>?", the candidate chosen on the first model
-  labeller's held-out blind verdicts (``data/semantic/choice.json``, :func:`~compbook.cppn.judges.semantic.default_judge`);
+  labeller's held-out blind verdicts (``data/semantic/choice.json``,
+  :func:`~compbook.cppn.judges.semantic.default_judge`);
 * ``"reference"``, ``"classifier"``: the two semantic candidates, at ``threshold`` (default: the one
   ``choice.json`` holds for that kind);
 * ``"image-reference"``: the reference judge's comparison against an image ``target`` (chapter 9's unknown

@@ -1,22 +1,23 @@
 """Absolute, semantic CPU judges: "is this a skull?" from the image and the concept alone (chapter 5).
 
-SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the same
-picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
+SSIM against the network's own unperturbed render (:class:`compbook.cppn.judges.base.SSIMJudge`) answers "is this the
+same picture?". The judges here answer the paper's question, "is this still a <concept>?", from the image and the
 concept's name only (no ``reference`` argument); they are stand-ins for the paper's VLM judge, and
-``data/semantic/choice.json`` records how each agrees with the model labellers' blind verdicts (:mod:`compbook.cppn.audit.labelling`).
+``data/semantic/choice.json`` records how each agrees with the model labellers' blind verdicts
+(:mod:`compbook.cppn.audit.labelling`).
 
 - :class:`ReferenceJudge`: multi-scale structural comparison with the concept's Picbreeder reference render (the
   float64 genome render at 64 px): RGB SSIM at 64, 32 and 16 px, each the best over small shifts, averaged;
   "yes" when the score is at least a threshold. No weights.
 - :class:`ClassifierJudge`: a small CNN with one logit per concept, trained (:func:`train_classifier`, script:
   ``python -m compbook.cppn semantic train``) on declared transformations of the three reference renders only
-  (:mod:`compbook.cppn.judges.augment`); weights in ``data/semantic/``. "Yes" when the concept's probability is at least a
-  threshold.
+  (:mod:`compbook.cppn.judges.augment`); weights in ``data/semantic/``. "Yes" when the concept's probability is at least
+  a threshold.
 
 Every judge takes images ``(N, H, W, 3)`` floats in [0, 1] (other sizes than 64x64 are resized) and a concept
 in :data:`CONCEPTS`; anything else raises ``ValueError`` naming the argument. Thresholds are chosen on the
-calibration half of the first labeller's verdicts and the default judge on the other half (``python -m compbook.cppn semantic
-choose``), never by the Picbreeder-vs-SGD scores they give.
+calibration half of the first labeller's verdicts and the default judge on the other half
+(``python -m compbook.cppn semantic choose``), never by the Picbreeder-vs-SGD scores they give.
 """
 
 from __future__ import annotations
@@ -404,8 +405,8 @@ def read_choice(path=None) -> dict:
 
 
 def default_judge(path=None):
-    """The judge ``choice.json`` names (chosen by agreement with the first labeller's held-out verdicts), with its threshold
-    (``path``: another choice file; checked by :func:`read_choice`)."""
+    """The judge ``choice.json`` names (chosen by agreement with the first labeller's held-out verdicts), with its
+    threshold (``path``: another choice file; checked by :func:`read_choice`)."""
     choice = read_choice(path)
     kind = {"reference": ReferenceJudge, "classifier": ClassifierJudge}[choice["chosen"]]
     return kind(choice["thresholds"][choice["chosen"]])

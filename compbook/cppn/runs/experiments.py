@@ -2,9 +2,10 @@
 code (chapters 6, 8 and 9; chapter 7's sweep is :func:`compbook.cppn.depth.depth_sweep`).
 
 Each runner trains and prunes exactly as its chapter explains; :func:`judged` scores the resulting networks
-under the two judges of :func:`compbook.cppn.panel.default_panel` with 95% intervals. ``python -m compbook.cppn experiments
---write`` runs every chapter's experiment in CPU mode with more seeds than a chapter can afford live, and writes
-``data/emc2/partA_reread.json``, which the chapters and the Part A claims table (``notes_part_a_claims``) load.
+under the two judges of :func:`compbook.cppn.panel.default_panel` with 95% intervals.
+``python -m compbook.cppn experiments --write`` runs every chapter's experiment in CPU mode with more seeds than a
+chapter can afford live, and writes ``data/emc2/partA_reread.json``, which the chapters and the Part A claims table
+(``notes_part_a_claims``) load.
 """
 
 from __future__ import annotations

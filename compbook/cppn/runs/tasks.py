@@ -4,7 +4,8 @@ Each builder returns a :class:`compbook.runs.sweeps.Sweep` whose configs are JSO
 result (target, resolution, sizes, steps, rates, seeds), so a stored record never answers another question:
 
 * :func:`pruning_sweep` (chapter 6): one config per seed, :func:`compbook.cppn.runs.experiments.pruning_methods` as the
-  chapter runs it; :func:`pruning_run` turns its record back into the :class:`~compbook.cppn.runs.experiments.PruningRun`.
+  chapter runs it; :func:`pruning_run` turns its record back into the
+  :class:`~compbook.cppn.runs.experiments.PruningRun`.
 * :func:`depth_sweep` (chapter 7) and :func:`unknown_sweep` (chapter 9): one config per (target, depth, seed), a
   dense network then similarity-pruned (:func:`compbook.cppn.depth.train_depth`); the seeds of one target and
   depth train as one stack (``run_many``: :func:`compbook.cppn.train.fit_many`); :func:`dense_sp_models`.

@@ -1,6 +1,6 @@
 """``python -m compbook.runs.sweeps toys [--n N --sleep S --log FILE --gate DIR] --store DIR [--backend ray --address
-ADDR]``: the toy sweep (:mod:`compbook.runs.sweeps.toys`) from the command line, as a cluster test's driver or a first try of a
-cluster (each part's own sweeps: ``python -m compbook.cppn experiments``, ``python -m compbook.binding sweep``,
+ADDR]``: the toy sweep (:mod:`compbook.runs.sweeps.toys`) from the command line, as a cluster test's driver or a first
+try of a cluster (each part's own sweeps: ``python -m compbook.cppn experiments``, ``python -m compbook.binding sweep``,
 ``python -m compbook.sae study``). Prints one JSON line: configs run, found stored, failed, seconds."""
 
 from __future__ import annotations

@@ -83,7 +83,8 @@ def fit_lines(configs: list) -> list:
         r = torch.bmm(x, w.unsqueeze(-1)).squeeze(-1) - y
         w = w - lr * torch.bmm(x.transpose(1, 2), r.unsqueeze(-1)).squeeze(-1) / x.shape[1]
     loss = ((torch.bmm(x, w.unsqueeze(-1)).squeeze(-1) - y) ** 2).mean(1)
-    return [{"w": w[i].clone(), "loss": float(loss[i]), "error": float((w[i] - data[i][2]).norm())} for i in range(len(configs))]
+    return [{"w": w[i].clone(), "loss": float(loss[i]), "error": float((w[i] - data[i][2]).norm())}
+            for i in range(len(configs))]
 
 
 def fit_line(config: dict) -> dict:

@@ -5,8 +5,8 @@ paper-scale miniature) and :data:`compbook.sae.sizes.TINY` a seconds-long check.
 every SAE is stored by :func:`compbook.sae.experiment.stored_runs`, keyed by config and data digest, so a rerun
 resumes) and scores:
 
-Every SAE trains through the sweep runner (:mod:`compbook.sae.runs.tasks`, :mod:`compbook.runs.sweeps`; ``--backend ray``
-runs them on a cluster):
+Every SAE trains through the sweep runner (:mod:`compbook.sae.runs.tasks`, :mod:`compbook.runs.sweeps`;
+``--backend ray`` runs them on a cluster):
 
 1. the k / lambda study (:mod:`compbook.sae.studies.study`) and the choice of k;
 2. the reference optimiser at that k (:mod:`compbook.sae.studies.refopt`);

@@ -1,6 +1,6 @@
-"""Part C's full-mode time per chapter (chapters 14-16 and Part C's notes), as :class:`compbook.runs.estimate.Work` items
-read from :class:`compbook.sae.sizes.PartCRun`'s ``FULL``; :func:`say` is the line each chapter's first cell prints,
-naming full mode's scale as what it is (:data:`SCALE`: a larger miniature, not the paper's model).
+"""Part C's full-mode time per chapter (chapters 14-16 and Part C's notes), as :class:`compbook.runs.estimate.Work`
+items read from :class:`compbook.sae.sizes.PartCRun`'s ``FULL``; :func:`say` is the line each chapter's first cell
+prints, naming full mode's scale as what it is (:data:`SCALE`: a larger miniature, not the paper's model).
 
 What is counted (our reading of the chapters' code; the constants are our choices): an SAE step is 6 x its
 parameters (encoder and decoder, ``2 x d_model x d_sae``) x the tokens of ``batch_images`` scenes (patches and

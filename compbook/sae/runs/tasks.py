@@ -16,12 +16,12 @@ A **config** holds everything that changes an SAE: ``{"data": spec, "train": fie
 
 A **record**: the SAE's ``W_enc (d_in, d_sae)``, ``W_dec (d_sae, d_in)``, ``b_enc (d_sae,)``, ``b_dec (d_in,)``
 (float32 tensors), ``"train s"`` (seconds of training; a stack's time shared out) and ``"final loss"``; the tables'
-scores are computed from the weights (:func:`compbook.sae.studies.study.study_table`). :func:`fit_many` trains the configs
-of one :func:`group_of` (same data, shape, budget and optimiser; lambda, seed and region count may differ) as one
-stack (:func:`compbook.sae.runs.stack.fit_stack`: on the CPU bit-identical to training each alone).
+scores are computed from the weights (:func:`compbook.sae.studies.study.study_table`). :func:`fit_many` trains the
+configs of one :func:`group_of` (same data, shape, budget and optimiser; lambda, seed and region count may differ) as
+one stack (:func:`compbook.sae.runs.stack.fit_stack`: on the CPU bit-identical to training each alone).
 
-:func:`trained` is what :func:`compbook.sae.studies.study.study_runs` (and the region and reference runs) call: records of
-the runner's store ``data/<store>/sweep/`` first, then the SAEs stored before the runner
+:func:`trained` is what :func:`compbook.sae.studies.study.study_runs` (and the region and reference runs) call: records
+of the runner's store ``data/<store>/sweep/`` first, then the SAEs stored before the runner
 (:func:`compbook.sae.experiment.stored_runs`' files, which the chapters read), and the missing ones run through
 :func:`compbook.runs.sweeps.run` (``backend``, ``address``, ``workers``... of ``python -m compbook.sae study``).
 """
@@ -261,8 +261,8 @@ def sweep_of(configs: list, command: str | None = None):
 def study_sweep(data, ks, lams, seeds, base: SAETrainConfig, optimiser: str = "ours", device: str | None = None,
                 command: str | None = None):
     """One config per SAE of the k / lambda study (chapter 15): every k of ``ks``, seed of ``seeds`` and lambda of
-    ``lams`` (in that order, as :func:`compbook.sae.studies.study.study_runs`' rows), ``base``'s other fields, trained on
-    ``data`` (a spec of :func:`data_spec`, or the :class:`SAEData` itself: this process's)."""
+    ``lams`` (in that order, as :func:`compbook.sae.studies.study.study_runs`' rows), ``base``'s other fields, trained
+    on ``data`` (a spec of :func:`data_spec`, or the :class:`SAEData` itself: this process's)."""
     ks = checks.integers(ks, "ks", 1, ndim=1, min_size=1).tolist()
     lams = [checks.real(lam, "lams", 0) for lam in checks.sequence(lams, "lams")]
     seeds = checks.integers(seeds, "seeds", 0, ndim=1, min_size=1).tolist()

@@ -1,1 +1,1 @@
-"""Part C's studies behind chapters 15 and 16: the k / lambda study, object regions, the reference optimiser, the claims table."""
+"""Part C's studies of chapters 15-16: the k / lambda study, object regions, reference optimiser, claims table."""

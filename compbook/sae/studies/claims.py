@@ -82,8 +82,8 @@ def table(study: pd.DataFrame | None = None, regions: pd.DataFrame | None = None
           identification: pd.DataFrame | None = None, k: int = 32, lam: float = 0.01) -> pd.DataFrame:
     """The claims table from what is given (each frame optional; its rows are left out when it is None):
 
-    * ``study``: :func:`compbook.sae.studies.study.study_table` rows (k, lambda, method, seed, EV, L0 patches, mIoU): the
-      book's model at ``k``, S2AE at ``lam`` with the paper's 20 regions;
+    * ``study``: :func:`compbook.sae.studies.study.study_table` rows (k, lambda, method, seed, EV, L0 patches, mIoU):
+      the book's model at ``k``, S2AE at ``lam`` with the paper's 20 regions;
     * ``regions``: :func:`compbook.sae.studies.study.region_table` rows: the object-scale region counts;
     * ``objsae``: :func:`compbook.sae.studies.objsae.table` rows: the object-VLM variants, every region count;
     * ``coherence``: one row per (method, seed) with chapter 16's coherence definitions, ``mono image``,

@@ -259,8 +259,8 @@ def read_table(relative: str = CPU.table("study")) -> pd.DataFrame:
 
 def reference_runs(train: SAEData, k: int, seeds=SEEDS, lams=(0.0, 0.01), base: SAETrainConfig = BASE,
                    store: str = STORE, retrain: bool = False, **options) -> list:
-    """The reference optimiser's SAEs (:mod:`compbook.sae.studies.refopt`) at ``k``, same data, seeds and budget, through
-    the sweep runner as :func:`study_runs` (earlier files in ``data/<store>/reference_k{k}/``)."""
+    """The reference optimiser's SAEs (:mod:`compbook.sae.studies.refopt`) at ``k``, same data, seeds and budget,
+    through the sweep runner as :func:`study_runs` (earlier files in ``data/<store>/reference_k{k}/``)."""
     from ..runs import tasks
     from .refopt import ReferenceTrainConfig
 
