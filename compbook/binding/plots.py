@@ -144,7 +144,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
         g = mlp.groupby("coverage")[what]
         if len(widths):
             ax.fill_between(g.min().index, g.min(), g.max(), color="tab:green", alpha=0.25, lw=0,
-                            label=f"MLP, widths {widths[0]:,}-{widths[-1]:,}\n(band: lowest to highest)")
+                            label=f"MLP, lowest to highest of\nwidths {widths[0]:,} to {widths[-1]:,}")
             ax.plot(g.mean().index, g.mean(), marker="o", ms=4, lw=1.5, color="tab:green",
                     label="MLP, mean over widths", zorder=3)
         value, label, (x0, x1) = references[what]
