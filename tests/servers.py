@@ -219,21 +219,34 @@ class _FaultHandler(_Handler):
             owner.reached.notify_all()
             if owner.hold_until:
                 owner.reached.wait_for(lambda: owner.in_flight_max >= owner.hold_until, timeout=60)
+        finished = []
+
+        def finish():        # no longer in flight: counted down BEFORE the answer leaves, so that a client that
+            if not finished:  # sends its next request on reading it can never be counted beside this one
+                finished.append(True)
+                with owner.lock:
+                    owner.in_flight -= 1
+
         try:
             time.sleep(owner.delay)
             if action == "drop":
+                finish()
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
             elif action == "hang":
                 time.sleep(owner.hang)
+                finish()
                 self.close_connection = True
             elif action == "badjson":
+                finish()
                 self.reply(200, b"<html>not json</html>")
             elif isinstance(action, str):
                 headers = [("Retry-After", "0")] if action == "429" else []
+                finish()
                 self.reply(int(action), json.dumps({"error": f"scripted {action}"}).encode(), headers)
             else:
-                self.reply(200, action(body) if callable(action) else action)
+                answer = action(body) if callable(action) else action
+                finish()
+                self.reply(200, answer)
         finally:
-            with owner.lock:
-                owner.in_flight -= 1
+            finish()
