@@ -90,7 +90,7 @@ def test_say_lines_fit_and_name_colab_and_subset():
     long = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 5 * 3600)]    # 5 h on a T4
     short = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 40 * 60)]    # 40 min on a T4
     text = estimate.say(long, short)
-    assert text.startswith("At the papers' scale it takes about") and "(5.0 h on a T4)" in text
+    assert text.startswith("At the paper's scale it takes about") and "(5.0 h on a T4)" in text
     assert estimate.COLAB_LIMIT in " ".join(text.split())
     assert " ".join(text.split()).endswith(f"{estimate.SUBSET_HINT} runs a subset in about 40 min on a T4.")
     assert all(len(line) <= 80 for line in text.splitlines())
@@ -101,7 +101,7 @@ def test_say_lines_fit_and_name_colab_and_subset():
 
 
 def test_part_c_says_its_scale_is_a_miniature_not_the_papers():
-    """Part C's full mode is a larger miniature of the tiny VLM, so its note names no "papers' scale"."""
+    """Part C's full mode is a larger miniature of the tiny VLM, so its note names no "paper's scale"."""
     from compbook.sae.runs import fulltime as part_c
     tiny = [estimate.Work(1.0)]
     assert estimate.say(tiny, scale="in the big setting").startswith("In the big setting it takes under a minute")
@@ -109,7 +109,7 @@ def test_part_c_says_its_scale_is_a_miniature_not_the_papers():
         estimate.say(tiny, scale="")
     for key in part_c.CHAPTERS:
         text = " ".join(part_c.say(key).split())
-        assert "papers' scale" not in text and "not the paper's Qwen2.5-VL-7B" in text, key
+        assert "paper's scale" not in text and "not the paper's Qwen2.5-VL-7B" in text, key
         assert all(len(line) <= 80 for line in part_c.say(key).splitlines()), key
 
 

@@ -26,7 +26,7 @@ LAUNCH_S = 10e-6
 #: above this many hours on a T4 the printed note names Colab's session limit
 COLAB_WARN_H = 3.0
 #: Colab's free session, as the printed note says it (it varies: at most about 12 h, often less)
-COLAB_LIMIT = "a few hours to 12 h"
+COLAB_LIMIT = "often a few hours, at most 12 h"
 #: the setting that shrinks full mode to a chapter's named subset (:func:`compbook.config.full_subset`)
 SUBSET_HINT = f"{config.SUBSET_VARIABLE}=1"
 #: how the note's one line with the settings begins (the only line that names them)
@@ -92,7 +92,7 @@ def duration(s: float) -> str:
 
 
 #: how :func:`say` names full mode's scale where a part does not say (its papers' settings)
-PAPERS_SCALE = "at the papers' scale"
+PAPERS_SCALE = "at the paper's scale"
 
 
 def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) -> str:
@@ -116,7 +116,7 @@ def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) 
         first = f"On {cpu} this page runs in about {_kept(_cpu_time(s))}; {scale}"
     steps = [f"{config.MODE_VARIABLE}=full on a GPU"]
     if t > COLAB_WARN_H * 3600:
-        steps.append(f"longer than a free Colab session ({COLAB_LIMIT})")
+        steps.append(f"a free Colab session ({COLAB_LIMIT}) may end before it does")
     if subset is not None and seconds(subset, T4) < t:
         steps.append(f"{SUBSET_HINT} runs a subset in about {_kept(duration(seconds(subset, T4)))} on a T4")
     import textwrap
