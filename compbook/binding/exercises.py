@@ -43,13 +43,13 @@ def check_recognition(answer) -> Checked:
 
 
 def check_swap_queries(answer, scene=(("red", "square"), ("blue", "circle"))) -> Checked:
-    """Chapter 10: the captions a bag of concepts cannot tell from ``scene``'s own objects: the swapped objects
-    (each object's colour with the other's shape). ``answer`` is a set of captions like ``"red circle"``."""
-    refused = not_an_answer(answer, "set of captions")
+    """Chapter 10: the objects a bag of concepts cannot tell from ``scene``'s own objects: the swapped objects
+    (each object's colour with the other's shape). ``answer`` is a set of object names like ``"red circle"``."""
+    refused = not_an_answer(answer, "set of object names")
     if refused is not None:
         return refused
     if isinstance(answer, str) or not hasattr(answer, "__iter__"):
-        return wrong(f"expected a set of captions such as {{'red circle'}}, got {type(answer).__name__}")
+        return wrong(f"expected a set of object names such as {{'red circle'}}, got {type(answer).__name__}")
     got = {" ".join(str(a).lower().split()) for a in answer}
     (c1, s1), (c2, s2) = scene
     want, present = {f"{c1} {s2}", f"{c2} {s1}"}, {f"{c1} {s1}", f"{c2} {s2}"}
