@@ -133,23 +133,24 @@ def decoding_figure(table, references: dict, width: float = 7.0):
     band from the lowest to the highest width's reading (the widths hardly differ: one line each would hide one
     another); ``table`` columns coverage, width, concept, object; ``references`` ``{"concept": (value, label,
     (x0, x1)), "object": ...}``: a reference level drawn only over the coverages ``x0..x1`` it applies to,
-    concept and object in distinct colours and dashes, drawn under the data lines. The legend sits below the
+    concept and object in distinct colours and dashes, drawn over the encoder's line (which could hide it) and
+    under the MLP's white-edged markers. The legend sits below the
     panels; the coverage ticks read 0 to 1 without trailing zeros (neighbouring panels' end labels stay apart)."""
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.9), sharey=True, layout="constrained")
     real, mlp = table[table["width"] == 0], table[table["width"] > 0]
     widths = sorted(mlp["width"].unique())
     for ax, what in zip(axes, ("concept", "object")):
         ax.plot(real.coverage, real[what], marker="o", ms=4, lw=2, color="k", label="the encoder itself",
-                zorder=4)
+                zorder=2)
         g = mlp.groupby("coverage")[what]
         if len(widths):
             ax.fill_between(g.min().index, g.min(), g.max(), color="tab:green", alpha=0.25, lw=0,
                             label=f"MLP, lowest to highest of\nwidths {widths[0]:,} to {widths[-1]:,}")
-            ax.plot(g.mean().index, g.mean(), marker="o", ms=4, lw=1.5, color="tab:green",
-                    label="MLP, mean over widths", zorder=3)
+            ax.plot(g.mean().index, g.mean(), marker="o", ms=5, mec="white", mew=0.8, lw=1.5,
+                    color="tab:green", label="MLP, mean over widths", zorder=4)
         value, label, (x0, x1) = references[what]
         color, ls = ("tab:red", ":") if what == "concept" else ("tab:purple", "-.")
-        ax.hlines(value, x0, x1, color=color, ls=ls, lw=1.5, alpha=0.7, zorder=1, label=label)
+        ax.hlines(value, x0, x1, color=color, ls=ls, lw=2, alpha=0.9, zorder=3, label=label)
         ax.set_xlabel("coverage", fontsize=10)
         ax.set_title(f"{what} decoding", fontsize=10)
         ax.set_xlim(0, 1)
@@ -175,9 +176,10 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
             rows = table[table["width"] == w].groupby("trained")[what].mean()
             shade = plt.cm.Greens(0.4 + 0.5 * k / max(len(widths) - 1, 1))
             ax.bar(np.arange(len(recipes)) + (k - (len(widths) - 1) / 2) * step, [rows[r] for r in recipes],
-                   step, color="k" if w == 0 else shade, label="the encoder itself" if w == 0 else f"MLP, width {w:,}")
-        if what == "object":
-            ax.axhline(chance, color="tab:red", ls="--", lw=1.2, label="chance (objects)")
+                   step, color="k" if w == 0 else shade, label="the encoder itself" if w == 0 else f"MLP, width {w:,}",
+                   zorder=2)
+        if what == "object":   # behind the bars, so that no bar's foot is hidden
+            ax.axhline(chance, color="tab:red", ls="--", lw=1.2, label="chance (objects)", zorder=0.5)
         ax.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=9)
         ax.set_title(f"{what} decoding", fontsize=9)
         ax.set_ylim(0, 1)
