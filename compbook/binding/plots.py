@@ -217,12 +217,14 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
         ax.tick_params(labelsize=9)
     for ax, n in zip(axes[0], sizes):
         g = curves.loc[n]
-        ax.plot(g.index, g["seen"], marker="o", ms=4, color="tab:blue", label="seen objects")
+        ax.plot(g.index, g["seen"], marker="o", ms=7, mfc="none", mew=1.3, color="tab:blue",
+                label="seen objects")              # hollow and larger: visible over the other lines
         ax.plot(g.index, g["unseen"], marker="s", ms=4, color="tab:orange", label="unseen objects (95% interval)")
         ax.fill_between(g.index, g["low"], g["high"], color="tab:orange", alpha=0.35, lw=0)
         ax.errorbar(g.index, g["unseen"], yerr=[g["unseen"] - g["low"], g["high"] - g["unseen"]], fmt="none",
                     ecolor="tab:orange", elinewidth=1.2, capsize=3)     # the interval, visible when narrow
-        ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, label="chance (a random order)")
+        ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, marker="_", ms=9,
+                label="chance (a random order)")
         ax.set_title(f"|O| = {n:,} objects", fontsize=9)
         ax.set_xlabel("coverage", fontsize=9)
         ax.set_xlim(0, 1)

@@ -162,7 +162,7 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
     """
     active = np.asarray(codes != 0, dtype=np.float64)      # 1 where the latent fires on a patch, else 0
     fig, axes = plt.subplots(len(latents), images_per_latent, squeeze=False,
-                             figsize=(WIDTH, 1.9 * len(latents)))
+                             figsize=(WIDTH, (WIDTH / images_per_latent + 0.35) * len(latents)))
     for r, j in enumerate(latents):
         where = np.flatnonzero(active[:, :, j].any(1))[:images_per_latent]
         for c in range(images_per_latent):
@@ -175,7 +175,7 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
                 _outline(ax, active[n, :, j], scenes.grid, scenes.images[n].shape[0])
                 ax.set_xlim(-0.5, scenes.images[n].shape[1] - 0.5)
                 ax.set_ylim(scenes.images[n].shape[0] - 0.5, -0.5)
-        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=FONT, loc="left")
+        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=FONT + 2, loc="left")
     fig.tight_layout()
     return fig
 

@@ -123,4 +123,5 @@ def works(chapter: str, subset: bool = False) -> list:
 
 def say(chapter: str) -> str:
     """The note ``chapter``'s first cell prints: its CPU run time, its full-mode time and how to run it."""
-    return say_works(works(chapter), works(chapter, subset=True), page=chapter)
+    return say_works(works(chapter), works(chapter, subset=True), page=chapter,
+                     scale="at the paper's scale")          # Part B follows one paper
