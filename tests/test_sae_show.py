@@ -33,6 +33,14 @@ def test_pm_keeps_four_significant_digits_and_the_half_widths_precision():
     assert show.differences(reading).EV.iloc[0] == "-0.016 ± 0.001"
 
 
+def test_top_words_said_counts_each_distinct_word_most_frequent_first():
+    assert show.top_words_said(["red", "'a'", "red", "red", "'a'", "cube"]) == "red x3, 'a' x2, cube"
+    assert show.top_words_said(["yellow"]) == "yellow"
+    assert show.top_words_said([]) == "(none)"
+    with pytest.raises(ValueError, match="words"):
+        show.top_words_said("red")
+
+
 def test_label_writes_the_weight_as_the_prose_does():
     assert show.label("S2AE (lambda=0.003)") == "S2AE (λ = 0.003)"
     assert show.label("vanilla") == "vanilla"

@@ -216,12 +216,14 @@ def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
     return fig
 
 
-def show_references(scenes, refs, masks, descriptions, title: str = ""):
+def show_references(scenes, refs, masks, descriptions, title: str = "", fontsize: float = FONT):
     """One latent's reference images (a row) with its region outlined in red and each region's description below.
 
-    ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
+    ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16);
+    ``fontsize`` the descriptions' points (the title is one point larger).
     """
-    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.15 * (title.count("\n") + 1)),
+    fontsize = checks.real(fontsize, "fontsize", FONT)
+    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.02 * fontsize * (title.count("\n") + 1)),
                              squeeze=False)
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
@@ -231,16 +233,26 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
                        big, levels=[0.5], colors="red", linewidths=1.5)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=fontsize)
     if title:
-        fig.suptitle(title, fontsize=FONT + 1)
+        fig.suptitle(title, fontsize=fontsize + 1)
     fig.tight_layout()
     return fig
 
 
-def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
+def top_words_said(words) -> str:
+    """A latent's top caption words (:func:`compbook.sae.interpret.top_words`) in a few words, each distinct word
+    with its count, most frequent first: ["red", "red", "'a'"] -> "red x2, 'a'"."""
+    from collections import Counter
+
+    counts = Counter(checks.sequence(words, "words", min_len=0))
+    return ", ".join(w if c == 1 else f"{w} x{c}" for w, c in counts.most_common()) or "(none)"
+
+
+def show_interpretation(scenes, z_img, row, hierarchical: bool = True, fontsize: float = FONT):
     """One row of :func:`compbook.sae.interpret.interpret`: the references with the latent's region (none when
-    ``hierarchical`` is False), the descriptions, and the synthesised and true concepts in the title."""
+    ``hierarchical`` is False), the descriptions, and in the title the truth, the synthesised concepts and the
+    words of the caption tokens where the latent fires hardest (the text concept is read from them)."""
     import torch
 
     from .interpret import region_masks
@@ -248,11 +260,12 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
     refs = torch.tensor([row["references"]])
     masks = region_masks(z_img, refs, [row["latent"]], scenes.grid, scenes.images.shape[1])[0]
     reading = "hierarchical reading" if hierarchical else "direct reading (whole images, no region)"
-    title = (f"{reading} of latent {row['latent']}\nimage: {row['image concept']} | "
-             f"text: {row['text concept']} | truth: {row['truth']}\n"
-             f"top caption words: {', '.join(row['top words'][:8]) or '(none)'}")
+    words = list(row["top words"])
+    title = (f"{reading} of latent {row['latent']}; truth: {row['truth']}\n"
+             f"synthesised: image concept {row['image concept']} | text concept {row['text concept']}\n"
+             f"words of the {len(words)} caption tokens where it fires most: {top_words_said(words)}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
-                           row["descriptions"], title)
+                           row["descriptions"], title, fontsize=fontsize)
 
 
 def _mean_half(values) -> tuple[float, float]:
