@@ -216,14 +216,12 @@ def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
     return fig
 
 
-def show_references(scenes, refs, masks, descriptions, title: str = "", fontsize: float = FONT):
+def show_references(scenes, refs, masks, descriptions, title: str = ""):
     """One latent's reference images (a row) with its region outlined in red and each region's description below.
 
-    ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16);
-    ``fontsize`` the descriptions' points (the title is one point larger).
+    ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
     """
-    fontsize = checks.real(fontsize, "fontsize", FONT)
-    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.02 * fontsize * (title.count("\n") + 1)),
+    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.02 * FONT * (title.count("\n") + 1)),
                              squeeze=False)
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
@@ -233,9 +231,9 @@ def show_references(scenes, refs, masks, descriptions, title: str = "", fontsize
                        big, levels=[0.5], colors="red", linewidths=1.5)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=fontsize)
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
     if title:
-        fig.suptitle(title, fontsize=fontsize + 1)
+        fig.suptitle(title, fontsize=FONT + 1)
     fig.tight_layout()
     return fig
 
@@ -249,7 +247,7 @@ def top_words_said(words) -> str:
     return ", ".join(w if c == 1 else f"{w} x{c}" for w, c in counts.most_common()) or "(none)"
 
 
-def show_interpretation(scenes, z_img, row, hierarchical: bool = True, fontsize: float = FONT):
+def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
     """One row of :func:`compbook.sae.interpret.interpret`: the references with the latent's region (none when
     ``hierarchical`` is False), the descriptions, and in the title the truth, the synthesised concepts and the
     words of the caption tokens where the latent fires hardest (the text concept is read from them)."""
@@ -265,7 +263,7 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True, fontsize:
              f"synthesised: image concept {row['image concept']} | text concept {row['text concept']}\n"
              f"words of the {len(words)} caption tokens where it fires most: {top_words_said(words)}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
-                           row["descriptions"], title, fontsize=fontsize)
+                           row["descriptions"], title)
 
 
 def _mean_half(values) -> tuple[float, float]:
