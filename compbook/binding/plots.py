@@ -192,6 +192,24 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
 
 
 # -- chapter 13: the swap test against coverage --------------------------------------------------------------------
+def _zoom_bottom(ax, g, below: float = 0.3):
+    """When every line of panel ``ax`` stays under ``below`` from its second coverage on, an inset in the panel's
+    empty upper right magnifies those coverages' bottom, so that lines a few hundredths apart can be told apart."""
+    rest = g.iloc[1:]
+    top = float(rest[["seen", "high", "chance"]].to_numpy().max())
+    if len(rest) < 2 or top >= below:
+        return
+    ins = ax.inset_axes([0.34, 0.42, 0.62, 0.5])
+    ins.plot(rest.index, rest["seen"], marker="o", ms=6, mfc="none", mew=1.3, color="tab:blue")
+    ins.plot(rest.index, rest["unseen"], marker="s", ms=4, color="tab:orange")
+    ins.fill_between(rest.index, rest["low"], rest["high"], color="tab:orange", alpha=0.35, lw=0)
+    ins.plot(rest.index, rest["chance"], color="k", ls="--", lw=1, marker="_", ms=9)
+    ins.set_ylim(0, 1.15 * top)
+    ins.set_title("magnified", fontsize=8, pad=2)
+    ins.tick_params(labelsize=8)
+    ax.indicate_inset_zoom(ins, edgecolor="0.5")
+
+
 def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
     """Chapter 13's figure: one panel per object-space size, the swap test on seen objects, on unseen objects
     (with its 95% interval) and a random order of the candidates (chance), against coverage. ``curves``: a
@@ -232,6 +250,7 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
         ax.tick_params(labelsize=9)
         if ax is not axes[0][0]:
             ax.tick_params(labelleft=False)
+        _zoom_bottom(ax, g)
     axes[0][0].set_ylabel("scenes passing the swap test", fontsize=9)
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncols=2, fontsize=9, frameon=False)
