@@ -64,17 +64,18 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
             for xi, h in zip(xs, heights):
                 if h < 0.05:
-                    ax.text(xi, h + 0.01, f"{h:.2f}", ha="center", va="bottom", fontsize=8, color=f"C{j}",
+                    ax.text(xi, h + 0.01, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color=f"C{j}",
                             rotation=90)
         for i, m in enumerate(measures):
             if m in chance:
                 ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=1.5, label="chance" if i == 0 else None)
-        ax.set_xticks(x, list(measures.values()), fontsize=8)
+        ax.set_xticks(x, list(measures.values()), fontsize=9)
+        ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
-        ax.set_title(kind, fontsize=9)
-    axes[0][0].set_ylabel("accuracy (mean of the models)")
+        ax.set_title(kind, fontsize=10)
+    axes[0][0].set_ylabel("accuracy (mean of the models)", fontsize=9)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 1,
-               fontsize=8)
+               fontsize=9)
     return fig
 
 
