@@ -5,6 +5,7 @@ coverage."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib import patheffects
 import numpy as np
 
 from .. import scenes as S
@@ -36,7 +37,8 @@ def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
     im = ax.imshow(grid, cmap="viridis", aspect="auto")
     for o, mark in [(o, "P") for o in present] + [(o, "S") for o in swapped]:
         v = space.object_values(int(o))
-        ax.text(v[k_shp], v[k_col], mark, ha="center", va="center", color="w", fontsize=9, weight="bold")
+        ax.text(v[k_shp], v[k_col], mark, ha="center", va="center", color="w", fontsize=9, weight="bold",
+                path_effects=[patheffects.withStroke(linewidth=2, foreground="k")])   # legible on yellow too
     ax.set_xticks(range(space.sizes[k_shp]), space.values[k_shp], fontsize=8)
     ax.set_yticks(range(space.sizes[k_col]), space.values[k_col], fontsize=8)
     ax.set_title(title, fontsize=9)
