@@ -5,6 +5,7 @@ coverage."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib import patheffects
 import numpy as np
 
 from .. import scenes as S
@@ -36,7 +37,8 @@ def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
     im = ax.imshow(grid, cmap="viridis", aspect="auto")
     for o, mark in [(o, "P") for o in present] + [(o, "S") for o in swapped]:
         v = space.object_values(int(o))
-        ax.text(v[k_shp], v[k_col], mark, ha="center", va="center", color="w", fontsize=9, weight="bold")
+        ax.text(v[k_shp], v[k_col], mark, ha="center", va="center", color="w", fontsize=9, weight="bold",
+                path_effects=[patheffects.withStroke(linewidth=2, foreground="k")])   # legible on yellow too
     ax.set_xticks(range(space.sizes[k_shp]), space.values[k_shp], fontsize=8)
     ax.set_yticks(range(space.sizes[k_col]), space.values[k_col], fontsize=8)
     ax.set_title(title, fontsize=9)
@@ -47,26 +49,35 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
-    label on the axis); ``chance``: column -> a random order's score, drawn as a black dash over its group.
+    label on the axis); ``chance``: column -> a random order's score, drawn as a black dash over its group. A bar
+    too short to see gets its value written on it; the legend sits below the panels, off the data.
     """
     kinds = list(dict.fromkeys(table["model"]))
     splits = list(dict.fromkeys(table["scenes"]))
-    fig, axes = plt.subplots(1, len(kinds), figsize=(width, 3.1), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(width, 3.4), sharey=True, squeeze=False,
+                             layout="constrained")
     w = 0.8 / len(splits)
     x = np.arange(len(measures))
     for ax, kind in zip(axes[0], kinds):
         rows = table[table["model"] == kind].set_index("scenes")
         for j, split in enumerate(splits):
-            ax.bar(x + (j - (len(splits) - 1) / 2) * w, [rows.loc[split, m] for m in measures], w, label=split)
+            xs = x + (j - (len(splits) - 1) / 2) * w
+            heights = [rows.loc[split, m] for m in measures]
+            ax.bar(xs, heights, w, color=f"C{j}", label=split)
+            for xi, h in zip(xs, heights):
+                if h < 0.05:
+                    ax.text(xi, h + 0.01, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color=f"C{j}",
+                            rotation=90)
         for i, m in enumerate(measures):
             if m in chance:
                 ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=1.5, label="chance" if i == 0 else None)
-        ax.set_xticks(x, list(measures.values()), fontsize=8)
+        ax.set_xticks(x, list(measures.values()), fontsize=9)
+        ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
-        ax.set_title(kind, fontsize=9)
-    axes[0][0].set_ylabel("accuracy (mean of the models)")
-    axes[0][-1].legend(fontsize=8, loc="upper right", ncol=2)
-    fig.tight_layout()
+        ax.set_title(kind, fontsize=10)
+    axes[0][0].set_ylabel("accuracy (mean of the models)", fontsize=9)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 1,
+               fontsize=9)
     return fig
 
 
