@@ -76,8 +76,10 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
     checks.integer(width * len(maps), "feature_map_grid: panels (width x layers)", 1, 4096)
     size = checks.real(size, "size", 0, 100, low_open=True)
     label_in = 0.3 if max_per_layer is None else 0.75
-    fig, axes = plt.subplots(len(maps), width, figsize=(size * width + label_in, size * len(maps) + 0.3),
-                             squeeze=False)
+    bar_in = 0.6                                          # room below for the colour bar
+    fig_w = size * width + label_in
+    height = size * len(maps) + 0.3 + bar_in
+    fig, axes = plt.subplots(len(maps), width, figsize=(fig_w, height), squeeze=False)
     for l, layer in enumerate(maps):
         live = [i for i in range(layer.shape[0]) if float(layer[i].max() - layer[i].min()) > 1e-6]
         shown = live + [i for i in range(layer.shape[0]) if i not in live] if max_per_layer else \
@@ -92,11 +94,18 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
         axes[l][0].set_ylabel(label, rotation=0, fontsize=8, labelpad=8, ha="right", va="center")
     if title:
         fig.suptitle(title, fontsize=10)
-    height = size * len(maps) + 0.3
     # the maps fill the figure (matplotlib's default margins would take a fifth of it): room for the layer
-    # labels on the left and the title on top only
-    fig.subplots_adjust(left=label_in / (size * width + label_in), right=0.99, bottom=0.02, top=1 - 0.3 / height,
+    # labels on the left, the title on top and the colour bar below only
+    left = label_in / fig_w
+    fig.subplots_adjust(left=left, right=0.99, bottom=bar_in / height, top=1 - 0.3 / height,
                         wspace=0.05, hspace=0.05)
+    # one scale for every map: the colour bar the tiles share, centred under them
+    bar_w = 0.4 * (0.99 - left)
+    cax = fig.add_axes((left + (0.99 - left - bar_w) / 2, 0.4 / height, bar_w, 0.1 / height))
+    bar = fig.colorbar(plt.cm.ScalarMappable(plt.Normalize(-1, 1), "RdBu_r"), cax=cax,
+                       orientation="horizontal")
+    bar.set_ticks([-1, 0, 1]), bar.ax.tick_params(labelsize=8)
+    bar.set_label("activation", fontsize=8)
     return fig
 
 
