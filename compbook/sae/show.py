@@ -227,8 +227,9 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
         ax.imshow(scenes.images[n], interpolation="nearest")
         if np.any(m):       # the region's outline, so that the colours under it stay true
             big = np.kron(np.asarray(m, float), np.ones((4, 4)))
-            ax.contour((np.arange(big.shape[1]) + 0.5) / 4 - 0.5, (np.arange(big.shape[0]) + 0.5) / 4 - 0.5,
-                       big, levels=[0.5], colors="red", linewidths=1.5)
+            xs, ys = ((np.arange(size) + 0.5) / 4 - 0.5 for size in (big.shape[1], big.shape[0]))
+            for colour, width in (("white", 4.5), ("red", 2.5)):   # red with a white edge: it shows on red too
+                ax.contour(xs, ys, big, levels=[0.5], colors=colour, linewidths=width)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
