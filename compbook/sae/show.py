@@ -221,21 +221,25 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
 
     ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
     """
-    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.02 * FONT * (title.count("\n") + 1)),
-                             squeeze=False)
+    # the same height for every latent (a slider's frames then line up): room for two lines under each image
+    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 2.3 + 0.02 * FONT * (title.count("\n") + 1)),
+                             squeeze=False, layout="constrained")
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
+        height, width = scenes.images[n].shape[:2]
         if np.any(m):       # the region's outline, so that the colours under it stay true
-            big = np.kron(np.asarray(m, float), np.ones((4, 4)))
-            xs, ys = ((np.arange(size) + 0.5) / 4 - 0.5 for size in (big.shape[1], big.shape[0]))
-            for colour, width in (("white", 4.5), ("red", 2.5)):   # red with a white edge: it shows on red too
-                ax.contour(xs, ys, big, levels=[0.5], colors=colour, linewidths=width)
+            # padded, so that the outline closes along the image's edge where the region reaches it
+            big = np.pad(np.kron(np.asarray(m, float), np.ones((4, 4))), 1)
+            xs, ys = ((np.arange(size) - 0.5) / 4 - 0.5 for size in (big.shape[1], big.shape[0]))
+            for colour, lw in (("white", 4.5), ("red", 2.5)):   # red with a white edge: it shows on red too
+                ax.contour(xs, ys, big, levels=[0.5], colors=colour, linewidths=lw)
+        ax.set_xlim(-1.5, width + 0.5)      # a pixel's margin: an outline along the edge shows whole
+        ax.set_ylim(height + 0.5, -1.5)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
     if title:
         fig.suptitle(title, fontsize=FONT + 1)
-    fig.tight_layout()
     return fig
 
 
@@ -262,7 +266,8 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
     words = list(row["top words"])
     title = (f"{reading} of latent {row['latent']}; truth: {row['truth']}\n"
              f"synthesised: image concept {row['image concept']} | text concept {row['text concept']}\n"
-             f"words of the {len(words)} caption tokens where it fires most: {top_words_said(words)}")
+             f"words of the {len(words)} caption token{'' if len(words) == 1 else 's'} where it fires most: "
+             f"{top_words_said(words)}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
                            row["descriptions"], title)
 
