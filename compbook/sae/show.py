@@ -221,9 +221,8 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
 
     ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
     """
-    # the same height for every latent (a slider's frames then line up): room for two lines under each image
-    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 2.3 + 0.02 * FONT * (title.count("\n") + 1)),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.02 * FONT * (title.count("\n") + 1)),
+                             squeeze=False)
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
         height, width = scenes.images[n].shape[:2]
@@ -240,6 +239,7 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
     if title:
         fig.suptitle(title, fontsize=FONT + 1)
+    fig.tight_layout()
     return fig
 
 
