@@ -225,10 +225,15 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
                              squeeze=False)
     for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
+        height, width = scenes.images[n].shape[:2]
         if np.any(m):       # the region's outline, so that the colours under it stay true
-            big = np.kron(np.asarray(m, float), np.ones((4, 4)))
-            ax.contour((np.arange(big.shape[1]) + 0.5) / 4 - 0.5, (np.arange(big.shape[0]) + 0.5) / 4 - 0.5,
-                       big, levels=[0.5], colors="red", linewidths=1.5)
+            # padded, so that the outline closes along the image's edge where the region reaches it
+            big = np.pad(np.kron(np.asarray(m, float), np.ones((4, 4))), 1)
+            xs, ys = ((np.arange(size) - 0.5) / 4 - 0.5 for size in (big.shape[1], big.shape[0]))
+            for colour, lw in (("white", 4.5), ("red", 2.5)):   # red with a white edge: it shows on red too
+                ax.contour(xs, ys, big, levels=[0.5], colors=colour, linewidths=lw)
+        ax.set_xlim(-1.5, width + 0.5)      # a pixel's margin: an outline along the edge shows whole
+        ax.set_ylim(height + 0.5, -1.5)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
@@ -261,7 +266,8 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
     words = list(row["top words"])
     title = (f"{reading} of latent {row['latent']}; truth: {row['truth']}\n"
              f"synthesised: image concept {row['image concept']} | text concept {row['text concept']}\n"
-             f"words of the {len(words)} caption tokens where it fires most: {top_words_said(words)}")
+             f"words of the {len(words)} caption token{'' if len(words) == 1 else 's'} where it fires most: "
+             f"{top_words_said(words)}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
                            row["descriptions"], title)
 
