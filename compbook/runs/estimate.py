@@ -30,7 +30,7 @@ COLAB_LIMIT = "often a few hours, at most 12 h"
 #: the setting that shrinks full mode to a chapter's named subset (:func:`compbook.config.full_subset`)
 SUBSET_HINT = f"{config.SUBSET_VARIABLE}=1"
 #: how the note's one line with the settings begins (the only line that names them)
-REPRODUCE = "Reproduce at that scale:"
+REPRODUCE = "To run it at that scale, set the environment variable"
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,9 @@ def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) 
     page runs on the CPU that recorded it (``page``: the chapter's key, ``"ch07"``, or its file's stem, read from
     the run-time record, :func:`compbook.results.runtimes.seconds`; no CPU clause where ``page`` is None), and how
     long it takes at full mode's scale (``scale``: the words that name it, :data:`PAPERS_SCALE` by default) on one
-    A100 and on a T4; then one "Reproduce" line with the settings: full mode, Colab's session limit where the T4's
-    time exceeds :data:`COLAB_WARN_H`, and ``subset``'s T4 time (the works of ``COMPBOOK_FULL_SUBSET=1``) where it
-    is shorter."""
+    A100 and on a T4; then one line with the settings (it begins with :data:`REPRODUCE`): full mode, Colab's
+    session limit where the T4's time exceeds :data:`COLAB_WARN_H`, and ``subset``'s T4 time (the works of
+    ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
     checks.non_empty_str(scale, "scale")
     a, t = seconds(works, A100), seconds(works, T4)
     on_a100, on_t4 = _kept(duration(a)), _kept(duration(t))
@@ -114,11 +114,11 @@ def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) 
         from ..results import runtimes
         cpu, s = runtimes.page_seconds(page)
         first = f"On {cpu} this page runs in about {_kept(_cpu_time(s))}; {scale}"
-    steps = [f"{config.MODE_VARIABLE}=full on a GPU"]
+    steps = [f"{config.MODE_VARIABLE}=full and run on a GPU"]
     if t > COLAB_WARN_H * 3600:
         steps.append(f"a free Colab session ({COLAB_LIMIT}) may end before it does")
     if subset is not None and seconds(subset, T4) < t:
-        steps.append(f"{SUBSET_HINT} runs a subset in about {_kept(duration(seconds(subset, T4)))} on a T4")
+        steps.append(f"adding {SUBSET_HINT} runs a subset in about {_kept(duration(seconds(subset, T4)))} on a T4")
     import textwrap
     lines = textwrap.wrap(first, 80) + textwrap.wrap(f"{REPRODUCE} " + "; ".join(steps) + ".", 80)
     return "\n".join(lines).replace(_NBSP, " ")
