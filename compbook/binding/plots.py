@@ -210,14 +210,15 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.34, 0.42, 0.62, 0.5])
+    ins = ax.inset_axes([0.3, 0.38, 0.66, 0.54])
     ins.plot(rest.index, rest["seen"], marker="o", ms=6, mfc="none", mew=1.3, color="tab:blue")
     ins.plot(rest.index, rest["unseen"], marker="s", ms=4, color="tab:orange")
     ins.fill_between(rest.index, rest["low"], rest["high"], color="tab:orange", alpha=0.35, lw=0)
     ins.plot(rest.index, rest["chance"], color="k", ls="--", lw=1, marker="_", ms=9)
     ins.set_ylim(0, 1.15 * top)
-    ins.set_title("magnified", fontsize=8, pad=2)
-    ins.tick_params(labelsize=8)
+    ins.set_title("magnified", fontsize=9, pad=2)
+    ins.tick_params(labelsize=9)
+    ins.locator_params(nbins=3)                  # few, readable ticks
     ax.indicate_inset_zoom(ins, edgecolor="0.5")
 
 

@@ -114,11 +114,11 @@ def show_scenes(scenes, idx, ncols: int = 4):
     idx = checks.index(checks.sequence(idx, "idx"), "idx", len(scenes), "the scene set").tolist()
     captions = [scenes.vocab.decode(scenes.tokens[i].tolist()).replace(" and ", "\nand ") for i in idx]
     lines = max(c.count("\n") + 1 for c in captions)      # the tallest caption sets every row's room
-    side, text = (WIDTH - 0.3) / ncols * 0.92, 0.15 * lines + 0.1    # an image's side, its caption's room (in)
+    side, text = (WIDTH - 0.3) / ncols * 0.92, 0.19 * lines + 0.1    # an image's side, its caption's room (in)
     fig, axes = _grid_axes(len(idx), ncols, side + text)
     for ax, i, words in zip(axes, idx, captions):
         ax.imshow(scenes.images[i], interpolation="nearest")
-        ax.set_title(words, fontsize=FONT)
+        ax.set_title(words, fontsize=FONT + 2)     # captions are read: larger than tick labels
     height = fig.get_figheight()
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.01, top=1 - text / height, wspace=0.08,
                         hspace=text / side)       # the captions never run into the row above
