@@ -196,22 +196,41 @@ def _region_edges(lab: np.ndarray, h: int) -> list:
     return segs
 
 
-def show_regions(scenes, idx, regions, ncols: int = 3, title: str = ""):
-    """Images with their patch regions drawn as outlines over the true colours (``regions`` (N, P) labels), so
-    that one can see whether a region's border follows an object's."""
+def show_regions(scenes, idx, regions, title: str = ""):
+    """One row per scene index in ``idx`` (``regions`` (N, P) labels): left, the image in its true colours with
+    the regions' borders (the image's edge included); right, each region filled with its own colour and the
+    objects' patches outlined in black, so that one can see whether a region's border follows an object's."""
     from matplotlib.collections import LineCollection
+    from matplotlib.colors import ListedColormap
 
-    fig, axes = _grid_axes(len(idx), ncols, 2.5)
-    for ax, i in zip(axes, idx):
-        lab = np.asarray(regions[i]).reshape(scenes.grid)
+    idx = checks.index(checks.sequence(idx, "idx"), "idx", len(scenes), "the scene set").tolist()
+    tab = plt.get_cmap("tab20").colors
+    cmap = ListedColormap([tab[i] for i in (*range(0, 20, 2), *range(1, 20, 2))])   # neighbours' hues differ
+    side = 3.0
+    fig, axes = plt.subplots(len(idx), 2, figsize=(WIDTH * 0.9, side * len(idx) + 0.35 * bool(title)),
+                             squeeze=False)
+    for (left, right), i in zip(axes, idx):
+        lab = np.unique(np.asarray(regions[i]), return_inverse=True)[1].reshape(scenes.grid)
+        obj = np.asarray(scenes.labels[i]).reshape(scenes.grid)
         h = scenes.images[i].shape[0] // scenes.grid[0]
-        ax.imshow(scenes.images[i], interpolation="nearest")
+        size = h * scenes.grid[1]
+        frame = [[(-0.5, -0.5), (size - 0.5, -0.5), (size - 0.5, size - 0.5), (-0.5, size - 0.5), (-0.5, -0.5)]]
         segs = _region_edges(lab, h)
-        ax.add_collection(LineCollection(segs, colors="white", linewidths=3.0))
-        ax.add_collection(LineCollection(segs, colors="black", linewidths=1.4))
-        ax.set_title(f"scene {i}: {len(np.unique(lab))} regions", fontsize=FONT + 3)
+        left.imshow(scenes.images[i], interpolation="nearest")
+        right.imshow(np.kron(lab, np.ones((h, h))), cmap=cmap, vmin=-0.5, vmax=19.5, interpolation="nearest")
+        for colour, lw in (("white", 3.0), ("black", 1.4)):
+            left.add_collection(LineCollection(segs + frame, colors=colour, linewidths=lw))
+        right.add_collection(LineCollection(segs, colors="white", linewidths=1.0))
+        right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
+        n = len(np.unique(lab))
+        left.set_title(f"scene {i}: {n} regions, borders over the image", fontsize=FONT + 1)
+        right.set_title(f"scene {i}: one colour per region;\nblack: the objects' patches", fontsize=FONT + 1)
+        for ax in (left, right):
+            ax.set_xlim(-1.5, size + 0.5)
+            ax.set_ylim(size + 0.5, -1.5)
+            ax.axis("off")
     if title:
-        fig.suptitle(title, fontsize=FONT + 3)
+        fig.suptitle(title, fontsize=FONT + 2)
     fig.tight_layout()
     return fig
 
@@ -365,7 +384,7 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
     checks.real(paper_size, "paper_size", 0, low_open=True)
     if paper_sign not in (-1, 1):
         raise ValueError(f"paper_sign={paper_sign!r}: expected -1 or +1")
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.5 * len(cases) + 1.1))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.6 * len(cases) + 1.3))
     colours = {"reproduced": "#1a7f1a", "direction": "#8a5a00", "not": "#c00000", "inconclusive": "#555555"}
     for i, case in enumerate(cases):
         label, mean, half = case
@@ -374,22 +393,22 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
         colour = colours[verdict.split()[0]]
         ax.errorbar(mean, y, xerr=half, fmt="o", capsize=4, color=colour, ms=5)
         ax.text(1.02, y, verdict.replace(" (", "\n("), transform=ax.get_yaxis_transform(), va="center",
-                fontsize=FONT + 1, color=colour)
+                fontsize=FONT + 3, color=colour)
     p = paper_sign * paper_size
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
     ax.axvline(p, color="grey", lw=0.8, ls="--")
-    ax.set_yticks(range(len(cases)), [c[0].replace(": ", ":\n", 1) for c in reversed(cases)], fontsize=FONT + 1)
+    ax.set_yticks(range(len(cases)), [c[0].replace(": ", ":\n", 1) for c in reversed(cases)], fontsize=FONT + 3)
     ax.set_ylim(-0.6, len(cases) - 0.4)
-    ax.set_xlabel(xlabel, fontsize=FONT + 1)
+    ax.set_xlabel(xlabel, fontsize=FONT + 3)
     low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
     low = min(low, -0.6 * paper_size if p > 0 else 1.6 * p)
     high = max(high, 1.6 * p if p > 0 else 0.6 * paper_size)
     ax.set_xlim(low, high)
     ticks, labels = _rule_ticks(low, high, p)
     ax.set_xticks(ticks, labels)
-    ax.tick_params(axis="x", labelsize=FONT + 1)
-    fig.subplots_adjust(left=0.17, right=0.69, bottom=0.8 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
+    ax.tick_params(axis="x", labelsize=FONT + 3)
+    fig.subplots_adjust(left=0.21, right=0.66, bottom=1.0 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
     # room on the left for the cases' names and on the right for the readings
     return fig
 
