@@ -72,7 +72,7 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
             if m in chance:
                 ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=2.5, zorder=3,
                           label="chance" if i == 0 else None)
-        ax.set_xticks(x, [f"{v}\nchance {chance[m]:.2g}" if m in chance else v for m, v in measures.items()],
+        ax.set_xticks(x, [f"{v}\nchance\n{chance[m]:.2g}" if m in chance else v for m, v in measures.items()],
                       fontsize=9)
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
