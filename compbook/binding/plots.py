@@ -49,8 +49,9 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
-    label on the axis); ``chance``: column -> a random order's score, drawn as a black dash over its group. A bar
-    too short to see gets its value written on it; the legend sits below the panels, off the data.
+    label on the axis); ``chance``: column -> a random order's score, drawn as a black dash over its group and
+    written under its name. A bar too short to see gets its value written on it; the legend sits below the
+    panels, off the data.
     """
     kinds = list(dict.fromkeys(table["model"]))
     splits = list(dict.fromkeys(table["scenes"]))
@@ -66,12 +67,13 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
             for xi, h in zip(xs, heights):
                 if h < 0.05:
-                    ax.text(xi, h + 0.01, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color=f"C{j}",
-                            rotation=90)
+                    ax.text(xi, h + 0.01, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color=f"C{j}")
         for i, m in enumerate(measures):
             if m in chance:
-                ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=1.5, label="chance" if i == 0 else None)
-        ax.set_xticks(x, list(measures.values()), fontsize=9)
+                ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=2.5, zorder=3,
+                          label="chance" if i == 0 else None)
+        ax.set_xticks(x, [f"{v}\nchance\n{chance[m]:.2g}" if m in chance else v for m, v in measures.items()],
+                      fontsize=9)
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=10)

@@ -110,13 +110,15 @@ def feature_map_grid(maps: Sequence[torch.Tensor], max_per_layer: int | None = N
 
 
 def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_layer: int = 6,
-                       size: float = 1.35, title: str | None = None, colorbar: bool = False):
+                       size: float = 1.35, title: str | None = None, colorbar: bool = False,
+                       label_rotation: float = 90):
     """A readable sample of ``maps`` (from ``CPPN.feature_maps``): for each layer in ``layers`` (0-based), the
     ``per_layer`` neurons whose maps vary most over the grid (constant maps left out), in neuron order, one row
     per layer labelled
     "layer l" (1-based, as the chapters count hidden layers). Tiles of ``size`` inches stay readable at the page's
     width, where a grid of every neuron would shrink each to a few pixels. ``colorbar``: a bar right of the tiles
-    that reads a tile's colour as the neuron's value (-1 to 1)."""
+    that reads a tile's colour as the neuron's value (-1 to 1). ``label_rotation``: the row labels' angle (0: level,
+    written left of the row)."""
     maps = checks.sequence(maps, "maps")
     layers = [checks.integer(l, "layers[]", 0, len(maps) - 1) for l in checks.sequence(layers, "layers", 1)]
     per_layer = checks.integer(per_layer, "per_layer", 1, 12)
@@ -136,7 +138,10 @@ def feature_map_sample(maps: Sequence[torch.Tensor], layers: Sequence[int], per_
                 s.set_visible(False)
         for ax, i in zip(row, keep):
             ax.imshow(_np(layer[i]), cmap="RdBu_r", vmin=-1, vmax=1)
-        row[0].set_ylabel(f"layer {l + 1}", fontsize=9 * scale)
+        if label_rotation:
+            row[0].set_ylabel(f"layer {l + 1}", fontsize=9 * scale, rotation=label_rotation)
+        else:
+            row[0].set_ylabel(f"layer\n{l + 1}", fontsize=10 * scale, rotation=0, ha="right", va="center")
     if title:
         fig.suptitle(title, fontsize=10 * scale)
     fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.2, rect=(0, 0, 1 - 0.6 / width, 1) if colorbar else None)
