@@ -112,18 +112,18 @@ def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
     """Chapter 11: Level I R^2 and retrieval per embedding, bars = how the object vectors were estimated;
     ``level1`` a DataFrame with columns embedding, object vectors, R2, retrieval. Both axes run 0..1; the legend
     sits under the panels."""
-    fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.8), sharey=True, layout="constrained")
     for ax, (what, label) in zip(axes, (("R2", "R²"), ("retrieval", f"retrieval (top-1 of {n_scenes})"))):
         wide = level1.pivot(index="embedding", columns="object vectors", values=what).loc[list(embeddings)]
         wide.plot.bar(ax=ax, rot=0, legend=False, width=0.8)
-        ax.set_title(f"Level I: {label}", fontsize=9)
+        ax.set_title(f"Level I: {label}", fontsize=11)
+        ax.set_xticks(range(len(wide)), [e.replace(", ", ",\n") for e in wide.index])
         ax.set_xlabel("")
         ax.set_ylim(0, 1)
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=11)
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, [f"object vectors: {n}" for n in names], loc="lower center", ncols=len(names),
-               fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.legend(handles, names, title="object vectors", loc="outside lower center", ncols=len(names),
+               fontsize=11, title_fontsize=11, frameon=False)
     return fig
 
 
