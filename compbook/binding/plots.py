@@ -114,18 +114,18 @@ def level1_figure(level1, embeddings, n_scenes: int, width: float = 7.0):
     """Chapter 11: Level I R^2 and retrieval per embedding, bars = how the object vectors were estimated;
     ``level1`` a DataFrame with columns embedding, object vectors, R2, retrieval. Both axes run 0..1; the legend
     sits under the panels."""
-    fig, axes = plt.subplots(1, 2, figsize=(width, 3.0), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.8), sharey=True, layout="constrained")
     for ax, (what, label) in zip(axes, (("R2", "R²"), ("retrieval", f"retrieval (top-1 of {n_scenes})"))):
         wide = level1.pivot(index="embedding", columns="object vectors", values=what).loc[list(embeddings)]
         wide.plot.bar(ax=ax, rot=0, legend=False, width=0.8)
-        ax.set_title(f"Level I: {label}", fontsize=9)
+        ax.set_title(f"Level I: {label}", fontsize=11)
+        ax.set_xticks(range(len(wide)), [e.replace(", ", ",\n") for e in wide.index])
         ax.set_xlabel("")
         ax.set_ylim(0, 1)
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=11)
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, [f"object vectors: {n}" for n in names], loc="lower center", ncols=len(names),
-               fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.legend(handles, names, title="object vectors", loc="outside lower center", ncols=len(names),
+               fontsize=11, title_fontsize=11, frameon=False)
     return fig
 
 
@@ -149,7 +149,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
     concept and object in distinct colours and dashes, drawn over the encoder's line (which could hide it) and
     under the MLP's white-edged markers. The legend sits below the
     panels; the coverage ticks read 0 to 1 without trailing zeros (neighbouring panels' end labels stay apart)."""
-    fig, axes = plt.subplots(1, 2, figsize=(width, 3.9), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(width, 5.0), sharey=True, layout="constrained")
     real, mlp = table[table["width"] == 0], table[table["width"] > 0]
     widths = sorted(mlp["width"].unique())
     for ax, what in zip(axes, ("concept", "object")):
@@ -164,15 +164,15 @@ def decoding_figure(table, references: dict, width: float = 7.0):
         value, label, (x0, x1) = references[what]
         color, ls = ("tab:red", ":") if what == "concept" else ("tab:purple", "-.")
         ax.hlines(value, x0, x1, color=color, ls=ls, lw=2, alpha=0.9, zorder=3, label=label)
-        ax.set_xlabel("coverage", fontsize=10)
-        ax.set_title(f"{what} decoding", fontsize=10)
+        ax.set_xlabel("coverage", fontsize=11)
+        ax.set_title(f"{what} decoding", fontsize=11)
         ax.set_xlim(0, 1)
         ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
         ax.set_ylim(0, 1)
-        ax.tick_params(labelsize=10)
-    axes[0].set_ylabel("accuracy on held-out objects", fontsize=10)
+        ax.tick_params(labelsize=11)
+    axes[0].set_ylabel("accuracy on held-out objects", fontsize=11)
     handles, names = _shared_legend(axes)
-    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=2, fontsize=11, frameon=False)
     return fig
 
 
@@ -191,8 +191,8 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
             ax.bar(np.arange(len(recipes)) + (k - (len(widths) - 1) / 2) * step, [rows[r] for r in recipes],
                    step, color="k" if w == 0 else shade, label="the encoder itself" if w == 0 else f"MLP, width {w:,}",
                    zorder=2)
-        if what == "object":   # behind the bars, so that no bar's foot is hidden
-            ax.axhline(chance, color="tab:red", ls="--", lw=1.2, label="chance (objects)", zorder=0.5)
+        if what == "object":   # over the bars, so that it shows where a bar is below chance
+            ax.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance (objects)", zorder=3)
         ax.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=9)
         ax.set_title(f"{what} decoding", fontsize=9)
         ax.set_ylim(0, 1)
