@@ -43,7 +43,9 @@ def test_step_timer_compares_a_checkout_with_itself():
     assert out.returncode == 0, out.stderr[-2000:]
     row = out.stdout.strip().splitlines()[-1].split()
     old, this, ratio = map(float, row[-3:])
-    assert old > 0 and this > 0 and ratio == pytest.approx(this / old, abs=0.01)
+    # the row prints each time to 2 decimals and the ratio of the unrounded times: under load (a ratio of 17 beside
+    # a busy core) the rounding of a 2.57 ms time moves this / old by more than 0.01, so the bound is relative too
+    assert old > 0 and this > 0 and ratio == pytest.approx(this / old, rel=0.01, abs=0.01)
 
 
 def test_step_timer_refuses_a_folder_that_is_no_checkout(tmp_path):
