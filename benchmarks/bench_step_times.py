@@ -7,6 +7,8 @@ Workloads (CPU mode's sizes; each names only functions that kept their module th
 * ``EMC2 batch``: the compositional score of the layerized Picbreeder apple at 32 px, every non-zero weight
   nudged once, split in batches of 16, with a judge that answers at once (the engine's and the door's own cost);
   the time is per batch;
+* ``EMC2 batch (cache)``: the same score answered from a judge cache holding every verdict (the book's path in
+  full mode, the stored VLM verdicts): the cache's own cost per batch;
 * ``B step``: one step of ``train_controlled`` on 4 of chapter 13's controlled models at once;
 * ``C step``: one ``train_sae`` step of a TopK SAE (d_sae 512, k 16, 32 images of 81 tokens of width 64) and one
   of an S2AE (the same with exclusive and group penalties over 8 regions).
@@ -44,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUP = """
 import json, time, torch
 from dataclasses import replace
+from pathlib import Path
 torch.set_num_threads(1)
 def per_call(fn, n):
     fn(max(1, n // 5))
@@ -64,6 +67,23 @@ judge = lambda images, concept, reference=None, questions=None: torch.ones(len(i
 n_weights = len(emc2.nonzero_weights(model))
 batches = -(-n_weights // 16)
 ms = per_call(lambda n: [emc2.compositional_score(model, judge, "apple", res=32, batch_size=16,
+                                                  progress=False) for _ in range(n)], 5) / batches
+""",
+    "EMC2 batch (cache)": """
+import tempfile
+from compbook.cppn import emc2, picbreeder
+from compbook.cppn.judges import CachedJudge
+class Instant:
+    identity = "instant"
+    def __call__(self, images, concept, reference=None, questions=None):
+        return torch.ones(len(images), dtype=torch.bool)
+model = picbreeder.layerize(picbreeder.load_genome("apple"))
+path = Path(tempfile.mkdtemp()) / "instant.json"
+emc2.compositional_score(model, CachedJudge(path, Instant(), mode="fill"), "apple", res=32, batch_size=16,
+                         progress=False)
+stored = CachedJudge(path, identity="instant")
+batches = -(-len(emc2.nonzero_weights(model)) // 16)
+ms = per_call(lambda n: [emc2.compositional_score(model, stored, "apple", res=32, batch_size=16,
                                                   progress=False) for _ in range(n)], 5) / batches
 """,
     "B step": """
@@ -110,10 +130,10 @@ def main(argv=None):
             for label, where in (("old", args.old), ("this", ROOT)):
                 ms = time_in(where, name)
                 best[name, label] = min(best.get((name, label), ms), ms)
-    print(f"{'workload':16} {'old ms':>9} {'this ms':>9} {'this/old':>9}")
+    print(f"{'workload':20} {'old ms':>9} {'this ms':>9} {'this/old':>9}")
     for name in args.only:
         a, b = best[name, "old"], best[name, "this"]
-        print(f"{name:16} {a:9.2f} {b:9.2f} {b / a:9.2f}")
+        print(f"{name:20} {a:9.2f} {b:9.2f} {b / a:9.2f}")
 
 
 if __name__ == "__main__":

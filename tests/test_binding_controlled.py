@@ -315,3 +315,24 @@ def test_chapter_13_readers_of_a_stored_sweep(tmp_path):
         W.model_params(rec, len(models))
     with pytest.raises(FileNotFoundError, match="compbook.binding sweep"):
         W.load_sweeps(sweep, tmp_path / "empty")
+
+
+def test_the_step_loss_is_the_checked_loss_and_the_door_refuses_bad_scenes():
+    """The training step calls the unchecked ``_contrastive_loss`` (its draws are in range by construction); it
+    must compute exactly what the checked public ``contrastive_loss`` does. A bug here: a step that skips a swap
+    pick or a token the public loss includes."""
+    from compbook.binding.controlled import _contrastive_loss
+    params = init_params(TINY, 2, [0, 1])
+    scenes = np.array([[[0, 4], [8, 2]], [[1, 3], [5, 7]]])
+    pick = np.array([[[1, 2], [3, 1]], [[2, 2], [1, 3]]])
+    assert torch.equal(contrastive_loss(params, TINY, scenes, pick), _contrastive_loss(params, TINY, scenes, pick))
+    assert torch.equal(contrastive_loss(params, TINY, scenes), _contrastive_loss(params, TINY, scenes))
+    n_obj = TINY.tokens.space.n_objects
+    with pytest.raises(ValueError, match="scenes"):
+        contrastive_loss(params, TINY, np.array([[[0, n_obj]]]))
+    with pytest.raises(ValueError, match=r"\(M, B, 2\)"):
+        contrastive_loss(params, TINY, np.array([[0, 4], [8, 2]]))
+    with pytest.raises(ValueError, match="swap_pick"):
+        contrastive_loss(params, TINY, scenes, pick[:, :1])
+    with pytest.raises(ValueError, match="qids"):
+        query_embeddings(params, TINY, np.array([[0, -1]]))

@@ -269,6 +269,40 @@ def test_cached_stream_batches_answers_each_batch_as_a_call_would(tmp_path):
     assert read_cache(streamed.path)[1] == read_cache(called.path)[1] and not journal_path(streamed.path).exists()
 
 
+def test_cached_stream_checks_its_questions_once_and_each_batch_shape(tmp_path):
+    """The cache's stream checks its questions at the door (before any batch is read) and each lazy batch's
+    shape as it arrives; the pixels are read only by the judge that answers a miss, which refuses bad ones. A
+    bug here: questions checked batch by batch (a bad question found only when its batch arrives), or a batch
+    out of order answered with another batch's verdicts."""
+    from compbook.cppn.judges import SSIMJudge
+    imgs, qs = levels(*np.linspace(0, 1, 6)), questions(6)
+    cache = CachedJudge(tmp_path / "c", SSIMJudge(), mode="fill")
+    whole = cache(imgs, "skull", reference=imgs[0], questions=qs).tolist()
+    read = []
+
+    def batches(parts):
+        for start, images in parts:
+            read.append(start)
+            yield start, images
+
+    got = {i: v for i, v, _ in cache.stream_batches(batches([(0, imgs[:4]), (4, imgs[4:])]), "skull",
+                                                     reference=imgs[0], questions=qs)}
+    assert [got[i] for i in range(6)] == whole and cache.misses == 6 and cache.hits == 6
+    bad_qs = qs[:5] + ["not a dict"]
+    with pytest.raises(ValueError, match=r"questions\[5\]"):
+        cache.stream_batches(batches([(0, imgs)]), "skull", reference=imgs[0], questions=bad_qs)
+    assert read == [0, 4], "the questions must be refused before any batch is read"
+    for parts, what in (([(0, imgs[:2]), (3, imgs[3:])], "expected one at 2"),
+                        ([(0, imgs[:2]), (2, imgs[2:, 0])], r"\(B, H, W, 3\)"),
+                        ([(0, imgs), (6, imgs[:1])], "within the 6 questions")):
+        with pytest.raises(ValueError, match=what):
+            list(cache.stream_batches(batches(parts), "skull", reference=imgs[0], questions=qs))
+    nan = imgs.clone()
+    nan[5] = float("nan")
+    with pytest.raises(ValueError, match="finite"):      # a miss: the judge reads (and refuses) the pixels
+        list(cache.stream_batches(iter([(0, nan)]), "skull", reference=imgs[0], questions=questions(6, 100)))
+
+
 def test_streamed_scoring_equals_the_per_batch_path(tmp_path, monkeypatch):
     """compositional_score through ServerJudge.stream_batches (and a filling CachedJudge over it, half of its
     questions stored beforehand) gives the ScoreResult and the cache the per-batch calls give."""

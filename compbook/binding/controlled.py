@@ -259,10 +259,20 @@ def own_object_attention(attn: np.ndarray, cfg: ControlledConfig) -> np.ndarray:
 
 def scene_tokens(cfg: ControlledConfig, scenes) -> torch.Tensor:
     """Object-id scenes (..., 2) -> token scenes (..., 2*(C+2)+1), as ``SymbolicTokens.encode`` (vectorised)."""
+    return _scene_tokens(cfg, _checked_scenes(cfg, scenes))
+
+
+def _checked_scenes(cfg: ControlledConfig, scenes) -> np.ndarray:
+    """``scenes`` as an int array (..., 2) of object ids in range; else ``ValueError``."""
     s = checks.integers(scenes, "scenes", 0, cfg.tokens.space.n_objects - 1, min_size=1)
     if s.ndim < 1 or s.shape[-1] != 2:
         raise ValueError(f"scenes must be two-object scenes (..., 2), got shape {s.shape}")
-    objs = object_tokens(cfg, s).flatten(-2)                            # (..., 2*(C+2))
+    return s
+
+
+def _scene_tokens(cfg: ControlledConfig, s: np.ndarray) -> torch.Tensor:
+    """:func:`scene_tokens` of checked scenes (the training step's: no check per step)."""
+    objs = _object_tokens(cfg, s).flatten(-2)                           # (..., 2*(C+2))
     return torch.cat([objs, torch.full((*s.shape[:-1], 1), cfg.tokens.eos)], dim=-1)
 
 
@@ -270,6 +280,11 @@ def object_tokens(cfg: ControlledConfig, objects) -> torch.Tensor:
     """Object ids (...) -> query tokens (..., C+2): ``[soo, values, eoo]`` (a one-object scene without eos)."""
     o = checks.integers(objects, "objects", 0, cfg.tokens.space.n_objects - 1, min_size=1)
     checks.check_budget(8.0 * 4 * o.size * (cfg.n_concepts + 2), f"query tokens of {o.size:,} objects")
+    return _object_tokens(cfg, o)
+
+
+def _object_tokens(cfg: ControlledConfig, o: np.ndarray) -> torch.Tensor:
+    """:func:`object_tokens` of checked ids (the training step's: no check per step)."""
     vals = cfg.tokens.space.object_values(o.reshape(-1)).reshape(-1, cfg.n_concepts)
     body = vals + np.arange(cfg.n_concepts) * cfg.n_values
     toks = np.concatenate([np.full((len(body), 1), cfg.tokens.soo), body, np.full((len(body), 1), cfg.tokens.eoo)], 1)
@@ -295,11 +310,17 @@ def query_embeddings(params, cfg: ControlledConfig, qids: np.ndarray) -> torch.T
     """Query embeddings (M, Q, D) of object ids (M, Q). A query depends on its object only, so when the space
     has no more objects than Q (|O| = 125 with 256 queries a step) every object is encoded once and the rows
     gathered: the same embeddings for a fraction of the work."""
+    qids = checks.integers(qids, "qids", 0, cfg.tokens.space.n_objects - 1, ndim=2, min_size=1)
+    return _query_embeddings(params, cfg, qids)
+
+
+def _query_embeddings(params, cfg: ControlledConfig, qids: np.ndarray) -> torch.Tensor:
+    """:func:`query_embeddings` of checked ids (the training step's)."""
     M, Q = qids.shape
     n_obj = cfg.tokens.space.n_objects
     if n_obj > Q:
-        return encode(params, "query", object_tokens(cfg, qids), cfg)
-    every = encode(params, "query", object_tokens(cfg, np.tile(np.arange(n_obj), (M, 1))), cfg)
+        return encode(params, "query", _object_tokens(cfg, qids), cfg)
+    every = encode(params, "query", _object_tokens(cfg, np.tile(np.arange(n_obj), (M, 1))), cfg)
     idx = torch.as_tensor(qids, dtype=torch.long, device=every.device)[..., None].expand(M, Q, every.shape[-1])
     return every.gather(1, idx)
 
@@ -307,14 +328,27 @@ def query_embeddings(params, cfg: ControlledConfig, qids: np.ndarray) -> torch.T
 def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pick=None) -> torch.Tensor:
     """Scenes (M, B, 2) object ids -> per-model loss (M,): each present object against every absent batch
     object for its scene, InfoNCE with the model's learned temperature. The queries are the batch's present
-    objects plus, per scene, the swaps ``swap_pick`` (M, B, n) indexes into :func:`swaps` (default: all)."""
+    objects plus, per scene, the swaps ``swap_pick`` (M, B, n) indexes into :func:`swaps` (default: all).
+    The arguments are checked here; the training step calls :func:`_contrastive_loss` on its own draws."""
+    scenes = _checked_scenes(cfg, scenes)
+    if scenes.ndim != 3:
+        raise ValueError(f"scenes must have shape (M, B, 2), got {scenes.shape}")
+    if swap_pick is not None:
+        swap_pick = checks.integers(swap_pick, "swap_pick", 0, 2 ** cfg.n_concepts - 1, ndim=3)
+        if swap_pick.shape[:2] != scenes.shape[:2]:
+            raise ValueError(f"swap_pick has shape {swap_pick.shape}, scenes {scenes.shape}: need (M, B, n)")
+    return _contrastive_loss(params, cfg, scenes, swap_pick)
+
+
+def _contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pick=None) -> torch.Tensor:
+    """:func:`contrastive_loss` of checked scenes and picks (one training step: no check per step)."""
     M, B, _ = scenes.shape
     sw = swaps(cfg, scenes)
     if swap_pick is not None:
         sw = np.take_along_axis(sw, swap_pick, axis=-1)
     qids = np.concatenate([scenes, sw], axis=-1).reshape(M, -1)         # (M, Q) includes the present objects
-    z = encode(params, "scene", scene_tokens(cfg, scenes), cfg)        # (M, B, D)
-    q = query_embeddings(params, cfg, qids)                             # (M, Q, D)
+    z = encode(params, "scene", _scene_tokens(cfg, scenes), cfg)       # (M, B, D)
+    q = _query_embeddings(params, cfg, qids)                            # (M, Q, D)
     scale = params["log_scale"].clamp(max=math.log(cfg.scale_max)).exp()[:, None, None]
     logits = scale * torch.einsum("mbd,mqd->mbq", z, q)
     s, qi = torch.as_tensor(scenes, device=logits.device), torch.as_tensor(qids, device=logits.device)
@@ -457,7 +491,7 @@ def train_controlled(cfg: ControlledConfig, splits, seeds, progress: bool = True
     for step in tqdm(range(cfg.steps), disable=not progress, desc=f"training {M} models"):
         idx, pick = _draw_batch(gens, n_train, cfg)
         batch = train[np.arange(M)[:, None], idx]
-        loss = contrastive_loss(params, cfg, batch, pick)
+        loss = _contrastive_loss(params, cfg, batch, pick)
         optimizer_step(opt, sched, loss, losses, lrs)
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             score = object_recognition(params, cfg, val, cands, n_val)

@@ -205,6 +205,19 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
 
 
 # -- chapter 13: the swap test against coverage --------------------------------------------------------------------
+def _swap_curves(ax, g, bars: bool = True):
+    """The swap test's lines of one panel: seen, unseen with its 95% interval (a band, and error bars when
+    ``bars``: visible when narrow), and chance; ``g`` indexed by coverage."""
+    ax.plot(g.index, g["seen"], marker="o", ms=7, mfc="none", mew=1.3, color="tab:blue",
+            label="seen objects")                  # hollow and larger: visible over the other lines
+    ax.plot(g.index, g["unseen"], marker="s", ms=4, color="tab:orange", label="unseen objects (95% interval)")
+    ax.fill_between(g.index, g["low"], g["high"], color="tab:orange", alpha=0.35, lw=0)
+    if bars:
+        ax.errorbar(g.index, g["unseen"], yerr=[g["unseen"] - g["low"], g["high"] - g["unseen"]], fmt="none",
+                    ecolor="tab:orange", elinewidth=1.2, capsize=3)
+    ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, marker="_", ms=9, label="chance (a random order)")
+
+
 def _zoom_bottom(ax, g, below: float = 0.3):
     """When every line of panel ``ax`` stays under ``below`` from its second coverage on, an inset in the panel's
     empty upper right magnifies those coverages' bottom, so that lines a few hundredths apart can be told apart."""
@@ -213,10 +226,7 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     if len(rest) < 2 or top >= below:
         return
     ins = ax.inset_axes([0.3, 0.38, 0.66, 0.54])
-    ins.plot(rest.index, rest["seen"], marker="o", ms=6, mfc="none", mew=1.3, color="tab:blue")
-    ins.plot(rest.index, rest["unseen"], marker="s", ms=4, color="tab:orange")
-    ins.fill_between(rest.index, rest["low"], rest["high"], color="tab:orange", alpha=0.35, lw=0)
-    ins.plot(rest.index, rest["chance"], color="k", ls="--", lw=1, marker="_", ms=9)
+    _swap_curves(ins, rest, bars=False)
     ins.set_ylim(0, 1.15 * top)
     ins.set_title("magnified", fontsize=9, pad=2)
     ins.tick_params(labelsize=9)
@@ -249,14 +259,7 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
         ax.tick_params(labelsize=9)
     for ax, n in zip(axes[0], sizes):
         g = curves.loc[n]
-        ax.plot(g.index, g["seen"], marker="o", ms=7, mfc="none", mew=1.3, color="tab:blue",
-                label="seen objects")              # hollow and larger: visible over the other lines
-        ax.plot(g.index, g["unseen"], marker="s", ms=4, color="tab:orange", label="unseen objects (95% interval)")
-        ax.fill_between(g.index, g["low"], g["high"], color="tab:orange", alpha=0.35, lw=0)
-        ax.errorbar(g.index, g["unseen"], yerr=[g["unseen"] - g["low"], g["high"] - g["unseen"]], fmt="none",
-                    ecolor="tab:orange", elinewidth=1.2, capsize=3)     # the interval, visible when narrow
-        ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, marker="_", ms=9,
-                label="chance (a random order)")
+        _swap_curves(ax, g)
         ax.set_title(f"|O| = {n:,} objects", fontsize=9)
         ax.set_xlabel("coverage", fontsize=9)
         ax.set_xlim(0, 1)

@@ -268,6 +268,10 @@ class CachedJudge:
             raise ValueError("questions is required: CachedJudge keys each verdict by its question dict")
         questions = check_questions(questions, len(images))
         keys = [entry_key(self.identity, concept, q) for q in questions]
+        return self._answer(images, concept, reference, questions, keys)
+
+    def _answer(self, images, concept, reference, questions, keys) -> torch.Tensor:
+        """:meth:`__call__` on checked arguments, ``keys`` the questions' entry keys."""
         missing, asked = [], set()
         for i, k in enumerate(keys):      # a question repeated within the call is asked once
             if k not in self._entries and k not in asked:
@@ -333,26 +337,45 @@ class CachedJudge:
         if not isinstance(questions, list):
             raise ValueError("questions is required: CachedJudge keys each verdict by its question dict (a list "
                              f"indexed like the images), got {type(questions).__name__}")
+        questions = check_questions(questions, len(questions))     # once, at the door: not batch by batch
+        keys = [entry_key(self.identity, concept, q) for q in questions]
+        batches = self._batch_shapes(batches, len(questions))
         if self.mode == "fill" and hasattr(self.judge, "stream_batches"):
-            return self._stream_misses(batches, concept, reference, questions)
-        return self._batch_by_batch(batches, concept, reference, questions)
+            return self._stream_misses(batches, concept, reference, questions, keys)
+        return self._batch_by_batch(batches, concept, reference, questions, keys)
 
-    def _batch_by_batch(self, batches, concept, reference, questions):
+    @staticmethod
+    def _batch_shapes(batches, n: int):
+        """Each ``(start, images)`` of a lazy stream, its shape checked as it arrives: a tensor (B, H, W, 3), the
+        batches consecutive within the ``n`` questions. The pixels are read (and checked) only by the judge
+        that answers a miss; a stored verdict does not read them."""
+        expected = 0
+        for start, images in batches:
+            if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[-1] != 3:
+                shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+                raise ValueError(f"batches: the batch at {start!r} must be a tensor (B, H, W, 3), got {shape}")
+            if start != expected or start + len(images) > n:
+                raise ValueError(f"batches: a batch of {len(images)} at {start!r}, expected one at {expected} "
+                                 f"within the {n} questions")
+            expected = start + len(images)
+            yield start, images
+
+    def _batch_by_batch(self, batches, concept, reference, questions, keys):
         for start, images in batches:         # each call its own copies, as compositional_score's calls get
-            verdicts = self(images, concept, reference=copy.deepcopy(reference),
-                            questions=copy.deepcopy(questions[start:start + len(images)]))
+            end = start + len(images)
+            verdicts = self._answer(images, concept, copy.deepcopy(reference), copy.deepcopy(questions[start:end]),
+                                    keys[start:end])
             yield from ((start + i, v, None) for i, v in enumerate(verdicts.tolist()))
 
-    def _stream_misses(self, batches, concept, reference, questions):
+    def _stream_misses(self, batches, concept, reference, questions, all_keys):
         """The streaming fill of :meth:`stream_batches`: ``waiting[key]`` lists the indices a verdict asked for
         (and not yet arrived) answers; ``asked`` the keys and questions sent, in the order sent."""
         waiting, asked_keys, asked_questions, answered = {}, [], [], collections.deque()
 
         def misses():                       # read by the judge's stream: classify each batch as it is rendered
             for start, images in batches:
-                images = check_images(images)
-                qs = check_questions(questions[start:start + len(images)], len(images))
-                keys, missing = [entry_key(self.identity, concept, q) for q in qs], []
+                qs, keys = questions[start:start + len(images)], all_keys[start:start + len(images)]
+                missing = []
                 for i, k in enumerate(keys):
                     if k in self._entries:
                         answered.append((start + i, self._entries[k]["verdict"], self._entries[k].get("detail")))
