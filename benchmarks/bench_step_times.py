@@ -31,6 +31,22 @@ The EMC2 engine's code did not change between the two (only an import's path), s
 second run, ``--repeats 5 --only "EMC2 batch" "A step"``, gave 9.83 against 9.69 ms (0.99) and 2.33 against
 2.38 ms (1.02). The SAE steps dropped by 13-21%: their finiteness and shape checks left the step for the door.
 
+The Part B step and the judge cache's stream then checked their input once at the door as well (the step calls
+``_contrastive_loss``; the cache checks its questions once and each batch's shape, not its pixels). Against the
+commit before that (b556083), ``--repeats 5``, load average 9 to 10 from other jobs::
+
+    workload                old ms   this ms  this/old
+    A step                    2.34      2.52      1.08
+    EMC2 batch                9.38     10.25      1.09
+    EMC2 batch (cache)       10.78     11.28      1.05
+    B step                   24.29     23.23      0.96
+    C step (TopK)            35.79     33.37      0.93
+    C step (S2AE)            38.39     41.35      1.08
+
+Unchanged code moved by up to 9% here (A step, EMC2 batch): the machine. The checks that left these loops were
+small: timed alone, 0.03 ms of a 23 ms B step, and 0.25 ms of an 11 ms cached EMC2 batch of 16 (the pixels' and
+the questions' checks), so neither step got measurably faster; neither got slower.
+
     python benchmarks/bench_step_times.py --old PATH [--repeats 3]
 """
 
