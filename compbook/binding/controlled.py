@@ -329,7 +329,7 @@ def contrastive_loss(params, cfg: ControlledConfig, scenes: np.ndarray, swap_pic
     """Scenes (M, B, 2) object ids -> per-model loss (M,): each present object against every absent batch
     object for its scene, InfoNCE with the model's learned temperature. The queries are the batch's present
     objects plus, per scene, the swaps ``swap_pick`` (M, B, n) indexes into :func:`swaps` (default: all).
-    The arguments are checked here; the training step calls :func:`_contrastive_loss` on its own draws."""
+    The arguments are checked here; the training step calls ``_contrastive_loss`` on its own draws."""
     scenes = _checked_scenes(cfg, scenes)
     if scenes.ndim != 3:
         raise ValueError(f"scenes must have shape (M, B, 2), got {scenes.shape}")
