@@ -120,6 +120,12 @@ def simulated(request, executed):
                 if item.originalname == "test_chapter_in_colab"]
     # a short folder: a chapter that prints a path of its home prints one that fits the page, as Colab's /root
     tmp = Path(tempfile.mkdtemp(prefix="cb"))
+    local = [d for p in (tmp, *tmp.parents) for d in (p / "shared" / "fer", p / "shared" / "picbreeder") if d.exists()]
+    if local:     # compbook reads FER's files from shared/ above the working folder: Colab has no such folder
+        shutil.rmtree(tmp, ignore_errors=True)
+        pytest.fail(f"{local[0]} lies above the simulated Colab's folder {tmp}: compbook would read FER's files "
+                    f"from it instead of downloading them, as no Colab can. Remove it, or set TMPDIR to a folder "
+                    f"with no shared/ above it.")
     sim = Colab(tmp, selected, _jobs())
     yield sim
     sim.close()
