@@ -98,6 +98,22 @@ def check_questions(questions, n: int) -> list[dict]:
     return list(questions)
 
 
+def consecutive_batches(batches, check=check_images):
+    """Each ``(start, images)`` of a lazy stream of batches (a judge's ``stream_batches``), checked as it is
+    read: a pair, ``start`` the number of images before it, ``images`` passed through ``check``; else
+    ``ValueError``."""
+    seen = 0
+    for batch in batches:
+        if not (isinstance(batch, tuple) and len(batch) == 2):
+            raise ValueError(f"batches must yield (start, images) pairs, got {type(batch).__name__}")
+        start, images = checks.integer(batch[0], "batch start", 0), check(batch[1])
+        if start != seen:
+            raise ValueError(f"batches must be consecutive: a batch starts at {start}, expected one at {seen} "
+                             f"(the images before it)")
+        seen += len(images)
+        yield start, images
+
+
 # -- SSIM: a CPU judge with no weights -----------------------------------------------------------------------------
 def luminance(images: torch.Tensor) -> np.ndarray:
     """Grey level ``(..., H, W)`` float64 of RGB ``(..., H, W, 3)``: Rec. 709 weights (scikit-image's rgb2gray)."""

@@ -20,7 +20,7 @@ import torch
 
 from ... import checks, results
 from ...results.journal import Journal, journal_path, read_journal
-from .base import Judge, canonical_json, check_concept, check_images, check_questions
+from .base import Judge, canonical_json, check_concept, check_images, check_questions, consecutive_batches
 from ...results import door
 
 CACHE_FORMAT = "compbook-judge-cache/1"
@@ -346,18 +346,13 @@ class CachedJudge:
 
     @staticmethod
     def _batch_shapes(batches, n: int):
-        """Each ``(start, images)`` of a lazy stream, its shape checked as it arrives: a tensor (B, H, W, 3), the
-        batches consecutive within the ``n`` questions. The pixels are read (and checked) only by the judge
-        that answers a miss; a stored verdict does not read them."""
-        expected = 0
-        for start, images in batches:
-            if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[-1] != 3:
-                shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
-                raise ValueError(f"batches: the batch at {start!r} must be a tensor (B, H, W, 3), got {shape}")
-            if start != expected or start + len(images) > n:
-                raise ValueError(f"batches: a batch of {len(images)} at {start!r}, expected one at {expected} "
-                                 f"within the {n} questions")
-            expected = start + len(images)
+        """:func:`~compbook.cppn.judges.base.consecutive_batches` within the ``n`` questions, each batch's shape
+        checked as it arrives: a tensor (B, H, W, 3). The pixels are read (and checked) only by the judge that
+        answers a miss; a stored verdict does not read them."""
+        for start, images in consecutive_batches(batches, _image_batch_shape):
+            if start + len(images) > n:
+                raise ValueError(f"batches: a batch of {len(images)} at {start} does not fit within the {n} "
+                                 f"questions")
             yield start, images
 
     def _batch_by_batch(self, batches, concept, reference, questions, keys):
@@ -417,6 +412,14 @@ class CachedJudge:
     def __repr__(self) -> str:
         return (f"CachedJudge({str(self.path)!r}, identity={self.identity!r}, mode={self.mode!r}, "
                 f"{len(self)} entries, hits={self.hits}, misses={self.misses})")
+
+
+def _image_batch_shape(images):
+    """``images`` if it is a tensor (B, H, W, 3), its pixels unread; else ``ValueError``."""
+    if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[-1] != 3:
+        shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+        raise ValueError(f"batches: each batch must be a tensor (B, H, W, 3), got {shape}")
+    return images
 
 
 def stored_judge(identity: str, folder=None) -> CachedJudge | None:

@@ -35,7 +35,7 @@ from ... import checks
 from ...runs.serving import (
     DEFAULT_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ChatClient, ServerError, user_message
 )
-from .base import check_concept, check_images, check_questions
+from .base import check_concept, check_images, check_questions, consecutive_batches
 from .vlm import (DEFAULT_IMAGE_SIZE, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODEL, DEFAULT_PROMPT, format_prompt,
                   parse_yes_no, read_answer, to_pil)
 
@@ -143,16 +143,9 @@ class ServerJudge:
 
     def _batch_payloads(self, batches, concept, questions) -> Iterator[Callable[[], dict]]:
         """The request builders of every image of ``batches`` (checked batch by batch, see :meth:`stream_batches`)."""
-        seen = 0
-        for batch in batches:
-            if not (isinstance(batch, tuple) and len(batch) == 2):
-                raise ValueError(f"batches must yield (start, images) pairs, got {type(batch).__name__}")
-            start, images = checks.integer(batch[0], "batch start", 0), check_images(batch[1])
-            if start != seen:
-                raise ValueError(f"batches must be consecutive: a batch starts at {start}, after {seen} images")
+        for start, images in consecutive_batches(batches):
             if questions is not None:
                 check_questions(questions[start:start + len(images)], len(images))
-            seen += len(images)
             yield from (self._build(img, concept) for img in images)
 
     def _build(self, image, concept) -> Callable[[], dict]:
