@@ -45,6 +45,14 @@ def test_notebook_is_cleared_with_kernelspec_and_setup_cell(nb_path):
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_cell_ids_are_unique(nb_path):
+    """A cell copied by hand keeps its id: nbformat then renames one at every read (and warns), so the stored
+    notebook and the executed one name the cell differently."""
+    ids = [c.get("id") for c in json.loads(nb_path.read_text())["cells"]]
+    assert len(ids) == len(set(ids)), f"cell ids used twice: {sorted({i for i in ids if ids.count(i) > 1})}"
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_solutions_are_folded(nb_path):
     """The book's own solution of an exercise (the cell that asserts its check passes) is folded on the page
     (``hide-cell``: its code and its "correct" line one click away, behind "Show the solution"), never printed
