@@ -205,6 +205,40 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
 
 
 # -- chapter 13: the swap test against coverage --------------------------------------------------------------------
+def swap_test_sketch(width: float = 7.0):
+    """Chapter 13's opening picture: a scene of two objects (a red square, a blue circle), its two present objects
+    and its two swaps (a red circle, a blue square: the scene's own values, recombined). A model passes the scene
+    when both present objects score above both swaps."""
+    from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
+
+    fig, ax = plt.subplots(figsize=(width, 1.9))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 2.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+    def shape(kind, colour, x, y=1.05, r=0.36):
+        if kind == "square":
+            ax.add_patch(Rectangle((x - r, y - r), 2 * r, 2 * r, color=colour))
+        else:
+            ax.add_patch(Circle((x, y), r, color=colour))
+
+    groups = [(0.25, 2.45, "the scene", [("square", "tab:red", 0.85), ("circle", "tab:blue", 1.85)]),
+              (3.55, 2.45, "its objects", [("square", "tab:red", 4.15), ("circle", "tab:blue", 5.15)]),
+              (7.3, 2.45, "its swaps", [("circle", "tab:red", 7.9), ("square", "tab:blue", 8.9)])]
+    for x0, w, title, shapes in groups:
+        ax.add_patch(FancyBboxPatch((x0, 0.45), w, 1.2, boxstyle="round,pad=0.05", fc="none", ec="0.4"))
+        ax.text(x0 + w / 2, 1.95, title, ha="center", fontsize=10)
+        for kind, colour, x in shapes:
+            shape(kind, colour, x)
+    ax.annotate("", (3.45, 1.05), (2.8, 1.05), arrowprops=dict(arrowstyle="->", color="0.3"))
+    ax.text(6.42, 1.05, "must\nscore\nabove", ha="center", va="center", fontsize=9)
+    ax.text(5, 0.12, "score = cosine between the scene's embedding and an object's embedding",
+            ha="center", fontsize=9)
+    fig.tight_layout(pad=0.2)
+    return fig
+
+
 def _swap_curves(ax, g, bars: bool = True):
     """The swap test's lines of one panel: seen, unseen with its 95% interval (a band, and error bars when
     ``bars``: visible when narrow), and chance; ``g`` indexed by coverage."""
@@ -225,11 +259,11 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.3, 0.38, 0.66, 0.54])
+    ins = ax.inset_axes([0.37, 0.3, 0.61, 0.55])
     _swap_curves(ins, rest, bars=False)
     ins.set_ylim(0, 1.15 * top)
-    ins.set_title("magnified", fontsize=9, pad=2)
-    ins.tick_params(labelsize=9)
+    ins.set_title("magnified", fontsize=10, pad=2)
+    ins.tick_params(labelsize=10)
     ins.locator_params(nbins=3)                  # few, readable ticks
     ax.indicate_inset_zoom(ins, edgecolor="0.5")
 
@@ -243,33 +277,33 @@ def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
     its own, titled ``title``. The legend sits under the panels."""
     sizes = list(dict.fromkeys(curves.index.get_level_values(0)))
     ratios = [1] * len(sizes) + ([0.75] if paper_jump is not None else [])
-    fig, axes = plt.subplots(1, len(ratios), figsize=(width, 3.3), squeeze=False,
+    fig, axes = plt.subplots(1, len(ratios), figsize=(width, 3.9), squeeze=False,
                              gridspec_kw={"width_ratios": ratios})
     if paper_jump is not None:
         lo, hi, title = paper_jump
         ax = axes[0][-1]
         ax.plot([0, lo, hi, 1], [0, 0, 1, 1], color="0.45", ls=":", lw=2)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=10)
         ax.yaxis.tick_right()
         ax.yaxis.set_label_position("right")
         ax.set_ylabel("the paper's test: unseen-object\nrecognition (sketch)", fontsize=10)
-        ax.set_xlabel("coverage", fontsize=9)
+        ax.set_xlabel("coverage", fontsize=10)
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.02, 1.02)
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=10)
     for ax, n in zip(axes[0], sizes):
         g = curves.loc[n]
         _swap_curves(ax, g)
-        ax.set_title(f"|O| = {n:,} objects", fontsize=9)
-        ax.set_xlabel("coverage", fontsize=9)
+        ax.set_title(f"|O| = {n:,} objects", fontsize=10)
+        ax.set_xlabel("coverage", fontsize=10)
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.02, 1.02)
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=10)
         if ax is not axes[0][0]:
             ax.tick_params(labelleft=False)
         _zoom_bottom(ax, g)
-    axes[0][0].set_ylabel("scenes passing the swap test", fontsize=9)
+    axes[0][0].set_ylabel("scenes passing the swap test", fontsize=10)
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncols=2, fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.legend(handles, names, loc="lower center", ncols=2, fontsize=10, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
