@@ -31,6 +31,8 @@ def test_decoding_figure_draws_the_widths_as_one_band_around_their_mean():
         np.testing.assert_allclose(lines["MLP, mean over widths"].get_ydata(), mlp[what].mean().values)
         np.testing.assert_allclose(lines["the encoder itself"].get_ydata(),
                                    table[table.width == 0][what].values)
+        ref = [c for c in ax.collections if c.get_label().startswith("paper")]
+        assert ref and ref[0].get_zorder() < lines["the encoder itself"].get_zorder(), "no reading hidden"
         band = ax.collections[0].get_paths()[0].vertices[:, 1]
         assert band.min() == pytest.approx(mlp[what].min().min()) and band.max() == pytest.approx(
             mlp[what].max().max()), "the band spans the lowest to the highest width's reading"
@@ -49,4 +51,36 @@ def test_encoders_decoding_figure_has_one_bar_per_recipe_and_width_at_its_readin
         assert heights == sorted(round(v, 9) for v in table[what]), "every (recipe, width) reading, once"
     chance = [ln for ln in fig.axes[1].get_lines() if ln.get_label() == "chance (objects)"]
     assert chance and chance[0].get_ydata()[0] == pytest.approx(1 / 24)
+    plt.close(fig)
+
+
+def test_carry_over_figure_draws_objects_only_the_ceiling_and_the_mlp_in_both_panels():
+    table = _coverage_table()
+    rng = np.random.default_rng(2)
+    images = pd.DataFrame([{"trained": t, "width": w, "object": rng.uniform(0.0, 0.9)}
+                           for t in ("with swaps", "without swaps") for w in (0, 64, 256, 1024)])
+    fig = plots.carry_over_figure(table, images, 1 / 24, image_coverage=0.75)
+    assert legibility.problems(fig, tight=True) == []
+    left, right = fig.axes
+    lines = {ln.get_label(): ln for ln in left.get_lines()}
+    mlp = table[table.width > 0].groupby("coverage")["object"]
+    mean = next(k for k in lines if k.startswith("the MLP's predictions"))
+    np.testing.assert_allclose(lines[mean].get_ydata(), mlp.mean().values)
+    assert lines["chapter 10's coverage"].get_xdata()[0] == 0.75 and "0.75" in right.get_title()
+    np.testing.assert_allclose(lines["the encoder itself (the ceiling)"].get_ydata(),
+                               table[table.width == 0]["object"].values)
+    heights = sorted(round(p.get_height(), 9) for p in right.patches)
+    assert heights == sorted(round(v, 9) for v in images["object"]), "every (recipe, width) reading, once"
+    plt.close(fig)
+
+
+def test_held_out_grid_draws_every_object_once_and_marks_the_held_out():
+    from compbook import scenes as S
+    space = S.clevr2d()
+    fig = plots.held_out_grid(space, [1, 5, 9])
+    assert legibility.problems(fig, tight=True) == []
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == space.n_objects
+    assert [t.get_text() for t in ax.texts].count("held out") == 3 and len(ax.patches) == 3
+    assert "21 seen in training, 3 held out" in ax.get_title()
     plt.close(fig)

@@ -165,3 +165,18 @@ def _trained(setup: Setup, swap_negatives: bool, path):
         result.stack.save(path, info)
     result.stack.metadata = info
     return result.stack, setup, info
+
+
+def held_out_embeddings(swap_negatives: bool):
+    """Chapter 12's reading of chapter 10's stored encoders: ``(train, test, sets)``, where ``train`` and
+    ``test`` are ``(values, embeddings)`` of the scenes of train objects and of held-out objects (values
+    (S, 2, C) slot-concept indices, embeddings (S, D) from the first stored model's image encoder) and ``sets``
+    the :func:`scene_sets` they come from."""
+    stack, setup, _ = load_or_train(swap_negatives)
+    space, sets = S.clevr2d(), scene_sets(setup)
+    out = []
+    for part in ("train", "test"):
+        pairs = np.asarray(sets[part])
+        z = stack.encode_images(S.render_images(space, pairs, res=setup.res))[0].numpy()   # the first model
+        out.append((space.object_values(pairs), z))
+    return out[0], out[1], sets

@@ -146,8 +146,8 @@ def decoding_figure(table, references: dict, width: float = 7.0):
     band from the lowest to the highest width's reading (the widths hardly differ: one line each would hide one
     another); ``table`` columns coverage, width, concept, object; ``references`` ``{"concept": (value, label,
     (x0, x1)), "object": ...}``: a reference level drawn only over the coverages ``x0..x1`` it applies to,
-    concept and object in distinct colours and dashes, drawn over the encoder's line (which could hide it) and
-    under the MLP's white-edged markers. The legend sits below the
+    concept and object in distinct colours and dashes, drawn under the encoder's points (a reference level must
+    not hide a reading) and the MLP's white-edged markers. The legend sits below the
     panels; the coverage ticks read 0 to 1 without trailing zeros (neighbouring panels' end labels stay apart)."""
     fig, axes = plt.subplots(1, 2, figsize=(width, 5.0), sharey=True, layout="constrained")
     real, mlp = table[table["width"] == 0], table[table["width"] > 0]
@@ -163,7 +163,7 @@ def decoding_figure(table, references: dict, width: float = 7.0):
                     color="tab:green", label="MLP, mean over widths", zorder=4)
         value, label, (x0, x1) = references[what]
         color, ls = ("tab:red", ":") if what == "concept" else ("tab:purple", "-.")
-        ax.hlines(value, x0, x1, color=color, ls=ls, lw=2, alpha=0.9, zorder=3, label=label)
+        ax.hlines(value, x0, x1, color=color, ls=ls, lw=2, alpha=0.9, zorder=1, label=label)
         ax.set_xlabel("coverage", fontsize=11)
         ax.set_title(f"{what} decoding", fontsize=11)
         ax.set_xlim(0, 1)
@@ -201,6 +201,79 @@ def encoders_decoding_figure(table, chance: float, width: float = 7.0):
     handles, names = _shared_legend(axes)
     fig.legend(handles, names, loc="center left", bbox_to_anchor=(0.74, 0.5), fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 0.74, 1))
+    return fig
+
+
+def held_out_grid(space: S.ObjectSpace, test_objects, width: float = 7.0):
+    """Chapter 12's question in a picture: every object of a two-concept ``space`` (colour x shape), one tile
+    each, its shape drawn in its colour; the ``test_objects`` (held out of training) on a grey tile marked
+    "held out". Each held-out object's colour and shape also appear among the seen objects."""
+    colours, shapes = space.values
+    markers = {"square": "s", "triangle": "^", "circle": "o"}
+    held = set(np.asarray(test_objects).tolist())
+    fig, ax = plt.subplots(figsize=(width, 0.62 * len(shapes) + 0.9), layout="constrained")
+    for i in range(space.n_objects):
+        c, k = space.object_values(i)
+        x, y = c, len(shapes) - 1 - k
+        if i in held:
+            ax.add_patch(plt.Rectangle((x - 0.46, y - 0.46), 0.92, 0.92, color="0.82", zorder=0))
+            ax.text(x, y - 0.36, "held out", ha="center", va="center", fontsize=9)
+        ax.plot(x, y + 0.06, markers.get(shapes[k], "D"), ms=17, color=colours[c], mec="k", mew=0.6)
+    ax.set_xticks(range(len(colours)), colours, fontsize=9)
+    ax.set_yticks(range(len(shapes)), shapes[::-1], fontsize=9)
+    ax.set_xlim(-0.5, len(colours) - 0.5), ax.set_ylim(-0.5, len(shapes) - 0.5)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    n = len(held)
+    ax.set_title(f"chapter 10's {space.n_objects} objects: {space.n_objects - n} seen in training, {n} held out",
+                 fontsize=10)
+    return fig
+
+
+def carry_over_figure(controlled, images, chance: float, image_coverage: float | None = None,
+                      width: float = 7.0):
+    """Chapter 12's main figure: object decoding of held-out-object scenes, the encoder itself (black: the
+    ceiling) against the probe's MLP (green). Left, the controlled models against coverage: the MLP's mean over
+    its widths as a line in a band from the lowest to the highest width's reading (``controlled`` columns
+    coverage, width, object; width 0 = the encoder itself). Right, chapter 10's image encoders: one group of bars
+    per training recipe (``images`` columns trained, width, object), with ``chance`` dashed.
+    ``image_coverage``: the image encoders' coverage, marked on the left panel (a grey dotted line) and named in
+    the right panel's title, so that the two can be compared at the same coverage."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(width, 3.9), sharey=True, layout="constrained",
+                                      gridspec_kw={"width_ratios": (1.35, 1)})
+    real, mlp = controlled[controlled["width"] == 0], controlled[controlled["width"] > 0]
+    left.plot(real.coverage, real["object"], marker="o", ms=5, lw=2, color="k",
+              label="the encoder itself (the ceiling)", zorder=3)
+    g = mlp.groupby("coverage")["object"]
+    left.fill_between(g.min().index, g.min(), g.max(), color="tab:green", alpha=0.25, lw=0, zorder=2)
+    left.plot(g.mean().index, g.mean(), marker="o", ms=5, mec="white", mew=0.8, lw=1.5, color="tab:green",
+              label="the MLP's predictions (mean\nover widths; band: their range)", zorder=4)
+    if image_coverage is not None:
+        left.axvline(image_coverage, color="0.5", ls=":", lw=1.4, zorder=1, label="chapter 10's coverage")
+    left.set_xlabel("coverage (share of objects seen in training)", fontsize=10)
+    left.set_xlim(0, 1)
+    left.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
+    left.set_title("controlled models (tokens)" + ("" if image_coverage is None else "\n"), fontsize=10)
+    recipes = list(dict.fromkeys(images["trained"]))
+    widths = sorted(images["width"].unique())
+    step = 0.8 / len(widths)
+    for k, w in enumerate(widths):
+        rows = images[images["width"] == w].groupby("trained")["object"].mean()
+        shade = plt.cm.Greens(0.4 + 0.5 * k / max(len(widths) - 1, 1))
+        right.bar(np.arange(len(recipes)) + (k - (len(widths) - 1) / 2) * step, [rows[r] for r in recipes],
+                  step, color="k" if w == 0 else shade, zorder=2,
+                  label=None if w == 0 else f"MLP, width {w:,}")
+    right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
+    right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=10)
+    right.set_title("chapter 10's image encoders" + ("" if image_coverage is None else
+                    f"\n(coverage {image_coverage:g})"), fontsize=10)
+    for ax in (left, right):
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=10)
+    left.set_ylabel("object decoding,\nheld-out objects", fontsize=10)
+    handles, names = _shared_legend((left, right))
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
     return fig
 
 
