@@ -84,3 +84,33 @@ def test_held_out_grid_draws_every_object_once_and_marks_the_held_out():
     assert [t.get_text() for t in ax.texts].count("held out") == 3 and len(ax.patches) == 3
     assert "21 seen in training, 3 held out" in ax.get_title()
     plt.close(fig)
+
+
+def test_swap_test_sketch_is_legible_and_its_swaps_recombine_the_scenes_values():
+    from matplotlib.patches import Circle, Rectangle
+    fig = plots.swap_test_sketch()
+    assert legibility.problems(fig, tight=True) == []
+    ax = fig.axes[0]
+    drawn = [(type(p).__name__, tuple(np.round(p.get_facecolor(), 3))) for p in ax.patches
+             if isinstance(p, (Circle, Rectangle))]
+    scene, objects, swaps = drawn[0:2], drawn[2:4], drawn[4:6]
+    assert objects == scene, "the present objects must be the scene's own"
+    # a swap keeps each colour but takes the other object's shape
+    assert sorted(swaps) == sorted([(scene[1][0], scene[0][1]), (scene[0][0], scene[1][1])])
+    plt.close(fig)
+
+
+def test_held_out_embeddings_match_encoding_the_scenes_directly():
+    from compbook import scenes as S
+    from compbook.binding import clevr
+    (v_train, z_train), (v_test, z_test), sets = clevr.held_out_embeddings(False)
+    stack, setup, _ = clevr.load_or_train(False)
+    space = S.clevr2d()
+    for part, values, z in (("train", v_train, z_train), ("test", v_test, z_test)):
+        pairs = np.asarray(sets[part])
+        assert values.shape == (len(pairs), 2, len(space.concepts)) and z.shape[0] == len(pairs)
+        head = stack.encode_images(S.render_images(space, pairs[:4], res=setup.res))[0].numpy()
+        np.testing.assert_allclose(z[:4], head, rtol=1e-5, atol=1e-6)
+    held = set(np.asarray(sets["test_objects"]).tolist())
+    assert held and not held & set(np.asarray(sets["train"]).ravel().tolist()), \
+        "a held-out object appears in a training scene"
