@@ -218,7 +218,7 @@ def show_regions(scenes, idx, regions, title: str = ""):
         segs = _region_edges(lab, h)
         left.imshow(scenes.images[i], interpolation="nearest")
         right.imshow(np.kron(lab, np.ones((h, h))), cmap=cmap, vmin=-0.5, vmax=19.5, interpolation="nearest")
-        for colour, lw in (("white", 3.0), ("black", 1.4)):
+        for colour, lw in (("white", 3.0), ("magenta", 1.4)):   # no object is magenta
             left.add_collection(LineCollection(segs + frame, colors=colour, linewidths=lw))
         right.add_collection(LineCollection(segs, colors="white", linewidths=1.0))
         right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
@@ -308,16 +308,16 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
     if missing:
         raise ValueError(f"columns: {sorted(missing)} not in the study table")
     ks = sorted(df.k.unique())
-    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 2.9), squeeze=False)
+    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 3.1), squeeze=False)
     for ax, c in zip(axes.flat, columns):
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
             x = np.array(ks) * (1 + 0.06 * (i - 1))          # a small offset so the intervals do not overlap
-            line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=3, capsize=2,
-                               label=label(method_name(lam)))
+            line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=5, capsize=3,
+                               elinewidth=1.3, label=label(method_name(lam)))
             ax.plot(np.repeat(x * 1.03, [int((g.k == k).sum()) for k in ks]),   # seeds just right of the mean
                     np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), "o", mfc="none",
-                    color=line.lines[0].get_color(), alpha=0.8, ms=4, mew=0.8)
+                    color=line.lines[0].get_color(), alpha=0.8, ms=5.5, mew=1.0)
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
         if ev_target is not None and c == "EV":
@@ -330,7 +330,7 @@ def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = N
         ax.tick_params(labelsize=FONT + 1)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))        # the legend above the panels, over no data
+    fig.tight_layout(rect=(0, 0, 1, 0.9), w_pad=2.5)   # the legend above the panels, over no data; room between
     return fig
 
 
