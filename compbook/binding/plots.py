@@ -49,35 +49,37 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
-    label on the axis); ``chance``: column -> a random order's score, drawn as a black dash over its group and
-    written under its name. A bar too short to see gets its value written on it; the legend sits below the
-    panels, off the data.
+    label on the axis); ``chance``: column -> a random order's score, drawn as a black tick beside its group (off
+    the bars, so each bar reads as above or below it) and written under its name. A bar too short to see gets a
+    minimum stub and its value written on it; the legend sits below the panels, off the data.
     """
     kinds = list(dict.fromkeys(table["model"]))
     splits = list(dict.fromkeys(table["scenes"]))
     fig, axes = plt.subplots(1, len(kinds), figsize=(width, 3.4), sharey=True, squeeze=False,
                              layout="constrained")
-    w = 0.8 / len(splits)
+    w = 0.6 / len(splits)
     x = np.arange(len(measures))
     for ax, kind in zip(axes[0], kinds):
         rows = table[table["model"] == kind].set_index("scenes")
         for j, split in enumerate(splits):
-            xs = x + (j - (len(splits) - 1) / 2) * w
+            xs = x + (j - (len(splits) - 1) / 2) * w - 0.08
             heights = [rows.loc[split, m] for m in measures]
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
             for xi, h in zip(xs, heights):
                 if h < 0.05:
-                    ax.text(xi, h + 0.01, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color=f"C{j}")
+                    ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
+                    ax.text(xi, 0.03, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
+                            rotation=90)
         for i, m in enumerate(measures):
             if m in chance:
-                ax.hlines(chance[m], i - 0.45, i + 0.45, color="k", lw=2.5, zorder=3,
+                ax.hlines(chance[m], i + 0.25, i + 0.45, color="k", lw=2.5, zorder=3,
                           label="chance" if i == 0 else None)
         ax.set_xticks(x, [f"{v}\nchance\n{chance[m]:.2g}" if m in chance else v for m, v in measures.items()],
                       fontsize=9)
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=10)
-    axes[0][0].set_ylabel("accuracy (mean of the models)", fontsize=9)
+    axes[0][0].set_ylabel("share of scenes passing (mean of the models)", fontsize=9)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 1,
                fontsize=9)
     return fig
