@@ -139,7 +139,8 @@ def _identify(acts, labels, top_n):
 
 def check_identification(answer) -> Checked:
     """Chapter 16: ``answer(acts (P,), labels (P,) str, top_n)`` names a latent by its top patches: the label most
-    common among the ``top_n`` most active patches (a tie goes to the label of the most active patch among them)."""
+    common among the ``top_n`` most active patches (on a tie, of the tied labels the one whose
+    most active patch ranks highest)."""
     g = rng(19)
     words = np.array(["red", "blue", "square", "circle", "background"])
     cases = []

@@ -239,10 +239,15 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
     """One latent's reference images (a row) with its region outlined in red and each region's description below.
 
     ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
+    At most three tiles a row, so that each tile is over an inch wide at the page's width.
     """
-    fig, axes = plt.subplots(1, len(refs), figsize=(WIDTH, 1.9 + 0.02 * FONT * (title.count("\n") + 1)),
+    ncols = min(len(refs), 3)
+    nrows = -(-len(refs) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, 1.9 * nrows + 0.2 * (title.count("\n") + 1)),
                              squeeze=False)
-    for ax, n, m, d in zip(axes[0], refs, masks, descriptions):
+    for ax in axes.flat[len(refs):]:
+        ax.axis("off")
+    for ax, n, m, d in zip(axes.flat, refs, masks, descriptions):
         ax.imshow(scenes.images[n], interpolation="nearest")
         height, width = scenes.images[n].shape[:2]
         if np.any(m):       # the region's outline, so that the colours under it stay true
@@ -255,9 +260,9 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
         ax.set_ylim(height + 0.5, -1.5)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT)
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT + 2)
     if title:
-        fig.suptitle(title, fontsize=FONT + 1)
+        fig.suptitle(title, fontsize=FONT + 2)
     fig.tight_layout()
     return fig
 
