@@ -339,7 +339,9 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins.set_ylim(0, 1.15 * top)
     ins.set_title("magnified", fontsize=10, pad=2)
     ins.tick_params(labelsize=10)
-    ins.locator_params(nbins=3)                  # few, readable ticks
+    ins.locator_params(axis="y", nbins=3)        # few, readable ticks
+    ends = [float(rest.index[0]), float(rest.index[-1])]
+    ins.set_xticks(ends, [f"{c:g}" for c in ends])   # two x labels: no overlap
     ax.indicate_inset_zoom(ins, edgecolor="0.5")
 
 
