@@ -98,6 +98,38 @@ def evaluate(stack: DualStack, pairs, res: int) -> dict:
     return {k: np.array(v) for k, v in out.items()}
 
 
+def swappable(pairs) -> np.ndarray:
+    """(N,) bool for two-object scenes ``pairs`` (N, 2): the scenes whose objects differ in colour *and* in shape,
+    the only ones where swapping the colours gives two other objects (chapter 10's "swapped only" and caption
+    measures count these)."""
+    pairs = checks.integers(pairs, "pairs", 0, S.clevr2d().n_objects - 1, ndim=2)
+    if pairs.shape[1] != 2:
+        raise ValueError(f"pairs: need (N, 2) object ids, got shape {pairs.shape}")
+    return D.swap_only_positives(S.clevr2d(), pairs)[0][:, 0] >= 0
+
+
+def chance(pairs) -> dict:
+    """Chapter 10's chance levels: the share of the scenes ``pairs`` (N, 2) that a random order of the queries
+    passes, per measure of :func:`evaluate` (``{"concept", "object", "swap", "caption"}``, floats).
+
+    k present queries among n come out on top in 1 of C(n, k) orders. Concepts: the colours and the shapes
+    apart (k = 1 or 2 of each), both must pass; objects: k = 1 or 2 of the 24 object queries; swap: the 2
+    present among the 4 present and swapped objects (scenes of :func:`swappable` only); caption: 1 in 2.
+    """
+    from math import comb
+    space = S.clevr2d()
+    pairs = checks.integers(pairs, "pairs", 0, space.n_objects - 1, ndim=2)
+    if pairs.shape[1] != 2 or len(pairs) == 0:
+        raise ValueError(f"pairs: need a non-empty (N, 2) array of object ids, got shape {pairs.shape}")
+    vals = space.object_values(pairs)                      # (N, 2 objects, C concepts)
+    k = 1 + (vals[:, 0] != vals[:, 1])                     # (N, C): present values of each concept
+    concept = np.prod([[1 / comb(n, int(j)) for n, j in zip(space.sizes, row)] for row in k], axis=1)
+    k_obj = 1 + (pairs[:, 0] != pairs[:, 1])
+    obj = [1 / comb(space.n_objects, int(j)) for j in k_obj]
+    return {"concept": float(np.mean(concept)), "object": float(np.mean(obj)), "swap": 1 / comb(4, 2),
+            "caption": 1 / 2}
+
+
 def checkpoint_name(swap_negatives: bool, setup: Setup | None = None) -> str:
     """Where the stack of ``setup`` is stored under ``data/``: ``binding/clevr2d_{swap|noswap}`` for the CPU
     setup (``Setup()``), with ``_<8 hex of the setup>`` appended for any other (full mode gets its own files)."""
@@ -180,3 +212,20 @@ def held_out_embeddings(swap_negatives: bool):
         z = stack.encode_images(S.render_images(space, pairs, res=setup.res))[0].numpy()   # the first model
         out.append((space.object_values(pairs), z))
     return out[0], out[1], sets
+
+
+def scene_embeddings(pairs, untrained_seed: int = 7) -> dict:
+    """Chapter 11's embeddings of the two-object scenes ``pairs`` (N, 2): ``{"image", "text", "image,
+    untrained"}``, each an (N, D) float array. "image" and "text": the first stored plain model (chapter 10's,
+    :func:`load_or_train`) on the scenes' images (at the setup's resolution) and on their captions; "image,
+    untrained": an image encoder of the same layers with random weights (seed ``untrained_seed``)."""
+    space = S.clevr2d()
+    pairs = checks.integers(pairs, "pairs", 0, space.n_objects - 1, ndim=2, min_size=1)
+    if pairs.shape[1] != 2:
+        raise ValueError(f"pairs: need (N, 2) object ids, got shape {pairs.shape}")
+    stack, setup, _ = load_or_train(False)
+    untrained = DualStack(encoder_config(setup), n_models=1, seed=checks.seed(untrained_seed))
+    images = S.render_images(space, pairs, res=setup.res)
+    captions = D.tokenize(space, [D.scene_caption(space, p) for p in pairs], MAX_LEN)
+    return {"image": stack.encode_images(images)[0].numpy(), "text": stack.encode_texts(captions)[0].numpy(),
+            "image, untrained": untrained.encode_images(images)[0].numpy()}

@@ -1,0 +1,79 @@
+"""compbook.binding.clevr: chapter 10's chance levels and swappable scenes, against a naive simulation."""
+
+import numpy as np
+import pytest
+
+from compbook import scenes as S
+from compbook.binding import clevr
+from compbook.binding import data as D
+
+
+def _passes(logits, positives, candidates=None):
+    """Naive set separation over random logits (draws, Q): every present query above every absent one."""
+    cand = np.ones_like(positives) if candidates is None else candidates
+    pos, neg = logits[:, positives & cand], logits[:, ~positives & cand]
+    return pos.min(1) > neg.max(1)
+
+
+def test_chance_matches_random_orders():
+    sp = S.clevr2d()
+    red_sq, blue_ci = (sp.object_id((sp.value_of("colour", c), sp.value_of("shape", s)))
+                       for c, s in (("red", "square"), ("blue", "circle")))
+    red_ci = sp.object_id((sp.value_of("colour", "red"), sp.value_of("shape", "circle")))
+    # one object twice, a shared colour, nothing shared
+    for pair in ([red_sq, red_sq], [red_sq, red_ci], [red_sq, blue_ci]):
+        pairs = np.array([pair])
+        g = np.random.default_rng(0)
+        draws = 200_000
+        concept = np.ones(draws, bool)
+        for c in ("colour", "shape"):
+            concept &= _passes(g.random((draws, sp.sizes[sp.concept_index(c)])),
+                               D.value_positives(sp, pairs, c)[0])
+        obj = _passes(g.random((draws, sp.n_objects)), D.object_positives(sp, pairs)[0])
+        want = clevr.chance(pairs)
+        for got, p in ((concept.mean(), want["concept"]), (obj.mean(), want["object"])):
+            assert abs(got - p) < 4 * np.sqrt(p * (1 - p) / draws) + 1e-4, (pair, got, p)
+    q, pos = D.swap_only_positives(sp, np.array([[red_sq, blue_ci]]))
+    swap = _passes(np.random.default_rng(1).random((200_000, 4)), pos[0])
+    assert abs(swap.mean() - clevr.chance(np.array([[red_sq, blue_ci]]))["swap"]) < 0.005
+    # a mean over scenes is the mean of the scenes' chances
+    both = clevr.chance(np.array([[red_sq, red_sq], [red_sq, blue_ci]]))["object"]
+    assert both == pytest.approx((1 / sp.n_objects + 1 / (sp.n_objects * (sp.n_objects - 1) / 2)) / 2)
+
+
+def test_swappable_counts_scenes_that_differ_in_every_concept():
+    sp = S.clevr2d()
+    pairs = S.all_pairs(range(sp.n_objects))
+    vals = sp.object_values(pairs)
+    naive = np.array([(v[0] != v[1]).all() for v in vals])
+    assert (clevr.swappable(pairs) == naive).all()
+    assert naive.sum() == sp.n_objects * (sp.sizes[0] - 1) * (sp.sizes[1] - 1)
+
+
+@pytest.mark.parametrize("pairs", [[[0, 99]], np.zeros((0, 2), int), [[0, 1, 2]], [[0.5, 1]]])
+def test_chance_bad_input(pairs):
+    with pytest.raises(ValueError, match="pairs"):
+        clevr.chance(pairs)
+
+
+def test_scene_embeddings_match_encoding_directly():
+    from compbook.binding.train import DualStack
+    sp = S.clevr2d()
+    pairs = np.array([[0, 5], [5, 0], [3, 3]])
+    emb = clevr.scene_embeddings(pairs)
+    stack, setup, _ = clevr.load_or_train(False)
+    images = S.render_images(sp, pairs, res=setup.res)
+    captions = D.tokenize(sp, [D.scene_caption(sp, p) for p in pairs], clevr.MAX_LEN)
+    random = DualStack(clevr.encoder_config(setup), n_models=1, seed=7)
+    want = {"image": stack.encode_images(images)[0], "text": stack.encode_texts(captions)[0],
+            "image, untrained": random.encode_images(images)[0]}
+    assert set(emb) == set(want)
+    for k, z in want.items():
+        np.testing.assert_allclose(emb[k], z.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert not np.allclose(emb["image"][0], emb["image"][1]), "a swapped scene must embed differently"
+
+
+@pytest.mark.parametrize("pairs", [[[0, 24]], [[0, 1, 2]], []])
+def test_scene_embeddings_bad_input(pairs):
+    with pytest.raises(ValueError, match="pairs"):
+        clevr.scene_embeddings(pairs)
