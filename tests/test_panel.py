@@ -114,3 +114,13 @@ def test_depth_sweep_under_several_judges_keeps_each_ones_counts():
     assert [r["depth"] for r in iv] == [1, 2] and all(r["networks"] == 2 for r in iv)
     with pytest.raises(ValueError, match="judge"):
         alone.intervals("a")
+
+
+def test_judge_labels_name_every_judge_and_tell_them_apart():
+    # both judges compare by SSIM: a page must tell them apart by what they compare with
+    assert set(panel.JUDGE_LABELS) == set(panel.JUDGE_NAMES)
+    labels = list(panel.JUDGE_LABELS.values())
+    assert len(set(labels)) == len(labels)
+    assert "reference" in panel.JUDGE_LABELS[panel.DEFAULT]
+    assert "own" in panel.JUDGE_LABELS[panel.SSIM]
+    assert all("ssim" not in label.lower() for label in labels)

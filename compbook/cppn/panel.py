@@ -29,6 +29,9 @@ SCORE_RES = 64
 #: :data:`compbook.cppn.judges.registry.JUDGES`).
 DEFAULT, SSIM = "default", "ssim"
 JUDGE_NAMES = (DEFAULT, SSIM)
+#: How pages name the two judges (chapter 6 and its notes): both compare by SSIM, so the name says with what.
+JUDGE_LABELS = {DEFAULT: "default judge (vs. reference picture)",
+                SSIM: "same-picture judge (vs. own unperturbed render)"}
 
 
 def score_row(verdicts, **labels) -> dict:
