@@ -74,6 +74,45 @@ def test_carry_over_figure_draws_objects_only_the_ceiling_and_the_mlp_in_both_pa
     plt.close(fig)
 
 
+def test_carry_over_figure_draws_each_panels_own_chance():
+    table = _coverage_table()
+    images = pd.DataFrame([{"trained": t, "width": w, "object": 0.5}
+                           for t in ("with swaps", "without swaps") for w in (0, 64)])
+    fig = plots.carry_over_figure(table, images, 1 / 24, controlled_chance=1 / 125)
+    assert legibility.problems(fig, tight=True) == []
+    for ax, value in zip(fig.axes, (1 / 125, 1 / 24)):
+        chance = [ln for ln in ax.get_lines() if ln.get_label() == "chance"]
+        assert len(chance) == 1 and chance[0].get_ydata()[0] == pytest.approx(value), "each panel its own chance"
+    plt.close(fig)
+    without = plots.carry_over_figure(table, images, 1 / 24)
+    assert not [ln for ln in without.axes[0].get_lines() if ln.get_label() == "chance"]
+    plt.close(without)
+    for bad in (0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="controlled_chance"):
+            plots.carry_over_figure(table, images, 1 / 24, controlled_chance=bad)
+
+
+def test_swap_test_figure_labels_its_inset_and_keeps_its_ticks_clear():
+    coverages = [0.1, 0.3, 0.5, 0.7, 0.9]
+    rows = [{"|O|": n, "coverage": c, "seen": 0.9 if c == 0.1 else 0.1 + 0.01 * k, "unseen": 0.05,
+             "low": 0.03, "high": 0.07, "chance": 0.06}
+            for n in (125, 2744) for k, c in enumerate(coverages)]
+    curves = pd.DataFrame(rows).set_index(["|O|", "coverage"])
+    fig = plots.swap_test_figure(curves, (0.3, 0.4, "the paper"))
+    assert legibility.problems(fig) == []
+    insets = [a for ax in fig.axes for a in ax.child_axes if a.get_title().endswith("magnified")]
+    assert len(insets) == 2, "each panel whose lines stay low gets an inset"
+    fig.canvas.draw()
+    for ins in insets:
+        assert ins.get_xlabel() == "coverage", "the inset's x axis is named"
+        assert ins.get_xticklabels()[-1].get_text() == "0.9"
+    from matplotlib.inset import InsetIndicator
+    boxes = [c for ax in fig.axes for c in ax.get_children() if isinstance(c, InsetIndicator)]
+    assert len(boxes) == 2 and all(b.rectangle.get_visible() for b in boxes), "the magnified box is marked"
+    assert not [ln for b in boxes for ln in b.connectors if ln.get_visible()], "a connector crosses the ticks"
+    plt.close(fig)
+
+
 def test_held_out_grid_draws_every_object_once_and_marks_the_held_out():
     from compbook import scenes as S
     space = S.clevr2d()

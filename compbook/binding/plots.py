@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 from matplotlib import patheffects
 import numpy as np
 
-from .. import scenes as S
+from .. import checks, scenes as S
 
 
 def scene_figure(scene: S.Scene, title: str | None = None, width: float = 4.8):
@@ -234,14 +234,18 @@ def held_out_grid(space: S.ObjectSpace, test_objects, width: float = 7.0):
 
 
 def carry_over_figure(controlled, images, chance: float, image_coverage: float | None = None,
-                      width: float = 7.0):
+                      width: float = 7.0, controlled_chance: float | None = None):
     """Chapter 12's main figure: object decoding of held-out-object scenes, the encoder itself (black: the
     ceiling) against the probe's MLP (green). Left, the controlled models against coverage: the MLP's mean over
     its widths as a line in a band from the lowest to the highest width's reading (``controlled`` columns
     coverage, width, object; width 0 = the encoder itself). Right, chapter 10's image encoders: one group of bars
     per training recipe (``images`` columns trained, width, object), with ``chance`` dashed.
     ``image_coverage``: the image encoders' coverage, marked on the left panel (a grey dotted line) and named in
-    the right panel's title, so that the two can be compared at the same coverage."""
+    the right panel's title, so that the two can be compared at the same coverage. ``controlled_chance``: the
+    controlled models' chance (1 / their number of objects), dashed on the left panel; a share in (0, 1)."""
+    checks.real(chance, "chance", 0, 1, low_open=True, high_open=True)
+    if controlled_chance is not None:
+        checks.real(controlled_chance, "controlled_chance", 0, 1, low_open=True, high_open=True)
     fig, (left, right) = plt.subplots(1, 2, figsize=(width, 3.9), sharey=True, layout="constrained",
                                       gridspec_kw={"width_ratios": (1.35, 1)})
     real, mlp = controlled[controlled["width"] == 0], controlled[controlled["width"] > 0]
@@ -253,6 +257,8 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
               label="the MLP's predictions (mean\nover widths; band: their range)", zorder=4)
     if image_coverage is not None:
         left.axvline(image_coverage, color="0.5", ls=":", lw=1.4, zorder=1, label="chapter 10's coverage")
+    if controlled_chance is not None:
+        left.axhline(controlled_chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
     left.set_xlabel("coverage (share of objects seen in training)", fontsize=10)
     left.set_xlim(0, 1)
     left.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
@@ -271,7 +277,7 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
     right.set_title("chapter 10's image encoders" + ("" if image_coverage is None else
                     f"\n(coverage {image_coverage:g})"), fontsize=10)
     for ax in (left, right):
-        ax.set_ylim(0, 1)
+        ax.set_ylim(-0.04, 1)    # room under 0: a chance line near 0 stays off the axis
         ax.tick_params(labelsize=10)
     left.set_ylabel("object decoding,\nheld-out objects", fontsize=10)
     handles, names = _shared_legend((left, right))
@@ -334,15 +340,19 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.37, 0.3, 0.61, 0.55])
+    ins = ax.inset_axes([0.37, 0.4, 0.61, 0.47])
     _swap_curves(ins, rest, bars=False)
     ins.set_ylim(0, 1.15 * top)
-    ins.set_title("magnified", fontsize=10, pad=2)
+    ins.set_title("grey box, magnified", fontsize=10, pad=2)
     ins.tick_params(labelsize=10)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
     ends = [float(rest.index[0]), float(rest.index[-1])]
     ins.set_xticks(ends, [f"{c:g}" for c in ends])   # two x labels: no overlap
-    ax.indicate_inset_zoom(ins, edgecolor="0.5")
+    ins.set_xlabel("coverage", fontsize=10, labelpad=1)
+    box = ax.indicate_inset_zoom(ins, edgecolor="0.5")
+    for line in getattr(box, "connectors", None) or box[1]:   # matplotlib >= 3.10, or older
+        # no connectors: they would cross the inset's tick labels; the box and the title say what is magnified
+        line.set_visible(False)
 
 
 def swap_test_figure(curves, paper_jump=None, width: float = 7.0):
