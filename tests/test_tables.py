@@ -144,7 +144,7 @@ def test_target_summary_against_the_closed_form():
 
 def test_etf_table_flags_a_frame_that_is_not_an_etf():
     t = tables.etf_table()
-    assert len(t) == 12 and (t["|difference|"] < 1e-9).all()
+    assert len(t) == 11 and (t["|difference|"] < 1e-9).all()
     assert (t.angle_spread < 1e-9).all() and (t.tightness < 1e-9).all()
     rng = np.random.default_rng(0)
     bad = tables.etf_table({"random": frames.normalise_rows(rng.standard_normal((7, 3)))})

@@ -255,11 +255,10 @@ def target_summary(names: Sequence[str] = ("skull", "butterfly", "apple"), p: fl
 
 
 def etf_frames() -> dict:
-    """Chapter 4's equiangular tight frames: simplices in d = 2..8, Paley ETFs for q = 5, 13, 17, 29 and the
-    Naimark complement of Paley 13 (name -> ``(r, d)`` array)."""
+    """Chapter 4's equiangular tight frames: simplices in d = 2..8 and Paley ETFs for q = 5, 13, 17, 29 (name ->
+    ``(r, d)`` array)."""
     etfs = {f"simplex d={d}": frames.simplex_etf(d) for d in range(2, 9)}
     etfs.update({f"Paley q={q}": frames.paley_etf(q) for q in (5, 13, 17, 29)})
-    etfs["Naimark(Paley 13)"] = frames.naimark_complement(frames.paley_etf(13))
     return etfs
 
 
