@@ -37,7 +37,24 @@ def sae_inputs(vlm, scenes, layer: int, batch: int = 128) -> SAEData:
         acts.append(ex.resid)
         valid.append(ex.token_type != PAD)
         attn.append(image_attention(ex.attentions, ex.patch_idx))
-    return SAEData(torch.cat(acts), torch.cat(valid), ex.patch_idx, ex.grid, torch.cat(attn))
+    return SAEData(torch.cat(acts), torch.cat(valid), ex.patch_idx, ex.grid, torch.cat(attn),
+                   question=question_digest(vlm, scenes, layer))
+
+
+def question_digest(vlm, scenes, layer: int) -> str:
+    """SHA-256 of what makes :func:`sae_inputs`' activations (chapters 14-16): the model's weights, the scenes'
+    patches (N, P, D) and tokens (N, T), and ``layer``. The activations' own bytes are not the same on every
+    CPU (a matrix product's last bits follow the CPU's vector instructions, AVX2 or AVX-512); this is."""
+    h = hashlib.sha256(b"compbook-sae-question/1")
+    for name, t in sorted(vlm.state_dict().items()):
+        h.update(f"{name} {tuple(t.shape)} {t.dtype}".encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    for name in ("patches", "tokens"):
+        t = torch.as_tensor(getattr(scenes, name))
+        h.update(f"{name} {tuple(t.shape)} {t.dtype}".encode())
+        h.update(t.cpu().contiguous().numpy().tobytes())
+    h.update(f"layer {int(layer)}".encode())
+    return h.hexdigest()
 
 
 def patch_codes(sae, data: SAEData) -> torch.Tensor:
@@ -87,7 +104,10 @@ def train_runs(train: SAEData, cfg: SAETrainConfig, seeds=(0, 1, 2), lams=(0.0, 
 
 
 def data_digest(data: SAEData) -> str:
-    """SHA-256 of the activations, validity mask and attention of ``data``: what a stored SAE was trained on."""
+    """What a stored SAE was trained on: ``data.question`` where :func:`sae_inputs` made ``data`` (the same on
+    every CPU), else SHA-256 of the activations, validity mask and attention (their exact bytes)."""
+    if data.question is not None:
+        return data.question
     h = hashlib.sha256()
     for t in (data.acts, data.valid, data.attn):
         if t is not None:

@@ -21,6 +21,7 @@ trainer recomputes them each step, ``regions_every_step=True``, with the same re
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -184,15 +185,21 @@ class SAEData:
     """Activations for SAE training, one row per image (from :func:`compbook.sae.vlm.extract`).
 
     ``acts`` (N, T, d); ``valid`` (N, T) bool (False on padding); ``patch_idx`` (P,) positions of the image
-    patches (row-major on ``grid``); ``attn`` (N, P, P) image-block attention (mean over layers and heads).
+    patches (row-major on ``grid``); ``attn`` (N, P, P) image-block attention (mean over layers and heads);
+    ``question`` the digest of the model, scenes and layer that made them
+    (:func:`compbook.sae.experiment.question_digest`), None when unknown.
     """
     acts: torch.Tensor
     valid: torch.Tensor
     patch_idx: torch.Tensor
     grid: tuple[int, int]
     attn: torch.Tensor | None = None
+    question: str | None = None     # what made these activations (experiment.question_digest), when known
 
     def __post_init__(self):
+        if self.question is not None and not re.fullmatch(r"[0-9a-f]{64}", str(self.question)):
+            raise ValueError(f"question must be None or the 64 hex digits of "
+                             f"compbook.sae.experiment.question_digest, got {self.question!r}")
         self.acts = check_activations(self.acts, checks.tensor(self.acts, "acts", (None, None, None),
                                                                finite=False).shape[-1], "acts", torch.float32)
         if not isinstance(self.valid, torch.Tensor) or self.valid.dtype != torch.bool:
