@@ -189,7 +189,7 @@ def test_the_chapters_figures_draw_intervals_and_refuse_bad_columns():
              "L0 patches": k - 10 * lam * s, "mIoU": 0.2 + lam} for k in (8, 32) for lam in (0.0, 0.01)
             for s in range(3)]
     fig = show.plot_study(pd.DataFrame(rows), chosen_k=32)
-    assert len(fig.axes) == 3 and [a.get_title() for a in fig.axes] == ["EV", "L0 / k", "mIoU"]
+    assert len(fig.axes) == 3 and [a.get_title() for a in fig.axes] == ["EV", "L0 (% of k)", "mIoU"]
     with pytest.raises(ValueError, match="columns"):
         show.plot_study(pd.DataFrame(rows), columns=("FVU",))
     ident = pd.DataFrame([{"method": f"{m}, {p}", "seed": s, "identified": 0.5, "identified (objects)": 0.4}

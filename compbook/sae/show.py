@@ -143,6 +143,9 @@ def overlay(image: np.ndarray, patch_values: np.ndarray, grid: tuple, colour=(1.
 
 #: the outline of a latent's active patches: magenta, a colour no scene object has (objects have black edges)
 ACTIVE = "#ff00ff"
+#: the grey that a latent's inactive patches are dimmed towards: dark, so that the scenes' near-white
+#: background reads grey where the latent is off and stays white where it fires
+DIMMED = (0.3, 0.3, 0.3)
 
 
 def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = ACTIVE):
@@ -156,7 +159,8 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
 
 def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None):
     """For each latent (a row), the first images where it fires: its active patches in their true colours,
-    outlined in magenta (:data:`ACTIVE`, a colour no object has), the other patches faded.
+    outlined in magenta (:data:`ACTIVE`, a colour no object has), the other patches dimmed to grey
+    (:data:`DIMMED`), so that an active background patch (white) differs from an inactive one (grey).
 
     ``codes`` (N, P, d_sae) patch codes of ``scenes``.
     """
@@ -170,8 +174,8 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
             ax.axis("off")
             if c < len(where):
                 n = where[c]
-                faded = overlay(scenes.images[n], 1 - active[n, :, j], scenes.grid, colour=(1.0, 1.0, 1.0))
-                ax.imshow(faded, interpolation="nearest")
+                dimmed = overlay(scenes.images[n], 1 - active[n, :, j], scenes.grid, colour=DIMMED, alpha=0.7)
+                ax.imshow(dimmed, interpolation="nearest")
                 _outline(ax, active[n, :, j], scenes.grid, scenes.images[n].shape[0])
                 ax.set_xlim(-0.5, scenes.images[n].shape[1] - 0.5)
                 ax.set_ylim(scenes.images[n].shape[0] - 0.5, -0.5)
@@ -301,14 +305,15 @@ def _mean_half(values) -> tuple[float, float]:
     return t_interval(np.asarray(values, dtype=float))
 
 
-def plot_study(study, columns=("EV", "L0 / k", "mIoU"), chosen_k: int | None = None, ev_target: float | None = None):
+def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | None = None,
+               ev_target: float | None = None):
     """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
     t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.studies.study.study_table` rows; the column
-    ``"L0 / k"`` is L0 on image patches as a share of k. ``chosen_k`` is marked by a vertical line, ``ev_target`` (the
-    paper's EV regime) by a dashed one."""
+    ``"L0 (% of k)"`` is L0 on image patches as a percentage of k (as the chapter's prose gives it). ``chosen_k``
+    is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
     from .experiment import method_name
 
-    df = study.assign(**{"L0 / k": study["L0 patches"] / study.k})
+    df = study.assign(**{"L0 (% of k)": 100 * study["L0 patches"] / study.k})
     missing = set(columns) - set(df.columns)
     if missing:
         raise ValueError(f"columns: {sorted(missing)} not in the study table")
