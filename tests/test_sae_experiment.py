@@ -59,3 +59,70 @@ def test_stored_runs_reload_only_the_same_question(tmp_path, monkeypatch):
     assert len(calls) == 3, "other training data: a stored SAE must never be served"
     ex.stored_runs(tiny_data(shift=0.1), ex.dataclasses.replace(cfg, steps=4), seeds=(0,), lams=(0.0,))
     assert len(calls) == 4, "another training config: a stored SAE must never be served"
+
+
+# stored SAEs are keyed by the question that made their activations, never by the activations' float bytes
+
+
+_QUESTION = """
+import sys, torch
+from compbook.sae import experiment as ex, vlm
+from compbook.sae.data import make_scenes
+import numpy as np
+model = vlm.TinyVLM(vlm.TinyVLMConfig(vocab_size=17, patch_dim=48, grid=(8, 8), max_text=17, d_model=16,
+                                      n_layers=2, n_heads=2, d_mlp=32))
+# weights from numpy's generator, the same bits on every CPU (torch's own init follows the vector instructions,
+# as a stored model's weights, read from their file, do not)
+with torch.no_grad():
+    for i, p in enumerate(model.parameters()):
+        p.copy_(torch.from_numpy(0.2 * np.random.default_rng(i).standard_normal(tuple(p.shape)).astype("float32")))
+data = ex.sae_inputs(model, make_scenes(24, seed=3), 1)
+print(torch.backends.cpu.get_cpu_capability(), data.question, ex.data_digest(data),
+      ex.data_digest(ex.SAEData(data.acts, data.valid, data.patch_idx, data.grid, data.attn)))
+"""
+
+
+def _question_in(capability):
+    """(capability, question, data_digest, bytes digest) of one tiny extraction, run in a fresh process with
+    torch's vector instructions set to ``capability`` (None: the CPU's best)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if capability:
+        env["ATEN_CPU_CAPABILITY"] = capability
+    out = subprocess.run([sys.executable, "-c", _QUESTION], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_stored_sae_key_is_the_same_on_every_cpu():
+    """The likely bug: keying a stored SAE by the activations' bytes. A matrix product's last bits follow the
+    CPU's vector instructions, so another machine would miss every stored SAE and train them all again."""
+    best, plain = _question_in(None), _question_in("default")
+    assert plain[0] == "DEFAULT"
+    assert best[1] == plain[1], "the question digest depends on the CPU's vector instructions"
+    assert best[2] == best[1] and plain[2] == plain[1], "data_digest must return the question when known"
+    assert len(best[1]) == 64 and best[3] != best[1]
+
+
+def test_question_digest_changes_with_every_part_of_the_question():
+    from compbook.sae import vlm
+    from compbook.sae.data import make_scenes
+
+    torch.manual_seed(0)
+    cfg = vlm.TinyVLMConfig(vocab_size=17, patch_dim=48, grid=(8, 8), max_text=17, d_model=16, n_layers=2,
+                            n_heads=2, d_mlp=32)
+    model, scenes = vlm.TinyVLM(cfg), make_scenes(6, seed=3)
+    base = ex.question_digest(model, scenes, 1)
+    assert ex.question_digest(model, scenes, 1) == base
+    assert ex.question_digest(model, scenes, 0) != base, "the layer is part of the question"
+    assert ex.question_digest(model, make_scenes(6, seed=4), 1) != base, "the scenes are part of the question"
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] += 1e-6
+    assert ex.question_digest(model, scenes, 1) != base, "the weights are part of the question"
+    data = ex.sae_inputs(model, scenes, 1)
+    assert data.question == ex.question_digest(model, scenes, 1)
+    with pytest.raises(ValueError, match="question"):
+        SAEData(data.acts, data.valid, data.patch_idx, data.grid, data.attn, question="not a digest")
