@@ -153,3 +153,50 @@ def test_held_out_embeddings_match_encoding_the_scenes_directly():
     held = set(np.asarray(sets["test_objects"]).tolist())
     assert held and not held & set(np.asarray(sets["train"]).ravel().tolist()), \
         "a held-out object appears in a training scene"
+
+
+def test_recognition_figure_draws_each_splits_own_chance_across_its_bar():
+    rows = [{"model": k, "scenes": s, "concept": 0.5, "object": 0.3}
+            for k in ("plain", "swap") for s in ("train", "test")]
+    chance = {"train": {"concept": 0.02, "object": 0.006}, "test": {"concept": 0.04, "object": 0.01}}
+    fig = plots.recognition_figure(pd.DataFrame(rows), {"concept": "concepts", "object": "objects"}, chance)
+    assert legibility.problems(fig) == []
+    for ax in fig.axes:
+        bars = [p for p in ax.patches if p.get_height() > 0.05]          # train bars first, then test
+        ticks = [seg for col in ax.collections for seg in col.get_segments()]
+        drawn = sorted((round(s[0][0], 6), round(s[0][1], 6), round(s[1][0], 6)) for s in ticks)
+        want = sorted((round(b.get_x(), 6), chance[sp][m], round(b.get_x() + b.get_width(), 6))
+                      for b, (sp, m) in zip(bars, [(sp, m) for sp in ("train", "test") for m in ("concept", "object")]))
+        assert drawn == want, "a chance line not across its own bar at its own split's chance"
+    with pytest.raises(ValueError, match="test"):
+        plots.recognition_figure(pd.DataFrame(rows), {"concept": "concepts"}, {"train": chance["train"]})
+    plt.close("all")
+
+
+def test_arrows_figure_cuts_the_axis_so_that_both_clusters_are_readable():
+    rng = np.random.default_rng(0)
+    near1 = {"image": np.clip(rng.normal(0.97, 0.02, 500), -1, 1), "lookup": rng.normal(0, 0.12, 500)}
+    fig = plots.arrows_figure(near1)
+    assert legibility.problems(fig) == []
+    left, right = fig.axes
+    assert left.get_xlim()[0] < np.percentile(near1["lookup"], 5) and left.get_xlim()[1] < 0.5
+    assert 0.8 < right.get_xlim()[0] < np.percentile(near1["image"], 5) and right.get_xlim()[1] >= 1
+    assert "median 0.97" in left.get_yticklabels()[0].get_text()
+    spread = {"a": rng.uniform(-0.5, 1, 500), "b": rng.normal(0.9, 0.03, 500)}
+    assert len(plots.arrows_figure(spread).axes) == 1, "one axis where the rows do not form two clusters"
+    plt.close("all")
+
+
+def test_scene_figure_masks_in_grays_with_a_key():
+    from compbook import scenes as S
+    space = S.clevr2d()
+    scene = S.render_scene(space, [0, 5], res=64)
+    fig = plots.scene_figure(scene)
+    assert legibility.problems(fig) == []
+    shown = fig.axes[1].get_images()[0].get_array()
+    for i, mask in enumerate(scene.masks[:2]):
+        assert (np.asarray(shown)[mask] == i + 1).all()
+    assert (np.asarray(shown)[~scene.masks[:2].any(0)] == 0).all()
+    key = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert key == ["left object", "right object"]
+    plt.close("all")

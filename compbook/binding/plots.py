@@ -12,18 +12,24 @@ from .. import checks, scenes as S
 
 
 def scene_figure(scene: S.Scene, title: str | None = None, width: float = 4.8):
-    """The image and its masks (one colour per object) side by side, ``width`` inches for both."""
-    fig, ax = plt.subplots(1, 2, figsize=(width, width / 2 + 0.4))
+    """The image and its masks side by side, ``width`` inches for both; the masks in grays (the left object dark,
+    the right one light, the canvas white), with a key under them."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+    fig, ax = plt.subplots(1, 2, figsize=(width, width / 2 + 0.7), layout="constrained")
     ax[0].imshow(scene.image)
-    lab = np.full(scene.masks.shape[1:], -1)
-    for i, m in enumerate(scene.masks):
-        lab[m] = i
-    ax[1].imshow(lab, cmap="tab10", vmin=-1, vmax=9, interpolation="nearest")
+    lab = np.zeros(scene.masks.shape[1:], int)
+    for i, m in enumerate(scene.masks[:2]):
+        lab[m] = i + 1
+    grays = ["white", "0.2", "0.65"]
+    ax[1].imshow(lab, cmap=ListedColormap(grays), vmin=0, vmax=2, interpolation="nearest")
     for a, t in zip(ax, ("image", "masks")):
         a.set_title(t, fontsize=9)
-        a.axis("off")
+        a.set_xticks([])
+        a.set_yticks([])
+    ax[1].legend([Patch(fc=g, ec="0.5") for g in grays[1:]], ["left object", "right object"], fontsize=9,
+                 loc="upper center", bbox_to_anchor=(0.5, 0), ncols=2, frameon=False, handlelength=1)
     fig.suptitle(title or scene.caption, fontsize=9)
-    fig.tight_layout()
     return fig
 
 
@@ -49,20 +55,23 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
-    label on the axis); ``chance``: column -> a random order's score, drawn as a black tick beside its group (off
-    the bars, so each bar reads as above or below it) and written under its name. A bar too short to see gets a
-    minimum stub and its value written on it; the legend sits below the panels, off the data.
+    label on the axis); ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
+    split's scenes}, drawn as a black line across each bar. A bar too short to see gets a minimum stub and its
+    value written on it; the legend sits below the panels, off the data.
     """
     kinds = list(dict.fromkeys(table["model"]))
     splits = list(dict.fromkeys(table["scenes"]))
+    missing = [sp for sp in splits if sp not in chance]
+    if missing:
+        raise ValueError(f"chance: need a dict per split, missing {missing}")
     fig, axes = plt.subplots(1, len(kinds), figsize=(width, 3.4), sharey=True, squeeze=False,
                              layout="constrained")
-    w = 0.6 / len(splits)
+    w = 0.7 / len(splits)
     x = np.arange(len(measures))
     for ax, kind in zip(axes[0], kinds):
         rows = table[table["model"] == kind].set_index("scenes")
         for j, split in enumerate(splits):
-            xs = x + (j - (len(splits) - 1) / 2) * w - 0.08
+            xs = x + (j - (len(splits) - 1) / 2) * w
             heights = [rows.loc[split, m] for m in measures]
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
             for xi, h in zip(xs, heights):
@@ -70,16 +79,15 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
                     ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
                     ax.text(xi, 0.03, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
                             rotation=90)
-        for i, m in enumerate(measures):
-            if m in chance:
-                ax.hlines(chance[m], i + 0.25, i + 0.45, color="k", lw=2.5, zorder=3,
-                          label="chance" if i == 0 else None)
-        ax.set_xticks(x, [f"{v}\nchance\n{chance[m]:.2g}" if m in chance else v for m, v in measures.items()],
-                      fontsize=9)
+            for i, (xi, m) in enumerate(zip(xs, measures)):
+                if m in chance[split]:
+                    ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=2.5, zorder=3,
+                              label="chance" if i == 0 and j == 0 else None)
+        ax.set_xticks(x, list(measures.values()), fontsize=9)
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=10)
-    axes[0][0].set_ylabel("share of scenes passing (mean of the models)", fontsize=9)
+    axes[0][0].set_ylabel("share of scenes passing\n(mean of the models)", fontsize=9)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 1,
                fontsize=9)
     return fig
@@ -89,26 +97,43 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
 def arrows_figure(cosines: dict, width: float = 7.0):
     """Chapter 11's opening figure: per embedding (a row), the spread of
     :func:`~compbook.binding.decomposition.arrow_agreement` (``cosines`` ``{name: (n,) cosines}``): a box from the
-    first to the third quartile, whiskers from the 5th to the 95th percentile, the median written beside it."""
+    first to the third quartile, whiskers from the 5th to the 95th percentile, the median in the row's label.
+    Where the rows fall in two clusters (unrelated near 0, agreeing near 1), the x axis is broken in two so that
+    both sets of boxes are wide enough to read."""
     names = list(cosines)
-    fig, ax = plt.subplots(figsize=(width, 0.55 * len(names) + 1.0))
     data = [np.asarray(cosines[k], float) for k in names]
+    lo5 = [float(np.percentile(c, 5)) for c in data]
+    hi95 = [float(np.percentile(c, 95)) for c in data]
+    near1 = [lo > 0.5 for lo in lo5]
+    ranges = [(min(lo5) - 0.05, 1.02)]
+    if any(near1) and not all(near1):
+        low_hi = max(h for h, n in zip(hi95, near1) if not n)
+        high_lo = min(lo for lo, n in zip(lo5, near1) if n)
+        if low_hi < high_lo - 0.2:                   # two clusters: two axes, each zoomed on one
+            ranges = [(min(lo5) - 0.05, low_hi + 0.05), (high_lo - 0.03, 1.01)]
+    fig, axes = plt.subplots(1, len(ranges), figsize=(width, 0.55 * len(names) + 1.1), sharey=True,
+                             squeeze=False, layout="constrained",
+                             gridspec_kw={"width_ratios": [1] * len(ranges)})
     import inspect                      # matplotlib >= 3.10 names it orientation; `vert` is deprecated there
-    horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(ax.boxplot).parameters
-                  else {"vert": False})
-    ax.boxplot(data, **horizontal, whis=(5, 95), showfliers=False, widths=0.6,
-               medianprops=dict(color="tab:red", lw=2))
-    for i, c in enumerate(data, start=1):
-        median = round(float(np.median(c)), 2) + 0.0            # + 0.0: no "-0.00"
-        ax.annotate(f"median {median:.2f}", (np.percentile(c, 5), i), xytext=(-6, 0),
-                    textcoords="offset points", ha="right", va="center", fontsize=9)
-    ax.set_yticks(range(1, len(names) + 1), names, fontsize=9)
-    ax.invert_yaxis()
-    ax.set_xlim(-1, 1.02)
-    ax.axvline(0, color="0.7", lw=0.8, zorder=0)
-    ax.set_xlabel("cosine between the two arrows (1: the same arrow, 0: unrelated)", fontsize=9)
-    ax.tick_params(axis="x", labelsize=9)
-    fig.tight_layout()
+    for ax, (a, b) in zip(axes[0], ranges):
+        horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(ax.boxplot).parameters
+                      else {"vert": False})
+        ax.boxplot(data, **horizontal, whis=(5, 95), showfliers=False, widths=0.6,
+                   medianprops=dict(color="tab:red", lw=2))
+        ax.set_xlim(a, b)
+        if a < 0 < b:
+            ax.axvline(0, color="0.7", lw=0.8, zorder=0)
+        ax.tick_params(axis="x", labelsize=9)
+    medians = [round(float(np.median(c)), 2) + 0.0 for c in data]            # + 0.0: no "-0.00"
+    axes[0][0].set_yticks(range(1, len(names) + 1), [f"{k}\nmedian {m:.2f}" for k, m in zip(names, medians)],
+                          fontsize=9)
+    axes[0][0].invert_yaxis()
+    if len(ranges) == 2:
+        axes[0][0].spines["right"].set_linestyle((0, (4, 3)))
+        axes[0][1].spines["left"].set_linestyle((0, (4, 3)))
+        axes[0][1].tick_params(axis="y", left=False)
+    fig.supxlabel("cosine between the two arrows (1: the same arrow, 0: unrelated)"
+                  + ("; the axis is cut between the panels" if len(ranges) == 2 else ""), fontsize=9)
     return fig
 
 
