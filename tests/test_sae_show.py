@@ -125,3 +125,30 @@ def test_legends_sit_outside_the_panels(which):
             assert t.get_fontsize() >= show.FONT
     assert math.isclose(fig.get_figwidth(), show.WIDTH)
     assert np.isfinite(fig.get_figheight())
+
+
+def test_crop_window_centres_on_the_region_and_stays_in_the_image():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        h, w = rng.integers(8, 40, size=2)
+        mask = np.zeros((h, w), bool)
+        r0, c0 = rng.integers(0, h), rng.integers(0, w)
+        mask[r0:r0 + rng.integers(1, 12), c0:c0 + rng.integers(1, 12)] = True
+        side = int(rng.integers(1, 30))
+        top, left, size = show.crop_window(mask, side)
+        rows, cols = np.nonzero(mask)
+        # naive reference: the size, and the window's centre against the box's, one axis at a time
+        want = min(max(side, rows.max() - rows.min() + 3, cols.max() - cols.min() + 3), h, w)
+        assert size == want
+        assert 0 <= top <= h - size and 0 <= left <= w - size          # inside the image
+        for start, lo, hi, length in ((top, rows.min(), rows.max(), h), (left, cols.min(), cols.max(), w)):
+            if 0 < start < length - size:                               # not clipped: centred to half a pixel
+                assert abs((start + size / 2) - (lo + hi + 1) / 2) <= 0.5
+            if size >= hi - lo + 3:                                     # the box fits: it is shown whole
+                assert start <= lo and hi < start + size
+    with pytest.raises(ValueError, match="mask"):
+        show.crop_window(np.zeros((4, 4), bool), 2)
+    with pytest.raises(ValueError, match="mask"):
+        show.crop_window(np.ones((4, 4)), 2)
+    with pytest.raises(ValueError, match="side"):
+        show.crop_window(np.ones((4, 4), bool), 0)

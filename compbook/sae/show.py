@@ -239,15 +239,36 @@ def show_regions(scenes, idx, regions, title: str = ""):
     return fig
 
 
-def show_references(scenes, refs, masks, descriptions, title: str = ""):
+def crop_window(mask: np.ndarray, side: int) -> tuple[int, int, int]:
+    """The square window a zoomed reference tile shows (chapter 16): ``(top, left, size)`` in pixels, centred on
+    the box around ``mask``'s True pixels, ``side`` pixels wide or wider where the box needs it (with a pixel's
+    margin), and inside the image. ``mask`` (H, W) bool, not empty."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2 or mask.dtype != bool or not mask.any():
+        raise ValueError(f"mask: expected a (H, W) bool array with a True pixel, got {mask.dtype} {mask.shape}")
+    rows, cols = np.nonzero(mask)
+    side = checks.integer(side, "side", 1)
+    size = min(max(side, np.ptp(rows) + 3, np.ptp(cols) + 3), *mask.shape)
+
+    def start(lo, hi, length):      # centre on the box, then keep the window inside the image
+        return int(min(max((lo + hi + 1 - size) // 2, 0), length - size))
+
+    return start(rows.min(), rows.max(), mask.shape[0]), start(cols.min(), cols.max(), mask.shape[1]), int(size)
+
+
+def show_references(scenes, refs, masks, descriptions, title: str = "", crop: int | None = None):
     """One latent's reference images (a row) with its region outlined in red and each region's description below.
 
     ``refs`` (K,) scene indices; ``masks`` (K, H, W) bool pixel masks; ``descriptions`` K strings (chapter 16).
-    At most three tiles a row, so that each tile is over an inch wide at the page's width.
+    At most three tiles a row, so that each tile is over an inch and a half wide at the page's width. ``crop``: each
+    tile with a region shows only the :func:`crop_window` of that many pixels around it (a zoom), None the whole
+    image.
     """
+    if crop is not None:
+        crop = checks.integer(crop, "crop", 1)
     ncols = min(len(refs), 3)
     nrows = -(-len(refs) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, 1.9 * nrows + 0.2 * (title.count("\n") + 1)),
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, 2.3 * nrows + 0.2 * (title.count("\n") + 1)),
                              squeeze=False)
     for ax in axes.flat[len(refs):]:
         ax.axis("off")
@@ -262,6 +283,10 @@ def show_references(scenes, refs, masks, descriptions, title: str = ""):
                 ax.contour(xs, ys, big, levels=[0.5], colors=colour, linewidths=lw)
         ax.set_xlim(-1.5, width + 0.5)      # a pixel's margin: an outline along the edge shows whole
         ax.set_ylim(height + 0.5, -1.5)
+        if crop is not None and np.any(m):
+            top, left, size = crop_window(np.asarray(m, bool), crop)
+            ax.set_xlim(left - 1.5, left + size + 0.5)     # the same pixel's margin
+            ax.set_ylim(top + size + 0.5, top - 1.5)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT + 2)
@@ -280,10 +305,11 @@ def top_words_said(words) -> str:
     return ", ".join(w if c == 1 else f"{w} x{c}" for w, c in counts.most_common()) or "(none)"
 
 
-def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
+def show_interpretation(scenes, z_img, row, hierarchical: bool = True, crop: int | None = None):
     """One row of :func:`compbook.sae.interpret.interpret`: the references with the latent's region (none when
     ``hierarchical`` is False), the descriptions, and in the title the truth, the synthesised concepts and the
-    words of the caption tokens where the latent fires hardest (the text concept is read from them)."""
+    words of the caption tokens where the latent fires hardest (the text concept is read from them). ``crop``:
+    zoom each tile on its region (:func:`show_references`)."""
     import torch
 
     from .interpret import region_masks
@@ -297,7 +323,7 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True):
              f"words of the {len(words)} caption token{'' if len(words) == 1 else 's'} where it fires most: "
              f"{top_words_said(words)}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
-                           row["descriptions"], title)
+                           row["descriptions"], title, crop=crop)
 
 
 def _mean_half(values) -> tuple[float, float]:
