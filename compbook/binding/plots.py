@@ -306,7 +306,7 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         ax.tick_params(labelsize=10)
     left.set_ylabel("object decoding,\nheld-out objects", fontsize=10)
     handles, names = _shared_legend((left, right))
-    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=10, frameon=False)
     return fig
 
 
@@ -371,8 +371,9 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins.set_title("grey box, magnified", fontsize=10, pad=2)
     ins.tick_params(labelsize=10)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
-    ends = [float(rest.index[0]), float(rest.index[-1])]
-    ins.set_xticks(ends, [f"{c:g}" for c in ends])   # two x labels: no overlap
+    lo, hi = float(rest.index[0]), float(rest.index[-1])
+    ticks = [t for t in (0.3, 0.6, 0.9) if lo <= t <= hi] or [lo, hi]
+    ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # few, evenly spaced
     ins.set_xlabel("coverage", fontsize=10, labelpad=1)
     box = ax.indicate_inset_zoom(ins, edgecolor="0.5")
     for line in getattr(box, "connectors", None) or box[1]:   # matplotlib >= 3.10, or older
