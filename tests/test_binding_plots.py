@@ -168,6 +168,11 @@ def test_recognition_figure_draws_each_splits_own_chance_across_its_bar():
         want = sorted((round(b.get_x(), 6), chance[sp][m], round(b.get_x() + b.get_width(), 6))
                       for b, (sp, m) in zip(bars, [(sp, m) for sp in ("train", "test") for m in ("concept", "object")]))
         assert drawn == want, "a chance line not across its own bar at its own split's chance"
+        marks = sorted((round(float(l.get_xdata()[0]), 6), float(l.get_ydata()[0])) for l in ax.lines)
+        low = sorted((round(b.get_x() + b.get_width() / 2, 6), chance[sp][m] + 0.045)
+                     for b, (sp, m) in zip(bars, [(sp, m) for sp in ("train", "test") for m in ("concept", "object")])
+                     if chance[sp][m] < 0.05)
+        assert marks == low, "a chance under 0.05 without its triangle above it"
     with pytest.raises(ValueError, match="test"):
         plots.recognition_figure(pd.DataFrame(rows), {"concept": "concepts"}, {"train": chance["train"]})
     plt.close("all")

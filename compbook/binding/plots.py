@@ -56,7 +56,8 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
     label on the axis); ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
-    split's scenes}, drawn as a black line across each bar. A bar too short to see gets a minimum stub and its
+    split's scenes}, drawn as a black line across each bar (with a black triangle above it when under 0.05,
+    where the line would hide on the axis). A bar too short to see gets a minimum stub and its
     value written on it; the legend sits below the panels, off the data.
     """
     kinds = list(dict.fromkeys(table["model"]))
@@ -74,21 +75,25 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
             xs = x + (j - (len(splits) - 1) / 2) * w
             heights = [rows.loc[split, m] for m in measures]
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
-            for xi, h in zip(xs, heights):
+            for xi, h, m in zip(xs, heights, measures):
                 if h < 0.05:
                     ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
-                    ax.text(xi, 0.03, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
+                    above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
+                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
                             rotation=90)
             for i, (xi, m) in enumerate(zip(xs, measures)):
                 if m in chance[split]:
                     ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=2.5, zorder=3,
                               label="chance" if i == 0 and j == 0 else None)
+                    if chance[split][m] < 0.05:          # a line on the axis hides: point to it
+                        ax.plot(xi, chance[split][m] + 0.045, "kv", ms=6, zorder=4,
+                                label="chance near 0" if not ax.lines else None)
         ax.set_xticks(x, list(measures.values()), fontsize=9)
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=10)
     axes[0][0].set_ylabel("share of scenes passing\n(mean of the models)", fontsize=9)
-    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 1,
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 2,
                fontsize=9)
     return fig
 
