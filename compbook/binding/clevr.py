@@ -102,10 +102,15 @@ def swappable(pairs) -> np.ndarray:
     """(N,) bool for two-object scenes ``pairs`` (N, 2): the scenes whose objects differ in colour *and* in shape,
     the only ones where swapping the colours gives two other objects (chapter 10's "swapped only" and caption
     measures count these)."""
-    pairs = checks.integers(pairs, "pairs", 0, S.clevr2d().n_objects - 1, ndim=2)
+    return D.swap_only_positives(S.clevr2d(), _pairs(pairs))[0][:, 0] >= 0
+
+
+def _pairs(pairs, min_size: int = 0) -> np.ndarray:
+    """``pairs`` checked: an (N, 2) integer array of CLEVR-2D object ids, at least ``min_size`` rows."""
+    pairs = checks.integers(pairs, "pairs", 0, S.clevr2d().n_objects - 1, ndim=2, min_size=min_size)
     if pairs.shape[1] != 2:
         raise ValueError(f"pairs: need (N, 2) object ids, got shape {pairs.shape}")
-    return D.swap_only_positives(S.clevr2d(), pairs)[0][:, 0] >= 0
+    return pairs
 
 
 def chance(pairs) -> dict:
@@ -117,10 +122,7 @@ def chance(pairs) -> dict:
     present among the 4 present and swapped objects (scenes of :func:`swappable` only); caption: 1 in 2.
     """
     from math import comb
-    space = S.clevr2d()
-    pairs = checks.integers(pairs, "pairs", 0, space.n_objects - 1, ndim=2)
-    if pairs.shape[1] != 2 or len(pairs) == 0:
-        raise ValueError(f"pairs: need a non-empty (N, 2) array of object ids, got shape {pairs.shape}")
+    space, pairs = S.clevr2d(), _pairs(pairs, min_size=1)
     vals = space.object_values(pairs)                      # (N, 2 objects, C concepts)
     k = 1 + (vals[:, 0] != vals[:, 1])                     # (N, C): present values of each concept
     concept = np.prod([[1 / comb(n, int(j)) for n, j in zip(space.sizes, row)] for row in k], axis=1)
@@ -219,10 +221,7 @@ def scene_embeddings(pairs, untrained_seed: int = 7) -> dict:
     untrained"}``, each an (N, D) float array. "image" and "text": the first stored plain model (chapter 10's,
     :func:`load_or_train`) on the scenes' images (at the setup's resolution) and on their captions; "image,
     untrained": an image encoder of the same layers with random weights (seed ``untrained_seed``)."""
-    space = S.clevr2d()
-    pairs = checks.integers(pairs, "pairs", 0, space.n_objects - 1, ndim=2, min_size=1)
-    if pairs.shape[1] != 2:
-        raise ValueError(f"pairs: need (N, 2) object ids, got shape {pairs.shape}")
+    space, pairs = S.clevr2d(), _pairs(pairs, min_size=1)
     stack, setup, _ = load_or_train(False)
     untrained = DualStack(encoder_config(setup), n_models=1, seed=checks.seed(untrained_seed))
     images = S.render_images(space, pairs, res=setup.res)

@@ -120,9 +120,9 @@ def arrows_figure(cosines: dict, width: float = 7.0):
                              squeeze=False, layout="constrained",
                              gridspec_kw={"width_ratios": [1] * len(ranges)})
     import inspect                      # matplotlib >= 3.10 names it orientation; `vert` is deprecated there
+    horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(plt.Axes.boxplot).parameters
+                  else {"vert": False})
     for ax, (a, b) in zip(axes[0], ranges):
-        horizontal = ({"orientation": "horizontal"} if "orientation" in inspect.signature(ax.boxplot).parameters
-                      else {"vert": False})
         ax.boxplot(data, **horizontal, whis=(5, 95), showfliers=False, widths=0.6,
                    medianprops=dict(color="tab:red", lw=2))
         ax.set_xlim(a, b)
