@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from compbook.runs import sweeps
+from compbook.runs.sweeps import runner
 from compbook.cppn import depth, panel, prune
 from compbook.cppn.runs import experiments, tasks
 
@@ -247,7 +248,26 @@ def test_stores_follow_the_mode(monkeypatch, tmp_path):
     monkeypatch.setenv("COMPBOOK_MODE", "full")
     assert tasks.store_for("cppn/depth") == tmp_path / "emc2" / "full" / "sweeps" / "cppn-depth"
     monkeypatch.setenv("COMPBOOK_MODE", "cpu")
-    assert tasks.store_for("cppn/depth").parts[-2:] == ("compbook-sweeps", "cppn-depth")
+    cpu = tasks.store_for("cppn/depth")
+    assert cpu.parts[-3] == "compbook-sweeps" and cpu.parts[-1] == "cppn-depth"
+    assert cpu.parts[-2] == f"code-{runner.code_version()}", "the CPU cache is kept per version of the code"
     monkeypatch.setenv("COMPBOOK_SWEEPS", str(tmp_path / "mine"))
     assert tasks.store_for("cppn/depth") == tmp_path / "mine" / "cppn-depth", "one override for every sweep"
     assert tasks.store_for("cppn/depth", tmp_path) == tmp_path / "depth"
+
+
+def test_the_cpu_cache_follows_the_code(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 2\n")
+    before = runner.sources_digest(tmp_path / "pkg")
+    (tmp_path / "pkg" / "notes.txt").write_text("not code")
+    assert runner.sources_digest(tmp_path / "pkg") == before, "only Python sources make the code's version"
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 3\n")
+    assert runner.sources_digest(tmp_path / "pkg") != before, \
+        "an edited source must change the version, else an old trainer's records are served to the new one"
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "pkg" / "sub" / "b.py").rename(tmp_path / "pkg" / "b2.py")
+    assert runner.sources_digest(tmp_path / "pkg") != before, "a moved file is a different package"
+    with pytest.raises(ValueError, match="root"):
+        runner.sources_digest(tmp_path / "nowhere")

@@ -9,6 +9,8 @@ configs: done, running, failed, and the time left.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import tempfile
 import time
@@ -58,17 +60,36 @@ class Report:
 STORE_VARIABLE = "COMPBOOK_SWEEPS"
 
 
+def sources_digest(root) -> str:
+    """12 hex digits of the SHA-256 of the Python sources under folder ``root`` (each file's path under it and its
+    bytes, in path order)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"root must be a folder, got {str(root)!r}")
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """:func:`sources_digest` of the compbook package: a code change that could change a record changes it."""
+    return sources_digest(Path(__file__).resolve().parents[2])
+
+
 def store_for(name: str, data_folder: str) -> Path:
     """Where sweep ``name`` keeps its records unless told: ``$COMPBOOK_SWEEPS/<name>``; else in full mode the part's
     full-mode store ``data/<data_folder>/full/sweeps/<name>`` (registered: the records are full mode's results);
-    in CPU mode ``<tmp>/compbook-sweeps/<name>`` (a cache a killed run resumes from; the part's command writes the
-    artifacts the chapters read). ``/`` in ``name`` becomes ``-``."""
+    in CPU mode ``<tmp>/compbook-sweeps/code-<code_version()>/<name>`` (a cache a killed run resumes from, kept
+    per version of the code, so an edited trainer never meets a record of the old one; the part's command writes
+    the artifacts the chapters read). ``/`` in ``name`` becomes ``-``."""
     leaf = paths.safe_name(checks.non_empty_str(name, "name").replace("/", "-"), "name")
     if os.environ.get(STORE_VARIABLE):
         return Path(os.environ[STORE_VARIABLE]) / leaf
     if mode.is_full():
         return door.made_path(f"{paths.safe_name(data_folder, 'data_folder')}/full/sweeps/{leaf}")
-    return Path(tempfile.gettempdir()) / "compbook-sweeps" / leaf
+    return Path(tempfile.gettempdir()) / "compbook-sweeps" / f"code-{code_version()}" / leaf
 
 
 def load_records(store, sweep: Sweep | None = None) -> dict:
