@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from compbook.sae.metrics import latent_iou, miou
+from compbook.sae.metrics import image_iou, latent_iou, miou
 
 
 def loop_iou(z, masks):
@@ -38,6 +38,19 @@ def test_latent_iou_matches_loop():
         assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-6)
     assert math.isnan(ours[3])
     assert miou(z, masks) == pytest.approx(sum(v for v in ref if not math.isnan(v)) / 6, abs=1e-6)
+
+
+def test_image_iou_is_per_image_and_averages_to_latent_iou():
+    g = torch.Generator().manual_seed(1)
+    z = torch.relu(torch.randn(6, 10, 5, generator=g) - 0.9)
+    z[2, :, 1] = 0                                       # latent 1 silent on image 2
+    masks = torch.rand(6, 3, 10, generator=g) > 0.5
+    per = image_iou(z, masks)
+    assert per.shape == (6, 5) and math.isnan(per[2, 1])
+    assert torch.allclose(per.nanmean(0), latent_iou(z, masks), equal_nan=True)
+    one = torch.zeros(1, 4, 1)
+    one[0, :2] = 1.0                                     # fires on patches 0, 1; the mask holds 1, 2, 3
+    assert image_iou(one, torch.tensor([[[False, True, True, True]]])).item() == pytest.approx(0.25)
 
 
 def test_perfect_latent_scores_one():

@@ -152,3 +152,18 @@ def test_crop_window_centres_on_the_region_and_stays_in_the_image():
         show.crop_window(np.ones((4, 4)), 2)
     with pytest.raises(ValueError, match="side"):
         show.crop_window(np.ones((4, 4), bool), 0)
+
+
+def test_show_latents_writes_each_drawn_images_note_under_it():
+    import torch
+
+    scenes = make_scenes(4, seed=3)
+    codes = torch.zeros(4, scenes.grid[0] * scenes.grid[1], 2)
+    codes[[1, 3], 0, 0] = 1.0                      # latent 0 fires on images 1 and 3 only
+    notes = [[f"image {n}" for n in range(4)]]
+    fig = show.show_latents(scenes, codes, [0], images_per_latent=3, notes=notes)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert texts == ["image 1", "image 3"]
+    with pytest.raises(ValueError, match="notes"):
+        show.show_latents(scenes, codes, [0], notes=[["one"]])
+    matplotlib.pyplot.close("all")

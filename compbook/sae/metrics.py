@@ -42,6 +42,16 @@ def mask_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     return inter / union.clamp_min(1)
 
 
+def image_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Each latent's IoU with its best candidate mask, image by image: (N, d_sae), NaN where the latent does not
+    fire on the image; :func:`latent_iou` is its mean over the images (chapter 14's slider shows it per image).
+
+    ``z_img`` (N, P, d_sae) codes; ``masks`` (N, C, P) bool candidate masks (as :func:`latent_iou`)."""
+    z_img = checks.tensor(z_img, "z_img")
+    iou = mask_iou(z_img, masks).amax(1)                              # (N, d): best candidate per image
+    return torch.where((z_img != 0).any(1), iou, torch.full_like(iou, float("nan")))
+
+
 def latent_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """Per-latent IoU (d_sae,) (NaN for a latent that never fires).
 

@@ -17,7 +17,10 @@ from .. import checks
 from ..stats import reread
 
 WIDTH = 7.0
-FONT = 8          # the smallest text in a figure, in points at WIDTH
+FONT = 8          # the smallest text in a figure (tick labels of a busy panel), in points at WIDTH
+LABEL = 9         # axis labels, tick labels, legends, a panel's small title
+TITLE = 10        # titles, captions and descriptions under images: text that is read
+RULE = 11         # every text of the reading-rule figure (short and wide, so shown smaller on the page)
 
 
 def pm(mean: float, half: float, signed: bool = False) -> str:
@@ -118,7 +121,7 @@ def show_scenes(scenes, idx, ncols: int = 4):
     fig, axes = _grid_axes(len(idx), ncols, side + text)
     for ax, i, words in zip(axes, idx, captions):
         ax.imshow(scenes.images[i], interpolation="nearest")
-        ax.set_title(words, fontsize=FONT + 2)     # captions are read: larger than tick labels
+        ax.set_title(words, fontsize=TITLE)     # captions are read: larger than tick labels
     height = fig.get_figheight()
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.01, top=1 - text / height, wspace=0.08,
                         hspace=text / side)       # the captions never run into the row above
@@ -157,16 +160,20 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     ax.contour(at, at, big, levels=[0.5], colors=colour, linewidths=1.8)
 
 
-def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None):
+def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None, notes=None):
     """For each latent (a row), the first images where it fires: its active patches in their true colours,
     outlined in magenta (:data:`ACTIVE`, a colour no object has), the other patches dimmed to grey
     (:data:`DIMMED`), so that an active background patch (white) differs from an inactive one (grey).
 
-    ``codes`` (N, P, d_sae) patch codes of ``scenes``.
+    ``codes`` (N, P, d_sae) patch codes of ``scenes``. ``notes``: per latent, N texts (one per image), each
+    drawn under its image where the image is shown (chapter 14: the latent's IoU in that image).
     """
+    if notes is not None and (len(notes) != len(latents) or any(len(n) != len(scenes) for n in notes)):
+        raise ValueError(f"notes: expected {len(latents)} rows of {len(scenes)} texts (one per latent, one per "
+                         "image)")
     active = np.asarray(codes != 0, dtype=np.float64)      # 1 where the latent fires on a patch, else 0
     fig, axes = plt.subplots(len(latents), images_per_latent, squeeze=False,
-                             figsize=(WIDTH, (WIDTH / images_per_latent + 0.35) * len(latents)))
+                             figsize=(WIDTH, (WIDTH / images_per_latent + 0.35 + 0.25 * (notes is not None)) * len(latents)))
     for r, j in enumerate(latents):
         where = np.flatnonzero(active[:, :, j].any(1))[:images_per_latent]
         for c in range(images_per_latent):
@@ -179,7 +186,10 @@ def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None
                 _outline(ax, active[n, :, j], scenes.grid, scenes.images[n].shape[0])
                 ax.set_xlim(-0.5, scenes.images[n].shape[1] - 0.5)
                 ax.set_ylim(scenes.images[n].shape[0] - 0.5, -0.5)
-        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=FONT + 2, loc="left")
+                if notes is not None:
+                    ax.text(0.5, -0.03, notes[r][n], transform=ax.transAxes, ha="center", va="top",
+                            fontsize=TITLE)
+        axes[r, 0].set_title(titles[r] if titles else f"latent {j}", fontsize=TITLE, loc="left")
     fig.tight_layout()
     return fig
 
@@ -227,14 +237,14 @@ def show_regions(scenes, idx, regions, title: str = ""):
         right.add_collection(LineCollection(segs, colors="white", linewidths=1.0))
         right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
         n = len(np.unique(lab))
-        left.set_title(f"scene {i}: {n} regions, borders over the image", fontsize=FONT + 1)
-        right.set_title(f"scene {i}: one colour per region;\nblack: the objects' patches", fontsize=FONT + 1)
+        left.set_title(f"scene {i}: {n} regions, borders over the image", fontsize=LABEL)
+        right.set_title(f"scene {i}: one colour per region;\nblack: the objects' patches", fontsize=LABEL)
         for ax in (left, right):
             ax.set_xlim(-1.5, size + 0.5)
             ax.set_ylim(size + 0.5, -1.5)
             ax.axis("off")
     if title:
-        fig.suptitle(title, fontsize=FONT + 2)
+        fig.suptitle(title, fontsize=TITLE)
     fig.tight_layout()
     return fig
 
@@ -289,9 +299,9 @@ def show_references(scenes, refs, masks, descriptions, title: str = "", crop: in
             ax.set_ylim(top + size + 0.5, top - 1.5)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=FONT + 2)
+        ax.set_xlabel(d.replace(" and ", "\nand "), fontsize=TITLE)
     if title:
-        fig.suptitle(title, fontsize=FONT + 2)
+        fig.suptitle(title, fontsize=TITLE)
     fig.tight_layout()
     return fig
 
@@ -348,12 +358,12 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
     for ax, c in zip(axes.flat, columns):
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
-            x = np.array(ks) * (1 + 0.06 * (i - 1))          # a small offset so the intervals do not overlap
-            line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=5, capsize=3,
-                               elinewidth=1.3, label=label(method_name(lam)))
-            ax.plot(np.repeat(x * 1.03, [int((g.k == k).sum()) for k in ks]),   # seeds just right of the mean
+            x = np.array(ks) * (1 + 0.13 * (i - 1))    # an offset per lambda: the intervals do not overlap
+            line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=2.5, lw=1.0,
+                               capsize=4, capthick=1.2, elinewidth=1.4, zorder=3, label=label(method_name(lam)))
+            ax.plot(np.repeat(x * 1.05, [int((g.k == k).sum()) for k in ks]),   # seeds right of the mean's bar
                     np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), "o", mfc="none",
-                    color=line.lines[0].get_color(), alpha=0.8, ms=5.5, mew=1.0)
+                    color=line.lines[0].get_color(), alpha=0.6, ms=3, mew=0.8, zorder=2)
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
         if ev_target is not None and c == "EV":
@@ -361,11 +371,11 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_title(c, fontsize=FONT + 2)
-        ax.set_xlabel("k", fontsize=FONT + 2)
-        ax.tick_params(labelsize=FONT + 1)
+        ax.set_title(c, fontsize=TITLE)
+        ax.set_xlabel("k", fontsize=TITLE)
+        ax.tick_params(labelsize=LABEL)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
+    fig.legend(handles, labels, fontsize=LABEL, loc="upper center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.9), w_pad=2.5)   # the legend above the panels, over no data; room between
     return fig
 
@@ -394,17 +404,17 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
             x = np.arange(len(saes)) + (j - 0.5) * 0.38
             ax.bar(x, [m for m, _ in stats], 0.36, yerr=[h for _, h in stats], capsize=3, color=colours[p],
                    label=p)
-        ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=FONT + 1)
-        ax.set_title(_PANELS.get(c, c), fontsize=FONT + 2)
+        ax.set_xticks(np.arange(len(saes)), [s.split(" (")[0] for s in saes], fontsize=LABEL)
+        ax.set_title(_PANELS.get(c, c), fontsize=TITLE)
         ax.set_ylim(0, 1.1)                       # room above 1: the paper's 0.988 stays visible
         ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
         ax.tick_params(labelsize=FONT)
     if paper:
         for p, rate in paper.items():
             axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1.5, label=f"the paper, {p}")
-    axes.flat[0].set_ylabel("share identified", fontsize=FONT + 1)
+    axes.flat[0].set_ylabel("share identified", fontsize=LABEL)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=FONT + 1, loc="upper center", ncol=len(labels), frameon=False)
+    fig.legend(handles, labels, fontsize=LABEL, loc="upper center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.88))       # the legend above the panels, over no data
     return fig
 
@@ -429,21 +439,21 @@ def plot_reading_rule(cases, paper_size: float = 1.0, paper_sign: int = 1,
         colour = colours[verdict.split()[0]]
         ax.errorbar(mean, y, xerr=half, fmt="o", capsize=4, color=colour, ms=5)
         ax.text(1.02, y, verdict.replace(" (", "\n("), transform=ax.get_yaxis_transform(), va="center",
-                fontsize=FONT + 3, color=colour)
+                fontsize=RULE, color=colour)
     p = paper_sign * paper_size
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(p / 2, color="grey", lw=0.8, ls=":")
     ax.axvline(p, color="grey", lw=0.8, ls="--")
-    ax.set_yticks(range(len(cases)), [c[0].replace(": ", ":\n", 1) for c in reversed(cases)], fontsize=FONT + 3)
+    ax.set_yticks(range(len(cases)), [c[0].replace(": ", ":\n", 1) for c in reversed(cases)], fontsize=RULE)
     ax.set_ylim(-0.6, len(cases) - 0.4)
-    ax.set_xlabel(xlabel, fontsize=FONT + 3)
+    ax.set_xlabel(xlabel, fontsize=RULE)
     low, high = ax.get_xlim()                     # 0, half and the whole paper's effect spread out
     low = min(low, -0.6 * paper_size if p > 0 else 1.6 * p)
     high = max(high, 1.6 * p if p > 0 else 0.6 * paper_size)
     ax.set_xlim(low, high)
     ticks, labels = _rule_ticks(low, high, p)
     ax.set_xticks(ticks, labels)
-    ax.tick_params(axis="x", labelsize=FONT + 3)
+    ax.tick_params(axis="x", labelsize=RULE)
     fig.subplots_adjust(left=0.21, right=0.66, bottom=1.0 / fig.get_figheight(), top=1 - 0.15 / fig.get_figheight())
     # room on the left for the cases' names and on the right for the readings
     return fig
