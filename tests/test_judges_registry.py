@@ -84,3 +84,30 @@ def test_chapter_judge_in_each_mode(monkeypatch):
     monkeypatch.delenv("COMPBOOK_JUDGE_SERVER")
     if config.device().type == "cpu":
         assert chapter_judge(fallback)[0] is fallback, "full mode without a GPU or a server: the CPU judge"
+
+
+def test_judge_labels_name_registered_judges_and_tell_them_apart():
+    # both CPU judges compare by SSIM: a label must say with what, and never be "the SSIM judge"
+    assert set(registry.JUDGE_LABELS) <= set(registry.JUDGES)
+    labels = list(registry.JUDGE_LABELS.values())
+    assert len(set(labels)) == len(labels)
+    assert "reference" in registry.JUDGE_LABELS["default"]
+    assert "own" in registry.JUDGE_LABELS["ssim"]
+    assert all("ssim" not in label.lower() for label in labels)
+
+
+def test_part_a_pages_name_the_judges_one_way():
+    """Chapters 5 and 6 and Part A's notes call the judges by their labels' names, never "the SSIM judge"."""
+    import json
+    import re
+    from pathlib import Path
+    chapters = Path(__file__).resolve().parents[1] / "chapters"
+    pages = [chapters / "05_emc2_bench.ipynb", chapters / "06_connectivity.ipynb",
+             *sorted(chapters.glob("notes_part_a_*.ipynb"))]
+    assert len(pages) >= 4 and all(p.exists() for p in pages), pages
+    short = {label.split(" (")[0] for label in registry.JUDGE_LABELS.values()}
+    assert short == {"default judge", "same-picture judge"}
+    for page in pages:
+        cells = json.loads(page.read_text())["cells"]
+        prose = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        assert not re.search(r"\bSSIM judge", prose, re.I), f"{page.name} says 'SSIM judge'"

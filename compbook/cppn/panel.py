@@ -23,15 +23,13 @@ import torch
 
 from .. import checks
 from ..stats import pooled_ci, wilson
+from .judges.registry import JUDGE_LABELS   # how pages name the judges  # noqa: F401
 
 SCORE_RES = 64
 #: Short names of the two judges of :func:`default_panel`, as tables show them (their names in
 #: :data:`compbook.cppn.judges.registry.JUDGES`).
 DEFAULT, SSIM = "default", "ssim"
 JUDGE_NAMES = (DEFAULT, SSIM)
-#: How pages name the two judges (chapter 6 and its notes): both compare by SSIM, so the name says with what.
-JUDGE_LABELS = {DEFAULT: "default judge (vs. reference picture)",
-                SSIM: "same-picture judge (vs. own unperturbed render)"}
 
 
 def score_row(verdicts, **labels) -> dict:

@@ -25,7 +25,7 @@ _EXPORTS = {
               "score_or_fall_back", "is_cache_file", "RENAMED_IDENTITIES", "current_identity", "former_identities"),
     "vlm": ("VLMJudge", "vlm_identity", "parse_yes_no", "final_answer", "read_answer", "DEFAULT_MODEL",
             "DEFAULT_PROMPT"),
-    "registry": ("JUDGES", "make_judge", "make_judges", "chapter_judge", "JUDGE_SERVER_VARIABLE"),
+    "registry": ("JUDGES", "JUDGE_LABELS", "make_judge", "make_judges", "chapter_judge", "JUDGE_SERVER_VARIABLE"),
     "server": ("ServerJudge", "server_identity"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

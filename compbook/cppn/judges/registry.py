@@ -19,6 +19,8 @@ verdicts in ``data/judge_cache/``.
   weights, so a GPU); keyword arguments go to :class:`~.vlm.VLMJudge`;
 * ``"server"``: the same question to any OpenAI-compatible server (:class:`~.server.ServerJudge`: vLLM, SGLang,
   ``transformers serve``); needs ``base_url`` and ``model``.
+
+:data:`JUDGE_LABELS` holds the one name every page gives the ``"default"`` and ``"ssim"`` judges.
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ JUDGES: dict[str, Callable] = {
     "vlm": _vlm,
     "server": _server,
 }
+
+
+#: How pages name the two CPU judges they set side by side (chapters 5-9 and their notes): judge name -> label.
+#: Both compare by SSIM, so a label says with what. Prose uses the label's first words ("default judge",
+#: "same-picture judge"), tables and legends the whole label.
+JUDGE_LABELS = {"default": "default judge (vs. reference picture)",
+                "ssim": "same-picture judge (vs. own unperturbed render)"}
 
 
 def make_judge(name: str, **options):
