@@ -152,6 +152,24 @@ def test_peak_set_and_predictor_verdict():
         claims.predictor_verdict(4, [5], depths)
 
 
+def test_near_depths():
+    depths = [1, 2, 4, 8, 12, 16]
+    assert claims.near_depths(8, depths) == [8]
+    assert claims.near_depths(10, depths[::-1]) == [8, 12]
+    with pytest.raises(ValueError, match="predicted"):
+        claims.near_depths(21, depths)
+
+
+def test_verdict_grid():
+    rows = [dict(claim=c, judge=j, verdict=f"{c}/{j}") for j in ("default", "ssim") for c in ("b", "a")]
+    grid = claims.verdict_grid(rows, {"ssim": "same-picture judge"})
+    assert list(grid.index) == ["b", "a"]          # reading order, not sorted
+    assert list(grid.columns) == ["default", "same-picture judge"]
+    assert grid.loc["a", "same-picture judge"] == "a/ssim"
+    with pytest.raises(ValueError, match="verdicts"):
+        claims.verdict_grid([{"claim": "a"}])
+
+
 def test_counting_claims_one_row_per_rule_policy_judge_and_the_verdict_rule():
     from compbook.cppn.audit import counting
     counted = counting.load()

@@ -215,6 +215,34 @@ def peak_set(freq: dict, level: float = 0.95) -> list[int]:
     return sorted(out)
 
 
+def near_depths(predicted: int, depths: Sequence[int]) -> list[int]:
+    """The swept depths that stand for a predicted depth (chapter 7): ``[predicted]`` if it was swept, else
+    the two swept depths around it. A prediction outside ``depths`` (ints >= 1, shape ``(D,)``) is a
+    ValueError: no swept depth stands for it."""
+    predicted = checks.integer(predicted, "predicted")
+    d = sorted(int(x) for x in checks.integers(depths, "depths", 1, ndim=1))
+    if not d or not d[0] <= predicted <= d[-1]:
+        raise ValueError(f"predicted must lie within depths {d}, got {predicted}")
+    if predicted in d:
+        return [predicted]
+    return [max(x for x in d if x < predicted), min(x for x in d if x > predicted)]
+
+
+def verdict_grid(verdicts: Sequence[dict], names: dict | None = None):
+    """Verdict rows (``claim``, ``judge``, ``verdict``; a ``chapterN_claims`` list) as a table: one row per
+    claim in reading order, one column per judge, renamed by ``names`` (judge -> column name)."""
+    import pandas as pd
+    checks.sequence(verdicts, "verdicts", 1)
+    for r in verdicts:
+        if not isinstance(r, dict) or not {"claim", "judge", "verdict"} <= set(r):
+            raise ValueError(f"verdicts: each needs claim, judge and verdict, got {r!r:.80}")
+    order = list(dict.fromkeys(r["claim"] for r in verdicts))
+    judges = list(dict.fromkeys(r["judge"] for r in verdicts))
+    grid = pd.DataFrame(verdicts).pivot(index="claim", columns="judge", values="verdict")
+    grid = grid.reindex(index=order, columns=judges).rename_axis(index=None, columns=None)
+    return grid.rename(columns=names or {})
+
+
 def predictor_verdict(predicted: int, peaks: Sequence[int], depths: Sequence[int]) -> str:
     """The PNG line's depth against the 95% set of bootstrap peaks (:func:`peak_set`) of a sweep over
     ``depths`` (our rule). A prediction outside the swept range cannot be tested: inconclusive. Inside, it
@@ -228,7 +256,7 @@ def predictor_verdict(predicted: int, peaks: Sequence[int], depths: Sequence[int
     d = sorted(depths)
     if not d[0] <= predicted <= d[-1]:
         return INCONCLUSIVE
-    near = {predicted} if predicted in d else {max(x for x in d if x < predicted), min(x for x in d if x > predicted)}
+    near = set(near_depths(predicted, d))
     if set(peaks) <= near:
         return REPRODUCED
     return NOT_REPRODUCED if not set(peaks) & near else INCONCLUSIVE
