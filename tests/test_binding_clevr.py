@@ -1,4 +1,5 @@
-"""compbook.binding.clevr: chapter 10's chance levels and swappable scenes, against a naive simulation."""
+"""compbook.binding.clevr: chapter 10's chance levels and swappable scenes, against a naive simulation;
+chapter 12's held-out embeddings, against encoding the scenes directly."""
 
 import numpy as np
 import pytest
@@ -77,3 +78,33 @@ def test_scene_embeddings_match_encoding_directly():
 def test_scene_embeddings_bad_input(pairs):
     with pytest.raises(ValueError, match="pairs"):
         clevr.scene_embeddings(pairs)
+
+
+def test_held_out_embeddings_match_encoding_the_scenes_directly():
+    stack, setup, _ = clevr.load_or_train(False)
+    sets = clevr.scene_sets(setup)
+    (v_train, z_train), (v_test, z_test) = clevr.held_out_embeddings(False, sets)
+    space = S.clevr2d()
+    for part, values, z in (("train", v_train, z_train), ("test", v_test, z_test)):
+        pairs = np.asarray(sets[part])
+        assert values.shape == (len(pairs), 2, len(space.concepts)) and z.shape[0] == len(pairs)
+        head = stack.encode_images(S.render_images(space, pairs[:4], res=setup.res))[0].numpy()
+        np.testing.assert_allclose(z[:4], head, rtol=1e-5, atol=1e-6)
+    held = set(np.asarray(sets["test_objects"]).tolist())
+    assert held and not held & set(np.asarray(sets["train"]).ravel().tolist()), \
+        "a held-out object appears in a training scene"
+
+
+def test_held_out_embeddings_use_the_sets_as_given():
+    stack, setup, _ = clevr.load_or_train(False)
+    space = S.clevr2d()
+    given = {"train": np.array([[0, 5], [3, 3]]), "test": np.array([[7, 1], [2, 9], [4, 4]])}
+    (v_train, z_train), (v_test, z_test) = clevr.held_out_embeddings(False, given)
+    for pairs, values, z in ((given["train"], v_train, z_train), (given["test"], v_test, z_test)):
+        np.testing.assert_array_equal(values, space.object_values(pairs))
+        head = stack.encode_images(S.render_images(space, pairs, res=setup.res))[0].numpy()
+        np.testing.assert_allclose(z, head, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="sets"):
+        clevr.held_out_embeddings(False, {"train": given["train"]})
+    with pytest.raises(ValueError, match="pairs"):
+        clevr.held_out_embeddings(False, {"train": given["train"], "test": np.array([[0, 99]])})

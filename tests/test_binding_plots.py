@@ -139,22 +139,6 @@ def test_swap_test_sketch_is_legible_and_its_swaps_recombine_the_scenes_values()
     plt.close(fig)
 
 
-def test_held_out_embeddings_match_encoding_the_scenes_directly():
-    from compbook import scenes as S
-    from compbook.binding import clevr
-    (v_train, z_train), (v_test, z_test), sets = clevr.held_out_embeddings(False)
-    stack, setup, _ = clevr.load_or_train(False)
-    space = S.clevr2d()
-    for part, values, z in (("train", v_train, z_train), ("test", v_test, z_test)):
-        pairs = np.asarray(sets[part])
-        assert values.shape == (len(pairs), 2, len(space.concepts)) and z.shape[0] == len(pairs)
-        head = stack.encode_images(S.render_images(space, pairs[:4], res=setup.res))[0].numpy()
-        np.testing.assert_allclose(z[:4], head, rtol=1e-5, atol=1e-6)
-    held = set(np.asarray(sets["test_objects"]).tolist())
-    assert held and not held & set(np.asarray(sets["train"]).ravel().tolist()), \
-        "a held-out object appears in a training scene"
-
-
 def test_recognition_figure_draws_each_splits_own_chance_across_its_bar():
     rows = [{"model": k, "scenes": s, "concept": 0.5, "object": 0.3}
             for k in ("plain", "swap") for s in ("train", "test")]

@@ -201,19 +201,24 @@ def _trained(setup: Setup, swap_negatives: bool, path):
     return result.stack, setup, info
 
 
-def held_out_embeddings(swap_negatives: bool):
-    """Chapter 12's reading of chapter 10's stored encoders: ``(train, test, sets)``, where ``train`` and
-    ``test`` are ``(values, embeddings)`` of the scenes of train objects and of held-out objects (values
-    (S, 2, C) slot-concept indices, embeddings (S, D) from the first stored model's image encoder) and ``sets``
-    the :func:`scene_sets` they come from."""
+def held_out_embeddings(swap_negatives: bool, sets: dict):
+    """Chapter 12's reading of chapter 10's stored encoders on the given scene sets: ``(train, test)``, each
+    ``(values, embeddings)`` of the scenes ``sets["train"]`` and ``sets["test"]`` (each (S, 2) object-id pairs,
+    e.g. from :func:`scene_sets`): values (S, 2, C) slot-concept indices, embeddings (S, D) from the first
+    stored model's image encoder (only that model is run)."""
+    checks.mapping(sets, "sets")
+    missing = [k for k in ("train", "test") if k not in sets]
+    if missing:
+        raise ValueError(f"sets: needs the keys 'train' and 'test' (as scene_sets gives), missing {missing}")
     stack, setup, _ = load_or_train(swap_negatives)
-    space, sets = S.clevr2d(), scene_sets(setup)
-    out = []
+    first = DualStack(stack.cfg, 1, stack.seed, params={k: v[:1] for k, v in stack.params.items()},
+                      device=stack.device)
+    space, out = S.clevr2d(), []
     for part in ("train", "test"):
-        pairs = np.asarray(sets[part])
-        z = stack.encode_images(S.render_images(space, pairs, res=setup.res))[0].numpy()   # the first model
+        pairs = _pairs(sets[part], min_size=1)
+        z = first.encode_images(S.render_images(space, pairs, res=setup.res))[0].numpy()
         out.append((space.object_values(pairs), z))
-    return out[0], out[1], sets
+    return out[0], out[1]
 
 
 def scene_embeddings(pairs, untrained_seed: int = 7) -> dict:

@@ -79,8 +79,8 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
                 if h < 0.05:
                     ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
-                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
-                            rotation=90)
+                    above += 0.06 * j              # staggered: two stubs side by side stay apart
+                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k")
             for i, (xi, m) in enumerate(zip(xs, measures)):
                 if m in chance[split]:
                     ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=2.5, zorder=3,
