@@ -110,7 +110,28 @@ def test_swap_test_figure_labels_its_inset_and_keeps_its_ticks_clear():
     boxes = [c for ax in fig.axes for c in ax.get_children() if isinstance(c, InsetIndicator)]
     assert len(boxes) == 2 and all(b.rectangle.get_visible() for b in boxes), "the magnified box is marked"
     assert not [ln for b in boxes for ln in b.connectors if ln.get_visible()], "a connector crosses the ticks"
+    renderer = fig.canvas.get_renderer()
+    for ins in insets:
+        title, panel = ins.title.get_window_extent(renderer), ins.axes.get_window_extent(renderer)
+        parent = next(ax for ax in fig.axes if ins in ax.child_axes).get_window_extent(renderer)
+        assert parent.x0 <= title.x0 and title.x1 <= parent.x1, "the inset's title crosses its panel's frame"
+        assert panel.x0 <= title.x0 and title.x1 <= panel.x1, "the inset's title is wider than the inset"
     plt.close(fig)
+
+
+def test_grouped_bar_positions_centre_each_group_and_fill_the_span():
+    xs, w = plots.grouped_bar_positions(3, 2, 0.8)
+    assert w == pytest.approx(0.4) and len(xs) == 2
+    np.testing.assert_allclose(xs[0], [-0.2, 0.8, 1.8])
+    np.testing.assert_allclose(xs[1], [0.2, 1.2, 2.2])
+    np.testing.assert_allclose((xs[0] + xs[1]) / 2, [0, 1, 2])       # each group centred on its tick
+    one, w1 = plots.grouped_bar_positions(2, 1, 0.5)
+    np.testing.assert_allclose(one[0], [0, 1])
+    assert w1 == 0.5
+    for bad in ({"n_groups": 0}, {"n_bars": 0}, {"span": 0}, {"span": 1.5}):
+        args = {"n_groups": 2, "n_bars": 2, "span": 0.8} | bad
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            plots.grouped_bar_positions(**args)
 
 
 def test_held_out_grid_draws_every_object_once_and_marks_the_held_out():
@@ -157,6 +178,8 @@ def test_recognition_figure_draws_each_splits_own_chance_across_its_bar():
                      for b, (sp, m) in zip(bars, [(sp, m) for sp in ("train", "test") for m in ("concept", "object")])
                      if chance[sp][m] < 0.05)
         assert marks == low, "a chance under 0.05 without its triangle above it"
+        named = [l.get_label() for l in ax.lines if not l.get_label().startswith("_")]
+        assert named == ["chance near 0"], "the triangle is named once per panel"
     with pytest.raises(ValueError, match="test"):
         plots.recognition_figure(pd.DataFrame(rows), {"concept": "concepts"}, {"train": chance["train"]})
     plt.close("all")

@@ -51,6 +51,17 @@ def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
     return im
 
 
+def grouped_bar_positions(n_groups: int, n_bars: int, span: float) -> tuple[list[np.ndarray], float]:
+    """Where grouped bars go (chapters 10 and 12): ``n_groups`` groups centred on 0, 1, ..., each of ``n_bars``
+    bars side by side filling ``span`` (in (0, 1]) of the unit between groups. Returns ``(xs, width)``: ``xs[j]``
+    the (n_groups,) centres of bar j in every group, ``width`` one bar's width."""
+    checks.integer(n_groups, "n_groups", 1)
+    checks.integer(n_bars, "n_bars", 1)
+    checks.real(span, "span", 0, 1, low_open=True)
+    width = span / n_bars
+    return [np.arange(n_groups) + (j - (n_bars - 1) / 2) * width for j in range(n_bars)], width
+
+
 def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
@@ -67,12 +78,11 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
         raise ValueError(f"chance: need a dict per split, missing {missing}")
     fig, axes = plt.subplots(1, len(kinds), figsize=(width, 3.4), sharey=True, squeeze=False,
                              layout="constrained")
-    w = 0.7 / len(splits)
-    x = np.arange(len(measures))
+    positions, w = grouped_bar_positions(len(measures), len(splits), 0.7)
     for ax, kind in zip(axes[0], kinds):
         rows = table[table["model"] == kind].set_index("scenes")
-        for j, split in enumerate(splits):
-            xs = x + (j - (len(splits) - 1) / 2) * w
+        marked = False                       # the "chance near 0" triangle is labelled once per panel
+        for j, (split, xs) in enumerate(zip(splits, positions)):
             heights = [rows.loc[split, m] for m in measures]
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
             for xi, h, m in zip(xs, heights, measures):
@@ -87,8 +97,9 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
                               label="chance" if i == 0 and j == 0 else None)
                     if chance[split][m] < 0.05:          # a line on the axis hides: point to it
                         ax.plot(xi, chance[split][m] + 0.045, "kv", ms=6, zorder=4,
-                                label="chance near 0" if not ax.lines else None)
-        ax.set_xticks(x, list(measures.values()), fontsize=9)
+                                label=None if marked else "chance near 0")
+                        marked = True
+        ax.set_xticks(range(len(measures)), list(measures.values()), fontsize=9)
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=10)
@@ -295,12 +306,11 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
     left.set_title("controlled models (tokens)" + ("" if image_coverage is None else "\n"), fontsize=10)
     recipes = list(dict.fromkeys(images["trained"]))
     widths = sorted(images["width"].unique())
-    step = 0.8 / len(widths)
-    for k, w in enumerate(widths):
+    positions, step = grouped_bar_positions(len(recipes), len(widths), 0.8)
+    for k, (w, xs) in enumerate(zip(widths, positions)):
         rows = images[images["width"] == w].groupby("trained")["object"].mean()
         shade = plt.cm.Greens(0.4 + 0.5 * k / max(len(widths) - 1, 1))
-        right.bar(np.arange(len(recipes)) + (k - (len(widths) - 1) / 2) * step, [rows[r] for r in recipes],
-                  step, color="k" if w == 0 else shade, zorder=2,
+        right.bar(xs, [rows[r] for r in recipes], step, color="k" if w == 0 else shade, zorder=2,
                   label=None if w == 0 else f"MLP, width {w:,}")
     right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
     right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=10)
@@ -373,7 +383,9 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins = ax.inset_axes([0.37, 0.4, 0.61, 0.47])
     _swap_curves(ins, rest, bars=False)
     ins.set_ylim(0, 1.15 * top)
-    ins.set_title("grey box, magnified", fontsize=10, pad=2)
+    ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
+    for spine in ins.spines.values():
+        spine.set_edgecolor("0.5")               # grey, as the box it magnifies
     ins.tick_params(labelsize=10)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
     lo, hi = float(rest.index[0]), float(rest.index[-1])
