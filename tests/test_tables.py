@@ -142,6 +142,24 @@ def test_target_summary_against_the_closed_form():
     assert math.isclose(row["log10 rho peak"], volume_ratio.log_rho(skull, skull.width, skull.depth) / math.log(10))
 
 
+def test_edge_budget_adds_up_and_matches_the_closed_form():
+    b = tables.edge_budget("skull", 0.5)
+    genome = picbreeder.load_genome("skull")
+    skull = volume_ratio.dag_from_genome(genome)
+    parts = ("genome links", "carry edges", "read-out edges")
+    assert b["target edges"] == sum(b[f"of them: {k}"] for k in parts)
+    # every carry and read-out edge is a layerizing copy weight
+    copies = picbreeder.copy_weight_masks(picbreeder.layerize(genome, False))
+    assert b["of them: carry edges"] + b["of them: read-out edges"] == sum(int(c.sum()) for c in copies)
+    # U(L*) is the width decay rate in halvings; at p = 1/2 every pinned edge is one halving
+    rate = volume_ratio.width_decay_rate(skull, skull.depth, 0.5) / math.log(2)
+    assert math.isclose(b["units reading a hidden layer U(L*)"], rate)
+    N, E = b["possible edges at (W_min, L*)"], b["target edges"]
+    assert N > E and -b["log10 rho at (W_min, L*)"] * math.log2(10) <= N
+    with pytest.raises(ValueError, match="name"):
+        tables.edge_budget(3)
+
+
 def test_etf_table_flags_a_frame_that_is_not_an_etf():
     t = tables.etf_table()
     assert len(t) == 11 and (t["|difference|"] < 1e-9).all()

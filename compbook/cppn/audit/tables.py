@@ -9,7 +9,7 @@ A chapter calls one function per table instead of picking keys out of JSON itsel
   build the stored runs' tables (:func:`chapter6_fer`, :func:`chapter7_fer`, :func:`chapter8_fer`: the same with
   FER's networks), :func:`pruning_table`, :func:`optimizer_table`, :func:`unknown_table`,
   :func:`depth_table` the live ones;
-* :func:`rho_checks` and :func:`target_summary` (chapter 3), :func:`etf_table` (chapter 4).
+* :func:`rho_checks`, :func:`edge_budget` and :func:`target_summary` (chapter 3), :func:`etf_table` (chapter 4).
 """
 
 from __future__ import annotations
@@ -238,6 +238,32 @@ def rho_check_view(table: pd.DataFrame) -> pd.DataFrame:
                          "rho, closed form": [f"{v:.4g}" for v in t.closed_form],
                          "enumerated / closed form": (t.enumerated / t.closed_form).round(4),
                          "Monte Carlo / closed form": (t.monte_carlo / t.closed_form).round(3)})
+
+
+def edge_budget(name: str, p: float = 0.5) -> pd.Series:
+    """Chapter 3: one Picbreeder target's layered DAG counted at its peak ``(W_min, L*)``.
+
+    A Series: inputs / outputs, hidden widths, the target's edges split into genome links, carry edges (copies
+    of a value one layer up) and read-out edges, W_min, L*, the live units that read a hidden layer
+    (``U(L*) = w_2 + ... + w_{L*} + n_out``), the network's possible edges and ``log10 rho`` there
+    (one decimal)."""
+    from .. import picbreeder
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a target's name (a str), got {name!r}")
+    genome = picbreeder.load_genome(name)
+    t = volume_ratio.dag_from_genome(genome)
+    n_read = int(t.masks[-1].sum())
+    shapes = volume_ratio.network_shapes(t, t.width, t.depth)
+    return pd.Series({
+        "inputs / outputs": f"{t.n_in} / {t.n_out}",
+        "hidden widths": ", ".join(str(w) for w in t.widths),
+        "target edges": t.n_edges, "of them: genome links": len(genome.links),
+        "of them: carry edges": t.n_edges - len(genome.links) - n_read, "of them: read-out edges": n_read,
+        "widest layer W_min": t.width, "hidden layers L*": t.depth,
+        "units reading a hidden layer U(L*)": sum(t.widths[1:]) + t.n_out,
+        "possible edges at (W_min, L*)": sum(o * i for o, i in shapes),
+        "log10 rho at (W_min, L*)": round(volume_ratio.log_rho(t, t.width, t.depth, p) / math.log(10), 1)},
+        name=name, dtype=object)
 
 
 def target_summary(names: Sequence[str] = ("skull", "butterfly", "apple"), p: float = 0.5) -> pd.DataFrame:
