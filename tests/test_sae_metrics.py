@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from compbook.sae.metrics import image_iou, latent_iou, miou
+from compbook.sae.metrics import chance_miou, image_iou, latent_iou, miou
 
 
 def loop_iou(z, masks):
@@ -73,3 +73,25 @@ def test_region_purity():
     assert region_purity(torch.tensor([[0, 0, 1, 1, 2, 2]]), labels) == 1.0
     assert region_purity(torch.tensor([[0, 0, 0, 1, 1, 1]]), labels) == pytest.approx(4 / 6)
     assert region_purity(torch.zeros(1, 6, dtype=torch.long), labels) == pytest.approx(2 / 6)
+
+
+def test_chance_miou_keeps_counts_and_falls_below_aligned_latents():
+    masks = torch.zeros(40, 2, 16, dtype=torch.bool)
+    masks[:, 0, :4] = True                               # an object on the first 4 patches
+    masks[:, 1, 4:] = True                               # the background
+    z = torch.zeros(40, 16, 2)
+    z[:, :4, 0] = 1.0                                    # latent 0 fits the object exactly
+    z[:, :, 1] = 1.0                                     # latent 1 fires everywhere: moving it changes nothing
+    assert miou(z, masks) == pytest.approx((1 + 12 / 16) / 2)
+    chance = chance_miou(z, masks, seed=1)
+    assert chance < miou(z, masks) - 0.1
+    assert chance == chance_miou(z, masks, seed=1)       # the seed fixes the draw
+    full = chance_miou(z[:, :, 1:], masks)
+    assert full == pytest.approx(12 / 16)
+
+
+def test_chance_miou_bad_input():
+    with pytest.raises(ValueError, match="z_img"):
+        chance_miou(torch.zeros(3, 4), torch.zeros(3, 1, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="seed"):
+        chance_miou(torch.zeros(1, 4, 2), torch.zeros(1, 1, 4, dtype=torch.bool), seed=-1)

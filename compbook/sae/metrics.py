@@ -72,6 +72,19 @@ def miou(z_img: torch.Tensor, masks: torch.Tensor) -> float:
     return float(iou[~iou.isnan()].mean()) if (~iou.isnan()).any() else float("nan")
 
 
+def chance_miou(z_img: torch.Tensor, masks: torch.Tensor, seed: int = 0) -> float:
+    """Chance level of :func:`miou` (chapter 14): the same codes with each latent's active patches moved to
+    random places in each image (as many as before, drawn anew per image and latent), scored the same way.
+
+    ``z_img`` (N, P, d_sae) codes; ``masks`` (N, C, P) bool candidate masks (as :func:`latent_iou`)."""
+    z_img = checks.tensor(z_img, "z_img")
+    if z_img.ndim != 3:
+        raise ValueError(f"z_img: expected a (N, P, d_sae) tensor, got shape {tuple(z_img.shape)}")
+    g = torch.Generator().manual_seed(checks.seed(seed))
+    order = torch.rand(z_img.shape, generator=g).argsort(1)          # a random patch order per image, latent
+    return miou(torch.gather(z_img, 1, order), masks)
+
+
 def sae_report(sae, x: torch.Tensor, z_img: torch.Tensor | None = None, masks: torch.Tensor | None = None) -> dict:
     """EV, L0 and dead-latent fraction of ``sae`` on tokens ``x`` (M, d_in), plus mIoU when patches are given
     (``z_img`` and ``masks`` together)."""

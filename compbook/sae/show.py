@@ -157,7 +157,8 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     big = np.kron(np.asarray(patch_mask, float).reshape(grid), np.ones((h, h)))
     big = np.pad(big, 1)      # closed outlines at the image's edge too
     at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
-    ax.contour(at, at, big, levels=[0.5], colors=colour, linewidths=1.8)
+    for c, lw in (("white", 4.5), (colour, 2.6)):   # a white halo: the outline shows on grey and on colour
+        ax.contour(at, at, big, levels=[0.5], colors=c, linewidths=lw)
 
 
 def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None, notes=None):
@@ -232,7 +233,7 @@ def show_regions(scenes, idx, regions, title: str = ""):
         segs = _region_edges(lab, h)
         left.imshow(scenes.images[i], interpolation="nearest")
         right.imshow(np.kron(lab, np.ones((h, h))), cmap=cmap, vmin=-0.5, vmax=19.5, interpolation="nearest")
-        for colour, lw in (("white", 3.0), ("magenta", 1.4)):   # no object is magenta
+        for colour, lw in (("black", 3.2), ("white", 1.4)):   # white on black: shows on every object colour
             left.add_collection(LineCollection(segs + frame, colors=colour, linewidths=lw))
         right.add_collection(LineCollection(segs, colors="white", linewidths=1.0))
         right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
@@ -344,7 +345,8 @@ def _mean_half(values) -> tuple[float, float]:
 def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | None = None,
                ev_target: float | None = None):
     """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
-    t-interval as error bars, seeds as dots). ``study``: :func:`compbook.sae.studies.study.study_table` rows; the column
+    t-interval as error bars; each lambda's points shifted sideways so
+    that they do not overlap). ``study``: :func:`compbook.sae.studies.study.study_table` rows; the column
     ``"L0 (% of k)"`` is L0 on image patches as a percentage of k (as the chapter's prose gives it). ``chosen_k``
     is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
     from .experiment import method_name
@@ -359,11 +361,8 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
             x = np.array(ks) * (1 + 0.13 * (i - 1))    # an offset per lambda: the intervals do not overlap
-            line = ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=2.5, lw=1.0,
-                               capsize=4, capthick=1.2, elinewidth=1.4, zorder=3, label=label(method_name(lam)))
-            ax.plot(np.repeat(x * 1.05, [int((g.k == k).sum()) for k in ks]),   # seeds right of the mean's bar
-                    np.concatenate([g[g.k == k][c].to_numpy(float) for k in ks]), "o", mfc="none",
-                    color=line.lines[0].get_color(), alpha=0.6, ms=3, mew=0.8, zorder=2)
+            ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=2.5, lw=1.0,
+                        capsize=4, capthick=1.2, elinewidth=1.4, zorder=3, label=label(method_name(lam)))
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
         if ev_target is not None and c == "EV":
