@@ -386,11 +386,13 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
     for spine in ins.spines.values():
         spine.set_edgecolor("0.5")               # grey, as the box it magnifies
-    ins.tick_params(labelsize=10)
+    ins.tick_params(labelsize=11)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
     lo, hi = float(rest.index[0]), float(rest.index[-1])
     ticks = [t for t in (0.3, 0.6, 0.9) if lo <= t <= hi] or [lo, hi]
     ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # few, evenly spaced
+    pad = 0.08 * (hi - lo)                       # whole end markers, end ticks off the edge
+    ins.set_xlim(lo - pad, hi + pad)
     ins.set_xlabel("coverage", fontsize=10, labelpad=1)
     box = ax.indicate_inset_zoom(ins, edgecolor="0.5")
     for line in getattr(box, "connectors", None) or box[1]:   # matplotlib >= 3.10, or older

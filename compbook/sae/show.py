@@ -318,7 +318,7 @@ def top_words_said(words) -> str:
 
 def show_interpretation(scenes, z_img, row, hierarchical: bool = True, crop: int | None = None):
     """One row of :func:`compbook.sae.interpret.interpret`: the references with the latent's region (none when
-    ``hierarchical`` is False), the descriptions, and in the title the truth, the synthesised concepts and the
+    ``hierarchical`` is False), the descriptions, and in the title the truth, the summarised concepts and the
     words of the caption tokens where the latent fires hardest (the text concept is read from them). ``crop``:
     zoom each tile on its region (:func:`show_references`)."""
     import torch
@@ -330,7 +330,7 @@ def show_interpretation(scenes, z_img, row, hierarchical: bool = True, crop: int
     reading = "hierarchical reading" if hierarchical else "direct reading (whole images, no region)"
     words = list(row["top words"])
     title = (f"{reading} of latent {row['latent']}; truth: {row['truth']}\n"
-             f"synthesised: image concept {row['image concept']} | text concept {row['text concept']}\n"
+             f"summarised: image concept {row['image concept']} | text concept {row['text concept']}\n"
              f"words of the {len(words)} caption token{'' if len(words) == 1 else 's'} where it fires most: "
              f"{top_words_said(words)}")
     return show_references(scenes, row["references"], masks if hierarchical else 0 * masks,
@@ -407,7 +407,7 @@ def plot_identification(ident, paper: dict | None = None, columns=("identified",
         ax.set_title(_PANELS.get(c, c), fontsize=TITLE)
         ax.set_ylim(0, 1.1)                       # room above 1: the paper's 0.988 stays visible
         ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
-        ax.tick_params(labelsize=FONT)
+        ax.tick_params(labelsize=FONT, labelleft=True)   # every panel labels the shared axis
     if paper:
         for p, rate in paper.items():
             axes.flat[0].axhline(rate, color=colours.get(p, "grey"), ls="--", lw=1.5, label=f"the paper, {p}")
