@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from compbook.cppn import picbreeder, train
+from compbook.cppn import optim, picbreeder, train
 from compbook.cppn.network import uniform_cppn
 from compbook.cppn.optim import NS_COEFFICIENTS, Muon, muon, newton_schulz, shape_scale
 
@@ -157,3 +157,26 @@ def test_masked_weights_stay_zero_under_muon_fit_many(target):
             assert torch.equal(mask, m0)
             assert torch.all(w[mask == 0] == 0)
     assert (r.final_loss < r.losses[0]).all()
+
+
+def test_largest_rise_finds_the_step_and_the_seeds_that_rose():
+    import numpy as np
+    L = np.ones((10, 3))
+    L[6, 2] = 2.0        # one seed jumps at step 6
+    L[3] = 1.2           # every seed rises a little at step 3
+    r = optim.largest_rise(L)
+    assert r["step"] == 6 and r["rose"] == [2]
+    assert r["mean_ratio"] == pytest.approx(4 / 3)
+    r = optim.largest_rise(L[:6])
+    assert r["step"] == 3 and r["rose"] == [0, 1, 2]
+    assert optim.largest_rise(L, start=7)["rose"] == []
+
+
+def test_largest_rise_validates():
+    import numpy as np
+    with pytest.raises(ValueError, match="losses"):
+        optim.largest_rise(np.ones(5))
+    with pytest.raises(ValueError, match="losses"):
+        optim.largest_rise(np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="start"):
+        optim.largest_rise(np.ones((5, 2)), start=4)

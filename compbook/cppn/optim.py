@@ -188,3 +188,25 @@ def against_torch_muon(steps: int = 10, shape=(22, 8), seed: int = 1, **settings
     ours32 = trajectory(lambda ps: Muon(ps, **settings))
     return {"moved": float((ref - w0).abs().max()), "bfloat16": float((ours16 - ref).abs().max()),
             "float32": float((ours32 - ref).abs().max())}
+
+
+def largest_rise(losses, start: int = 0) -> dict:
+    """Chapter 8: where the mean training loss rises most in one step, and which seeds rose there.
+
+    ``losses`` has shape ``(steps, seeds)``, one loss per step and seed. Looking from step ``start`` on, finds
+    the step ``t`` whose mean loss over seeds grew most over step ``t - 1``. Returns ``step`` (``t``),
+    ``mean_ratio`` (mean at ``t`` over mean at ``t - 1``), ``ratios`` (each seed's own ratio, shape
+    ``(seeds,)``) and ``rose`` (the seeds whose own loss grew, ratio above 1).
+    """
+    import numpy as np
+
+    L = np.asarray(losses, dtype=float)
+    if L.ndim != 2 or L.shape[0] < 2 or L.shape[1] < 1 or not np.isfinite(L).all() or (L <= 0).any():
+        raise ValueError(f"losses: need positive finite values of shape (steps >= 2, seeds), got shape {L.shape}")
+    if not 0 <= start < L.shape[0] - 1:
+        raise ValueError(f"start must lie in [0, {L.shape[0] - 2}], got {start}")
+    mean = L.mean(axis=1)
+    t = start + 1 + int(np.argmax(mean[start + 1:] / mean[start:-1]))
+    ratios = L[t] / L[t - 1]
+    return dict(step=t, mean_ratio=float(mean[t] / mean[t - 1]), ratios=ratios,
+                rose=[int(k) for k in np.flatnonzero(ratios > 1)])
