@@ -67,7 +67,7 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
     label on the axis); ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
-    split's scenes}, drawn as a black line across each bar (with a black triangle above it when under 0.05,
+    split's scenes}, drawn as a thin dashed black line across each bar (with a black triangle above it when under 0.05,
     where the line would hide on the axis). A bar too short to see gets a minimum stub and its
     value written on it; the legend sits below the panels, off the data.
     """
@@ -90,11 +90,12 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
                     ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
                     above += 0.06 * j              # staggered: two stubs side by side stay apart
-                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k")
+                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
+                            rotation=90)           # upright: as narrow as its bar, clear of the next
             for i, (xi, m) in enumerate(zip(xs, measures)):
                 if m in chance[split]:
-                    ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=2.5, zorder=3,
-                              label="chance" if i == 0 and j == 0 else None)
+                    ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=1.2, ls=(0, (2, 1.5)),
+                              zorder=3, label="chance" if i == 0 and j == 0 else None)   # thin: a bar's top shows
                     if chance[split][m] < 0.05:          # a line on the axis hides: point to it
                         ax.plot(xi, chance[split][m] + 0.045, "kv", ms=6, zorder=4,
                                 label=None if marked else "chance near 0")
