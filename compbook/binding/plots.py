@@ -301,10 +301,10 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         left.axvline(image_coverage, color="0.5", ls=":", lw=1.4, zorder=1, label="chapter 10's coverage")
     if controlled_chance is not None:
         left.axhline(controlled_chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
-    left.set_xlabel("coverage (share of objects seen in training)", fontsize=10)
+    left.set_xlabel("coverage (share of objects seen in training)", fontsize=11)
     left.set_xlim(0, 1)
     left.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
-    left.set_title("controlled models (tokens)" + ("" if image_coverage is None else "\n"), fontsize=10)
+    left.set_title("controlled models (tokens)" + ("" if image_coverage is None else "\n"), fontsize=11)
     recipes = list(dict.fromkeys(images["trained"]))
     widths = sorted(images["width"].unique())
     positions, step = grouped_bar_positions(len(recipes), len(widths), 0.8)
@@ -314,15 +314,15 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         right.bar(xs, [rows[r] for r in recipes], step, color="k" if w == 0 else shade, zorder=2,
                   label=None if w == 0 else f"MLP, width {w:,}")
     right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
-    right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=10)
+    right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=11)
     right.set_title("chapter 10's image encoders" + ("" if image_coverage is None else
-                    f"\n(coverage {image_coverage:g})"), fontsize=10)
+                    f"\n(coverage {image_coverage:g})"), fontsize=11)
     for ax in (left, right):
         ax.set_ylim(-0.04, 1)    # room under 0: a chance line near 0 stays off the axis
-        ax.tick_params(labelsize=10)
-    left.set_ylabel("object decoding,\nheld-out objects", fontsize=10)
+        ax.tick_params(labelsize=11)
+    left.set_ylabel("object decoding,\nheld-out objects", fontsize=11)
     handles, names = _shared_legend((left, right))
-    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=10, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=11, frameon=False)
     return fig
 
 
