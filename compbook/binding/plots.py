@@ -67,7 +67,7 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
 
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
     label on the axis); ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
-    split's scenes}, drawn as a black line across each bar (with a black triangle above it when under 0.05,
+    split's scenes}, drawn as a thin dashed black line across each bar (with a black triangle above it when under 0.05,
     where the line would hide on the axis). A bar too short to see gets a minimum stub and its
     value written on it; the legend sits below the panels, off the data.
     """
@@ -90,11 +90,12 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
                     ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
                     above += 0.06 * j              # staggered: two stubs side by side stay apart
-                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k")
+                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
+                            rotation=90)           # upright: as narrow as its bar, clear of the next
             for i, (xi, m) in enumerate(zip(xs, measures)):
                 if m in chance[split]:
-                    ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=2.5, zorder=3,
-                              label="chance" if i == 0 and j == 0 else None)
+                    ax.hlines(chance[split][m], xi - w / 2, xi + w / 2, color="k", lw=1.2, ls=(0, (2, 1.5)),
+                              zorder=3, label="chance" if i == 0 and j == 0 else None)   # thin: a bar's top shows
                     if chance[split][m] < 0.05:          # a line on the axis hides: point to it
                         ax.plot(xi, chance[split][m] + 0.045, "kv", ms=6, zorder=4,
                                 label=None if marked else "chance near 0")
@@ -300,10 +301,10 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         left.axvline(image_coverage, color="0.5", ls=":", lw=1.4, zorder=1, label="chapter 10's coverage")
     if controlled_chance is not None:
         left.axhline(controlled_chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
-    left.set_xlabel("coverage (share of objects seen in training)", fontsize=10)
+    left.set_xlabel("coverage (share of objects seen in training)", fontsize=11)
     left.set_xlim(0, 1)
     left.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
-    left.set_title("controlled models (tokens)" + ("" if image_coverage is None else "\n"), fontsize=10)
+    left.set_title("controlled models (tokens)" + ("" if image_coverage is None else "\n"), fontsize=11)
     recipes = list(dict.fromkeys(images["trained"]))
     widths = sorted(images["width"].unique())
     positions, step = grouped_bar_positions(len(recipes), len(widths), 0.8)
@@ -313,15 +314,15 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         right.bar(xs, [rows[r] for r in recipes], step, color="k" if w == 0 else shade, zorder=2,
                   label=None if w == 0 else f"MLP, width {w:,}")
     right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
-    right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=10)
+    right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=11)
     right.set_title("chapter 10's image encoders" + ("" if image_coverage is None else
-                    f"\n(coverage {image_coverage:g})"), fontsize=10)
+                    f"\n(coverage {image_coverage:g})"), fontsize=11)
     for ax in (left, right):
         ax.set_ylim(-0.04, 1)    # room under 0: a chance line near 0 stays off the axis
-        ax.tick_params(labelsize=10)
-    left.set_ylabel("object decoding,\nheld-out objects", fontsize=10)
+        ax.tick_params(labelsize=11)
+    left.set_ylabel("object decoding,\nheld-out objects", fontsize=11)
     handles, names = _shared_legend((left, right))
-    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=10, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=11, frameon=False)
     return fig
 
 
