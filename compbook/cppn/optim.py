@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .. import checks
@@ -198,8 +199,6 @@ def largest_rise(losses, start: int = 0) -> dict:
     ``mean_ratio`` (mean at ``t`` over mean at ``t - 1``), ``ratios`` (each seed's own ratio, shape
     ``(seeds,)``) and ``rose`` (the seeds whose own loss grew, ratio above 1).
     """
-    import numpy as np
-
     L = np.asarray(losses, dtype=float)
     if L.ndim != 2 or L.shape[0] < 2 or L.shape[1] < 1 or not np.isfinite(L).all() or (L <= 0).any():
         raise ValueError(f"losses: need positive finite values of shape (steps >= 2, seeds), got shape {L.shape}")
