@@ -74,6 +74,17 @@ def test_scene_embeddings_match_encoding_directly():
     assert not np.allclose(emb["image"][0], emb["image"][1]), "a swapped scene must embed differently"
 
 
+def test_phrase_embeddings_are_the_one_object_captions_in_object_order():
+    sp = S.clevr2d()
+    emb = clevr.phrase_embeddings()
+    stack, _, _ = clevr.load_or_train(False)
+    assert emb.shape == (sp.n_objects, stack.encode_texts(D.object_queries(sp, clevr.MAX_LEN)[:1])[0].shape[1])
+    o = sp.n_objects - 1                          # the last object, captioned on its own
+    want = stack.encode_texts(D.tokenize(sp, [D.scene_caption(sp, (o,))], clevr.MAX_LEN))[0].numpy()
+    np.testing.assert_allclose(emb[o], want[0], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(emb[0], emb[1]), "two objects' phrases must embed differently"
+
+
 @pytest.mark.parametrize("pairs", [[[0, 24]], [[0, 1, 2]], []])
 def test_scene_embeddings_bad_input(pairs):
     with pytest.raises(ValueError, match="pairs"):

@@ -92,6 +92,18 @@ def test_carry_over_figure_draws_each_panels_own_chance():
             plots.carry_over_figure(table, images, 1 / 24, controlled_chance=bad)
 
 
+def test_recognition_figure_draws_a_zero_bar_at_zero_height():
+    rows = [{"model": k, "scenes": s, "concept": 0.5, "object": 0.0 if s == "test" else 0.02}
+            for k in ("plain", "swap") for s in ("train", "test")]
+    chance = {"train": {"concept": 0.2, "object": 0.1}, "test": {"concept": 0.2, "object": 0.1}}
+    fig = plots.recognition_figure(pd.DataFrame(rows), {"concept": "concepts", "object": "objects"}, chance)
+    for ax in fig.axes:
+        heights = sorted(round(p.get_height(), 6) for p in ax.patches)
+        assert heights == [0.0, 0.0, 0.02, 0.02, 0.5, 0.5], "a short bar drawn at other than its true height"
+        assert {t.get_text() for t in ax.texts} == {"0.00", "0.02"}, "a short bar's value is written"
+    plt.close(fig)
+
+
 def test_swap_test_figure_labels_its_inset_and_keeps_its_ticks_clear():
     coverages = [0.1, 0.3, 0.5, 0.7, 0.9]
     rows = [{"|O|": n, "coverage": c, "seen": 0.9 if c == 0.1 else 0.1 + 0.01 * k, "unseen": 0.05,
@@ -105,7 +117,12 @@ def test_swap_test_figure_labels_its_inset_and_keeps_its_ticks_clear():
     fig.canvas.draw()
     for ins in insets:
         assert ins.get_xlabel() == "coverage", "the inset's x axis is named"
-        assert [t.get_text() for t in ins.get_xticklabels()] == ["0.3", "0.6", "0.9"], "evenly spaced ticks"
+        assert [t.get_text() for t in ins.get_xticklabels()] == ["0.2", "0.5", "0.8"], "evenly spaced ticks"
+        assert ins.get_xlim()[0] < coverages[0] < coverages[-1] < ins.get_xlim()[1], "every coverage magnified"
+        box = ins.get_window_extent(fig.canvas.get_renderer())
+        for label in ins.get_xticklabels():      # no tick label touches the inset's frame
+            ext = label.get_window_extent(fig.canvas.get_renderer())
+            assert box.x0 + 2 < ext.x0 and ext.x1 < box.x1 - 2, label.get_text()
     from matplotlib.inset import InsetIndicator
     boxes = [c for ax in fig.axes for c in ax.get_children() if isinstance(c, InsetIndicator)]
     assert len(boxes) == 2 and all(b.rectangle.get_visible() for b in boxes), "the magnified box is marked"

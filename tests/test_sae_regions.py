@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from compbook.sae.regions import (average_linkage, grid_distance, image_attention, patch_regions,
-                                  region_distance, sklearn_regions)
+                                  region_distance, sklearn_regions, split_regions)
 
 
 def random_distances(b, p, seed):
@@ -86,3 +86,23 @@ def test_more_regions_than_patches_raises_and_default_is_min_20_p():
         patch_regions(attn, (3, 3), n_regions=10)
     assert patch_regions(attn, (3, 3)).max() == 8, "default: min(20, P) = 9 regions of 9 patches"
     assert len(torch.unique(patch_regions(torch.softmax(torch.randn(1, 36, 36), -1), (6, 6)))) == 20
+
+
+def test_split_regions_counts_regions_in_more_than_one_piece():
+    joined = [0, 0, 1,
+              2, 0, 1,
+              2, 2, 1]                      # every region one piece
+    apart = [0, 1, 0,
+             1, 1, 1,
+             2, 1, 2]                       # 0 and 2 in two pieces each (corners do not join)
+    diagonal = [0, 1, 1,
+                1, 0, 1,
+                1, 1, 1]                    # 0 touches itself only at a corner: two pieces
+    np.testing.assert_array_equal(split_regions(np.array([joined, apart, diagonal]), (3, 3)), [0, 2, 1])
+
+
+@pytest.mark.parametrize("labels,grid", [(np.zeros((1, 8)), (3, 3)), (np.zeros(9), (3, 3)),
+                                         (np.zeros((1, 9)), (0, 9))])
+def test_split_regions_bad_input(labels, grid):
+    with pytest.raises(ValueError, match="labels|grid"):
+        split_regions(labels, grid)

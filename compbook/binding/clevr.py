@@ -233,3 +233,11 @@ def scene_embeddings(pairs, untrained_seed: int = 7) -> dict:
     captions = D.tokenize(space, [D.scene_caption(space, p) for p in pairs], MAX_LEN)
     return {"image": stack.encode_images(images)[0].numpy(), "text": stack.encode_texts(captions)[0].numpy(),
             "image, untrained": untrained.encode_images(images)[0].numpy()}
+
+
+def phrase_embeddings() -> np.ndarray:
+    """Chapter 11's one-object phrases: the first stored plain model's text embedding of "a {colour} {shape}"
+    for every object of CLEVR-2D, in object-id order, an (|O|, D) float array."""
+    space = S.clevr2d()
+    stack, _, _ = load_or_train(False)
+    return stack.encode_texts(D.object_queries(space, MAX_LEN))[0].numpy()

@@ -68,8 +68,8 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
     ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
     label on the axis); ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
     split's scenes}, drawn as a thin dashed black line across each bar (with a black triangle above it when under 0.05,
-    where the line would hide on the axis). A bar too short to see gets a minimum stub and its
-    value written on it; the legend sits below the panels, off the data.
+    where the line would hide on the axis). A bar too short to see is outlined at its true height (a bar at 0 is a
+    line on the axis) and its value written above it; the legend sits below the panels, off the data.
     """
     kinds = list(dict.fromkeys(table["model"]))
     splits = list(dict.fromkeys(table["scenes"]))
@@ -86,8 +86,8 @@ def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
             heights = [rows.loc[split, m] for m in measures]
             ax.bar(xs, heights, w, color=f"C{j}", label=split)
             for xi, h, m in zip(xs, heights, measures):
-                if h < 0.05:
-                    ax.bar(xi, 0.012, w, color=f"C{j}", edgecolor="k", lw=0.6)   # a stub to see
+                if h < 0.05:     # outlined at its true height (at 0: a line on the axis), its value on top
+                    ax.bar(xi, h, w, fill=False, edgecolor="k", lw=0.6)
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
                     above += 0.06 * j              # staggered: two stubs side by side stay apart
                     ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
@@ -376,23 +376,24 @@ def _swap_curves(ax, g, bars: bool = True):
 
 def _zoom_bottom(ax, g, below: float = 0.3):
     """When every line of panel ``ax`` stays under ``below`` from its second coverage on, an inset in the panel's
-    empty upper right magnifies those coverages' bottom, so that lines a few hundredths apart can be told apart."""
+    empty upper right magnifies the bottom of every coverage, the first included (a line above the inset's top
+    leaves it), so that lines a few hundredths apart can be told apart."""
     rest = g.iloc[1:]
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
     ins = ax.inset_axes([0.37, 0.4, 0.61, 0.47])
-    _swap_curves(ins, rest, bars=False)
+    _swap_curves(ins, g, bars=False)
     ins.set_ylim(0, 1.15 * top)
     ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
     for spine in ins.spines.values():
         spine.set_edgecolor("0.5")               # grey, as the box it magnifies
     ins.tick_params(labelsize=11)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
-    lo, hi = float(rest.index[0]), float(rest.index[-1])
-    ticks = [t for t in (0.3, 0.6, 0.9) if lo <= t <= hi] or [lo, hi]
-    ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # few, evenly spaced
-    pad = 0.08 * (hi - lo)                       # whole end markers, end ticks off the edge
+    lo, hi = float(g.index[0]), float(g.index[-1])
+    ticks = [t for t in (0.2, 0.5, 0.8) if lo < t < hi] or [lo, hi]
+    ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # few, evenly spaced, clear of the frame
+    pad = 0.08 * (hi - lo)                       # whole end markers
     ins.set_xlim(lo - pad, hi + pad)
     ins.set_xlabel("coverage", fontsize=10, labelpad=1)
     box = ax.indicate_inset_zoom(ins, edgecolor="0.5")

@@ -190,3 +190,32 @@ def sklearn_regions(dist: np.ndarray, n_clusters: int) -> np.ndarray:
         fit = AgglomerativeClustering(n_clusters=n_clusters, metric="precomputed", linkage="average").fit(d)
         out.append(fit.labels_)
     return _first_appearance(torch.as_tensor(np.stack(out), dtype=torch.long)).numpy()
+
+
+def split_regions(labels, grid: tuple[int, int]) -> np.ndarray:
+    """Chapter 15: per image, how many regions are in more than one piece (their patches not all joined through
+    side-by-side neighbours on the patch grid). ``labels`` (B, P) region labels, ``grid`` (rows, cols) with
+    ``rows * cols == P``; returns (B,) int."""
+    labels = np.asarray(labels)
+    rows, cols = (checks.integer(n, name, 1) for n, name in zip(grid, ("grid rows", "grid cols")))
+    if labels.ndim != 2 or labels.shape[1] != rows * cols:
+        raise ValueError(f"labels must be (B, {rows * cols}) for a {rows} x {cols} grid, got shape {labels.shape}")
+    out = []
+    for lab in labels.reshape(-1, rows, cols):
+        seen, split = np.zeros((rows, cols), bool), 0
+        for region in np.unique(lab):
+            pieces = 0
+            for start in zip(*np.nonzero(lab == region)):
+                if seen[start]:
+                    continue
+                pieces, stack = pieces + 1, [start]      # flood one piece from an unseen patch
+                seen[start] = True
+                while stack:
+                    r, c = stack.pop()
+                    for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                        if 0 <= rr < rows and 0 <= cc < cols and not seen[rr, cc] and lab[rr, cc] == region:
+                            seen[rr, cc] = True
+                            stack.append((rr, cc))
+            split += pieces > 1
+        out.append(split)
+    return np.array(out, dtype=int)

@@ -233,7 +233,7 @@ def show_regions(scenes, idx, regions, title: str = ""):
         segs = _region_edges(lab, h)
         left.imshow(scenes.images[i], interpolation="nearest")
         right.imshow(np.kron(lab, np.ones((h, h))), cmap=cmap, vmin=-0.5, vmax=19.5, interpolation="nearest")
-        for colour, lw in (("black", 3.2), ("white", 1.4)):   # white on black: shows on every object colour
+        for colour, lw in (("0.3", 2.0), ("white", 1.0)):   # thin white edged in dark grey: shows on every colour
             left.add_collection(LineCollection(segs + frame, colors=colour, linewidths=lw))
         right.add_collection(LineCollection(segs, colors="white", linewidths=1.0))
         right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
