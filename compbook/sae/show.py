@@ -154,7 +154,7 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     big = np.kron(np.asarray(patch_mask, float).reshape(grid), np.ones((h, h)))
     big = np.pad(big, 1)      # closed outlines at the image's edge too
     at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
-    for c, lw in (("white", 4.5), (colour, 2.6)):   # a white halo: the outline shows on grey and on colour
+    for c, lw in (("white", 6.0), (colour, 3.6)):   # a white halo: the outline shows on grey and on colour
         ax.contour(at, at, big, levels=[0.5], colors=c, linewidths=lw)
 
 
