@@ -165,7 +165,7 @@ def test_largest_rise_finds_the_step_and_the_seeds_that_rose():
     L[6, 2] = 2.0        # one seed jumps at step 6
     L[3] = 1.2           # every seed rises a little at step 3
     r = optim.largest_rise(L)
-    assert r["step"] == 6 and r["rose"] == [2]
+    assert r["step"] == 6 and r["low"] == 5 and r["rose"] == [2]
     assert r["mean_ratio"] == pytest.approx(4 / 3)
     r = optim.largest_rise(L[:6])
     assert r["step"] == 3 and r["rose"] == [0, 1, 2]
@@ -180,3 +180,19 @@ def test_largest_rise_validates():
         optim.largest_rise(np.zeros((5, 2)))
     with pytest.raises(ValueError, match="start"):
         optim.largest_rise(np.ones((5, 2)), start=4)
+    with pytest.raises(ValueError, match="window"):
+        optim.largest_rise(np.ones((5, 2)), window=0)
+
+
+def test_largest_rise_over_a_window_catches_a_rise_that_builds():
+    import numpy as np
+    L = np.ones((12, 2))
+    L[3] = 1.3                            # one sharp step up, at step 3, then back
+    L[6:11] = [[1.1, 1.0], [1.2, 1.0], [1.4, 1.0], [1.6, 1.0], [1.8, 1.0]]
+    assert optim.largest_rise(L)["step"] == 3     # one step: the sharp one
+    r = optim.largest_rise(L, window=5)           # five: the slow climb
+    assert (r["low"], r["step"]) == (5, 10)
+    assert r["mean_ratio"] == pytest.approx(1.4)
+    assert r["ratios"] == pytest.approx([1.8, 1.0]) and r["rose"] == [0]
+    r = optim.largest_rise(L, window=2)            # two steps of the climb
+    assert r["step"] - r["low"] <= 2 and r["mean_ratio"] < 1.4

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from compbook.sae.metrics import chance_miou, image_iou, latent_iou, miou
+from compbook.sae.metrics import best_and_worst_images, chance_miou, image_iou, latent_iou, miou
 
 
 def loop_iou(z, masks):
@@ -95,3 +95,16 @@ def test_chance_miou_bad_input():
         chance_miou(torch.zeros(3, 4), torch.zeros(3, 1, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="seed"):
         chance_miou(torch.zeros(1, 4, 2), torch.zeros(1, 1, 4, dtype=torch.bool), seed=-1)
+
+
+def test_best_and_worst_images_pick_the_extremes_where_the_latent_fires():
+    nan = float("nan")
+    per = torch.tensor([[0.5, nan], [nan, 0.3], [0.9, nan], [0.1, nan]])
+    assert best_and_worst_images(per, 0) == [2, 3]      # NaN (silent) images are skipped
+    assert best_and_worst_images(per, 1) == [1]         # one image: best and worst at once
+    with pytest.raises(ValueError, match="latent"):
+        best_and_worst_images(torch.full((3, 2), nan), 1)
+    with pytest.raises(ValueError, match="latent"):
+        best_and_worst_images(per, 2)
+    with pytest.raises(ValueError, match="per_image"):
+        best_and_worst_images(torch.zeros(3), 0)

@@ -167,3 +167,22 @@ def test_show_latents_writes_each_drawn_images_note_under_it():
     with pytest.raises(ValueError, match="notes"):
         show.show_latents(scenes, codes, [0], notes=[["one"]])
     matplotlib.pyplot.close("all")
+
+
+def test_show_latents_draws_the_images_asked_for_in_their_own_colours():
+    import torch
+
+    scenes = make_scenes(4, seed=3)
+    codes = torch.zeros(4, scenes.grid[0] * scenes.grid[1], 2)
+    codes[[1, 3], 0, 0] = 1.0
+    notes = [[f"image {n}" for n in range(4)]]
+    fig = show.show_latents(scenes, codes, [0], notes=notes, images=[[3, 1]])
+    assert [t.get_text() for ax in fig.axes for t in ax.texts] == ["image 3", "image 1"]
+    drawn = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+    assert len(drawn) == 2                         # two columns, not images_per_latent's four
+    assert np.allclose(drawn[0], scenes.images[3])  # not dimmed: the image as it is
+    with pytest.raises(ValueError, match="images"):
+        show.show_latents(scenes, codes, [0], images=[[0], [1]])
+    with pytest.raises(ValueError, match="images"):
+        show.show_latents(scenes, codes, [0], images=[[4]])
+    matplotlib.pyplot.close("all")

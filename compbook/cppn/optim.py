@@ -191,12 +191,14 @@ def against_torch_muon(steps: int = 10, shape=(22, 8), seed: int = 1, **settings
             "float32": float((ours32 - ref).abs().max())}
 
 
-def largest_rise(losses, start: int = 0) -> dict:
-    """Chapter 8: where the mean training loss rises most in one step, and which seeds rose there.
+def largest_rise(losses, start: int = 0, window: int = 1) -> dict:
+    """Chapter 8: where the mean training loss (the curve the chapter plots) rises most, and which seeds rose.
 
-    ``losses`` has shape ``(steps, seeds)``, one loss per step and seed. Looking from step ``start`` on, finds
-    the step ``t`` whose mean loss over seeds grew most over step ``t - 1``. Returns ``step`` (``t``),
-    ``mean_ratio`` (mean at ``t`` over mean at ``t - 1``), ``ratios`` (each seed's own ratio, shape
+    ``losses`` has shape ``(steps, seeds)``, one loss per step and seed; the mean is over seeds. Looking from step
+    ``start`` on, finds the pair of steps ``low < step <= low + window`` whose mean loss grew most, as a ratio
+    (``window=1``: the largest one-step rise; a longer window catches a rise that builds over several steps).
+    ``low`` is the lowest mean in the ``window`` steps before ``step``. Returns ``low``, ``step``, ``mean_ratio``
+    (mean at ``step`` over mean at ``low``), ``ratios`` (each seed's own ratio over the same steps, shape
     ``(seeds,)``) and ``rose`` (the seeds whose own loss grew, ratio above 1).
     """
     L = np.asarray(losses, dtype=float)
@@ -204,8 +206,15 @@ def largest_rise(losses, start: int = 0) -> dict:
         raise ValueError(f"losses: need positive finite values of shape (steps >= 2, seeds), got shape {L.shape}")
     if not 0 <= start < L.shape[0] - 1:
         raise ValueError(f"start must lie in [0, {L.shape[0] - 2}], got {start}")
+    window = checks.integer(window, "window", 1)
     mean = L.mean(axis=1)
-    t = start + 1 + int(np.argmax(mean[start + 1:] / mean[start:-1]))
-    ratios = L[t] / L[t - 1]
-    return dict(step=t, mean_ratio=float(mean[t] / mean[t - 1]), ratios=ratios,
+    best = (-np.inf, start, start + 1)
+    for t in range(start + 1, len(mean)):
+        lo = max(start, t - window)
+        low = lo + int(np.argmin(mean[lo:t]))
+        if mean[t] / mean[low] > best[0]:
+            best = (mean[t] / mean[low], low, t)
+    ratio, low, t = best
+    ratios = L[t] / L[low]
+    return dict(low=low, step=t, mean_ratio=float(ratio), ratios=ratios,
                 rose=[int(k) for k in np.flatnonzero(ratios > 1)])

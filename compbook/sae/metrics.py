@@ -52,6 +52,25 @@ def image_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     return torch.where((z_img != 0).any(1), iou, torch.full_like(iou, float("nan")))
 
 
+def best_and_worst_images(per_image: torch.Tensor, latent: int) -> list[int]:
+    """The images where ``latent`` fits its best mask best and worst (chapter 14's slider draws these two).
+
+    ``per_image`` (N, d_sae) is :func:`image_iou` (NaN where the latent is silent). Returns ``[best, worst]``
+    image indices, or ``[best]`` when the latent fires on one image only; ``ValueError`` for a latent that
+    fires on no image (naming ``latent``)."""
+    per_image = checks.tensor(per_image, "per_image", (None, None), finite=False)   # NaN: silent
+    latent = checks.integer(latent, "latent", 0)
+    if latent >= per_image.shape[1]:
+        raise ValueError(f"latent {latent} is not one of the {per_image.shape[1]} latents")
+    col = per_image[:, latent]
+    fires = (~col.isnan()).nonzero().flatten()
+    if len(fires) == 0:
+        raise ValueError(f"latent {latent} fires on no image")
+    vals = col[fires]
+    best, worst = int(fires[vals.argmax()]), int(fires[vals.argmin()])
+    return [best] if best == worst else [best, worst]
+
+
 def latent_iou(z_img: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """Per-latent IoU (d_sae,) (NaN for a latent that never fires).
 

@@ -146,9 +146,6 @@ def overlay(image: np.ndarray, patch_values: np.ndarray, grid: tuple, colour=(1.
 
 #: the outline of a latent's active patches: magenta, a colour no scene object has (objects have black edges)
 ACTIVE = "#ff00ff"
-#: the grey that a latent's inactive patches are dimmed towards: dark, so that the scenes' near-white
-#: background reads grey where the latent is off and stays white where it fires
-DIMMED = (0.3, 0.3, 0.3)
 
 
 def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = ACTIVE):
@@ -157,33 +154,40 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     big = np.kron(np.asarray(patch_mask, float).reshape(grid), np.ones((h, h)))
     big = np.pad(big, 1)      # closed outlines at the image's edge too
     at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
-    for c, lw in (("white", 4.5), (colour, 2.6)):   # a white halo: the outline shows on grey and on colour
+    for c, lw in (("white", 6.0), (colour, 3.6)):   # a white halo: the outline shows on grey and on colour
         ax.contour(at, at, big, levels=[0.5], colors=c, linewidths=lw)
 
 
-def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None, notes=None):
-    """For each latent (a row), the first images where it fires: its active patches in their true colours,
-    outlined in magenta (:data:`ACTIVE`, a colour no object has), the other patches dimmed to grey
-    (:data:`DIMMED`), so that an active background patch (white) differs from an inactive one (grey).
+def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None, notes=None, images=None):
+    """For each latent (a row), images where it fires, drawn as they are, with the latent's active patches
+    outlined in magenta (:data:`ACTIVE`, a colour no object has); nothing else is recoloured.
 
-    ``codes`` (N, P, d_sae) patch codes of ``scenes``. ``notes``: per latent, N texts (one per image), each
-    drawn under its image where the image is shown (chapter 14: the latent's IoU in that image).
+    ``codes`` (N, P, d_sae) patch codes of ``scenes``. ``images``: per latent, the image indices to draw
+    (default: the first ``images_per_latent`` images where it fires). ``notes``: per latent, N texts (one per
+    image), each drawn under its image where the image is shown (chapter 14: the latent's IoU in that image).
     """
     if notes is not None and (len(notes) != len(latents) or any(len(n) != len(scenes) for n in notes)):
         raise ValueError(f"notes: expected {len(latents)} rows of {len(scenes)} texts (one per latent, one per "
                          "image)")
+    if images is not None:
+        if len(images) != len(latents):
+            raise ValueError(f"images: expected {len(latents)} lists of image indices (one per latent), "
+                             f"got {len(images)}")
+        images = [checks.index(checks.sequence(ims, "images"), "images", len(scenes), "the scene set").tolist()
+                  for ims in images]
+        images_per_latent = max([1, *(len(ims) for ims in images)])
     active = np.asarray(codes != 0, dtype=np.float64)      # 1 where the latent fires on a patch, else 0
     fig, axes = plt.subplots(len(latents), images_per_latent, squeeze=False,
                              figsize=(WIDTH, (WIDTH / images_per_latent + 0.35 + 0.25 * (notes is not None)) * len(latents)))
     for r, j in enumerate(latents):
-        where = np.flatnonzero(active[:, :, j].any(1))[:images_per_latent]
+        where = (images[r] if images is not None
+                 else np.flatnonzero(active[:, :, j].any(1))[:images_per_latent])
         for c in range(images_per_latent):
             ax = axes[r, c]
             ax.axis("off")
             if c < len(where):
                 n = where[c]
-                dimmed = overlay(scenes.images[n], 1 - active[n, :, j], scenes.grid, colour=DIMMED, alpha=0.7)
-                ax.imshow(dimmed, interpolation="nearest")
+                ax.imshow(scenes.images[n], interpolation="nearest")
                 _outline(ax, active[n, :, j], scenes.grid, scenes.images[n].shape[0])
                 ax.set_xlim(-0.5, scenes.images[n].shape[1] - 0.5)
                 ax.set_ylim(scenes.images[n].shape[0] - 0.5, -0.5)
