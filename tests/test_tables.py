@@ -154,8 +154,8 @@ def test_edge_budget_adds_up_and_matches_the_closed_form():
     # U(L*) is the width decay rate in halvings; at p = 1/2 every pinned edge is one halving
     rate = volume_ratio.width_decay_rate(skull, skull.depth, 0.5) / math.log(2)
     assert math.isclose(b["units reading a hidden layer U(L*)"], rate)
-    N, E = b["possible edges at (W_min, L*)"], b["target edges"]
-    assert N > E and -b["log10 rho at (W_min, L*)"] * math.log2(10) <= N
+    N, E = b["possible edges at (Wₘᵢₙ, L*)"], b["target edges"]
+    assert N > E and -b["log₁₀ ρ at (Wₘᵢₙ, L*)"] * math.log2(10) <= N
     with pytest.raises(ValueError, match="name"):
         tables.edge_budget(3)
 

@@ -183,3 +183,14 @@ def test_keep_best_returns_each_models_lowest_loss_weights(target):
     assert len({int(np.argmin(last.losses[:, b])) for b in range(3)}) > 1, "test needs different best steps"
     with pytest.raises(ValueError, match="keep_best"):
         train.fit_many(models, target, steps=1, progress=False, keep_best="yes")
+
+
+def test_fit_budget_follows_the_mode(monkeypatch):
+    from compbook.cppn import paper
+    monkeypatch.delenv("COMPBOOK_MODE", raising=False)
+    assert train.fit_budget() == (48, 1000)
+    monkeypatch.setenv("COMPBOOK_MODE", "full")
+    monkeypatch.delenv("COMPBOOK_SMOKE", raising=False)
+    assert train.fit_budget() == (paper.figure("fer_res"), paper.figure("fer_steps"))
+    monkeypatch.setenv("COMPBOOK_SMOKE", "1")
+    assert train.fit_budget()[1] == 20

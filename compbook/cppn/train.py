@@ -244,3 +244,11 @@ def mse(model: CPPN, target) -> float:
         raise ValueError(f"target: mse takes one image (H, W, 3), got {tuple(target.shape)}")
     with torch.no_grad():
         return float(((model.render(target.shape[0]) - target) ** 2).mean())
+
+
+def fit_budget() -> tuple[int, int]:
+    """Chapter 1's fit size ``(res, steps)``: CPU mode 48 px and 1000 steps (our choice); full mode FER's
+    256 px and 100,000 steps (:mod:`compbook.cppn.paper`), 20 steps in the full-mode smoke."""
+    from . import paper
+    res = config.by_mode(cpu=48, full=paper.figure("fer_res"))
+    return res, config.by_mode(cpu=1000, full=paper.figure("fer_steps"), smoke=20)

@@ -259,10 +259,10 @@ def edge_budget(name: str, p: float = 0.5) -> pd.Series:
         "hidden widths": ", ".join(str(w) for w in t.widths),
         "target edges": t.n_edges, "of them: genome links": len(genome.links),
         "of them: carry edges": t.n_edges - len(genome.links) - n_read, "of them: read-out edges": n_read,
-        "widest layer W_min": t.width, "hidden layers L*": t.depth,
+        "widest layer Wₘᵢₙ": t.width, "hidden layers L*": t.depth,
         "units reading a hidden layer U(L*)": sum(t.widths[1:]) + t.n_out,
-        "possible edges at (W_min, L*)": sum(o * i for o, i in shapes),
-        "log10 rho at (W_min, L*)": round(volume_ratio.log_rho(t, t.width, t.depth, p) / math.log(10), 1)},
+        "possible edges at (Wₘᵢₙ, L*)": sum(o * i for o, i in shapes),
+        "log₁₀ ρ at (Wₘᵢₙ, L*)": round(volume_ratio.log_rho(t, t.width, t.depth, p) / math.log(10), 1)},
         name=name, dtype=object)
 
 
