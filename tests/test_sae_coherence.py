@@ -95,3 +95,20 @@ def test_readings_pair_by_seed_against_the_papers_relative_gains():
     assert r.loc["mono image", "reading"] == "not reproduced (opposite direction)"
     with pytest.raises(ValueError, match="column"):
         co.readings(pd.DataFrame(rows), "S2AE", ["word / live"])
+
+
+def test_concept_shares_tell_the_word_from_the_token_before_it(scenes):
+    word = cm.concept_labels(scenes)
+    s = word.n_shared
+    z_img = word.patches[..., :s].float()           # latent c fires on concept c
+    z_txt = word.tokens[..., :s].float()            # ... and on its word itself
+    c = int(z_txt.sum((0, 1)).argmax())
+    name = word.names[c]
+    got = co.concept_shares(z_img, z_txt, co.labellings(scenes), c, name, top_n=3)
+    assert got["image patches"] == 1.0
+    assert got["caption tokens, word"] == 1.0
+    assert got["caption tokens, next token"] == 0.0
+    with pytest.raises(ValueError, match="concept"):
+        co.concept_shares(z_img, z_txt, co.labellings(scenes), c, "no such")
+    with pytest.raises(ValueError, match="labels"):
+        co.concept_shares(z_img, z_txt, {}, c, name)

@@ -80,6 +80,28 @@ def labellings(scenes) -> dict:
     return {"word": word, "phrase": phrase_labels(scenes, word), "next token": next_token_labels(scenes, word)}
 
 
+def concept_shares(z_img: torch.Tensor, z_txt: torch.Tensor, labels: dict, latent: int, concept: str,
+                   top_n: int = cm.TOP_N) -> pd.Series:
+    """One latent's share of one concept, on each side (chapter 16's worked example).
+
+    ``z_img`` (N, P, d_sae) and ``z_txt`` (N, L, d_sae) from :func:`~compbook.sae.crossmodal.modality_codes`;
+    ``labels``: :func:`labellings`. Returns the fraction of the latent's ``top_n`` largest activations on image
+    patches that carry ``concept`` ("image patches"), then the same on caption tokens under each labelling
+    ("caption tokens, word", ...).
+    """
+    if not isinstance(labels, dict) or not labels:
+        raise ValueError("labels must be a non-empty dict: labelling -> ConceptLabels (see labellings)")
+    first = next(iter(labels.values()))
+    if concept not in first.names:
+        raise ValueError(f"concept={concept!r}: not one of {first.names}")
+    c = first.names.index(concept)
+    latent = cm.check_latents([latent], z_img.shape[-1])
+    out = {"image patches": float(cm.top_shares(z_img, first.patches, top_n, latent)[0][0, c])}
+    for name, lab in labels.items():
+        out[f"caption tokens, {name}"] = float(cm.top_shares(z_txt, lab.tokens, top_n, latent)[0][0, c])
+    return pd.Series(out, name=f"share of {concept}")
+
+
 def coherence(scores: pd.DataFrame, denominator: str) -> float:
     """Fraction of coherent latents among the ``"live"`` or ``"bimodal"`` ones of a
     :func:`~compbook.sae.crossmodal.crossmodal_scores` table (NaN when there is none)."""
