@@ -100,6 +100,33 @@ def test_say_lines_fit_and_name_colab_and_subset():
     assert "under a minute on one GPU" in estimate.say(tiny)
 
 
+def test_parts_are_the_pieces_of_say():
+    """estimate.parts gives say's note as data: the times and the command, each one the note words."""
+    long = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 5 * 3600)]    # 5 h on a T4
+    short = [estimate.Work(estimate.T4.peak_flops * estimate.ACHIEVED * 40 * 60)]    # 40 min on a T4
+    p = estimate.parts(long, short)
+    assert p["cpu"] is None and p["cpu_time"] is None
+    assert p["full_time"].startswith("about ") and p["full_time"].endswith("(5.0 h on a T4)")
+    assert p["command"].startswith(estimate.REPRODUCE) and p["command"].endswith("about 40 min on a T4.")
+    assert " ".join(estimate.say(long, short).split()) == f"At the paper's scale it takes {p['full_time']}. " \
+        + p["command"]
+    assert estimate.parts([estimate.Work(1.0)])["full_time"] == "under a minute on one GPU"
+    with pytest.raises(ValueError, match="scale"):
+        estimate.parts(long, scale="")
+
+
+def test_chapter_5_parts_are_its_say():
+    """part A's say_parts: the recorded CPU time, the paper-scale time and the command of say("ch05")."""
+    p = part_a.say_parts("ch05")
+    text = " ".join(part_a.say("ch05").split())
+    assert text == f"On {p['cpu']} this page runs in about {p['cpu_time']}; at the paper's scale it takes " \
+        f"{p['full_time']}. {p['command']}"
+    a100 = estimate.seconds(part_a.works("ch05"), estimate.A100)
+    assert p["full_time"].startswith(f"about {estimate.duration(a100)} on one A100")
+    with pytest.raises(ValueError, match="chapter"):
+        part_a.say_parts("ch99")
+
+
 def test_part_c_says_its_scale_is_a_miniature_not_the_papers():
     """Part C's full mode is a larger miniature of the tiny VLM, so its note names no "paper's scale"."""
     from compbook.sae.runs import fulltime as part_c
@@ -163,9 +190,10 @@ def test_every_chapter_has_an_estimate_and_prints_it(notebook):
     for line in part.say(key).splitlines():
         assert len(line) <= 80, line
     cells = ["".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
-    call = f'fulltime.say("{key}")'
+    calls = (f'fulltime.say("{key}")', f'fulltime.say_parts("{key}")')   # the note, or its parts as data
     where = cells[1:2] if key not in ELSEWHERE else cells      # cells[1]: after the Colab install cell
-    assert any(call in src for src in where), f"{notebook.name} prints no estimate ({call}) where it should"
+    assert any(call in src for call in calls for src in where), \
+        f"{notebook.name} prints no estimate ({calls[0]}) where it should"
 
 
 def test_long_chapters_offer_a_shorter_subset():

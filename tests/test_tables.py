@@ -424,3 +424,11 @@ def test_per_network_scores_split_the_twins_and_add_fer():
 
 def test_readings_follow_the_intervals():
     assert claims.readings(_reread()).loc["skull", 0.5] == "not reproduced"
+
+
+def test_reading_table_shows_the_intervals_it_reads():
+    row = claims.reading_table(_reread()).loc[("skull", "0.5")]
+    assert row["reading"] == "not reproduced"
+    assert row["Picbreeder"] == "0.50 [0.40, 0.60]" and row["SGD twins pooled"] == "0.90 [0.86, 0.93]"
+    with pytest.raises(ValueError, match="judge"):
+        claims.reading_table(_reread(), judge="vlm")

@@ -95,6 +95,35 @@ def duration(s: float) -> str:
 PAPERS_SCALE = "at the paper's scale"
 
 
+def parts(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) -> dict:
+    """:func:`say`'s note as data, for a page that words it itself (chapter 5). Keys: ``cpu`` (the CPU that
+    recorded ``page``'s run, ``"a 2-core CPU"``; None where ``page`` is None), ``cpu_time`` (``"9 s"``; None
+    likewise), ``scale`` (as given), ``full_time`` (``"about 5.9 h on one A100 GPU (12 h on a T4)"`` or ``"under
+    a minute on one GPU"``) and ``command`` (the sentence that begins with :data:`REPRODUCE`, ending in a full
+    stop). Arguments as :func:`say`'s."""
+    return _parts(works, subset, page, scale, kept=lambda words: words)
+
+
+def _parts(works, subset, page, scale, kept) -> dict:
+    """:func:`parts`, with each time passed through ``kept`` (:func:`_kept` keeps it on one line in :func:`say`)."""
+    checks.non_empty_str(scale, "scale")
+    a, t = seconds(works, A100), seconds(works, T4)
+    full = (f"about {kept(duration(a))} on one A100 GPU ({kept(duration(t))} on a T4)"
+            if a >= 60 else "under a minute on one GPU")
+    cpu = cpu_time = None
+    if page is not None:
+        from ..results import runtimes
+        cpu, s = runtimes.page_seconds(page)
+        cpu_time = kept(_cpu_time(s))
+    steps = [f"{config.MODE_VARIABLE}=full and run on a GPU"]
+    if t > COLAB_WARN_H * 3600:
+        steps.append(f"a free Colab session ({COLAB_LIMIT}) may end before it does")
+    if subset is not None and seconds(subset, T4) < t:
+        steps.append(f"adding {SUBSET_HINT} runs a subset in about {kept(duration(seconds(subset, T4)))} on a T4")
+    return {"cpu": cpu, "cpu_time": cpu_time, "scale": scale, "full_time": full,
+            "command": f"{REPRODUCE} " + "; ".join(steps) + "."}
+
+
 def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) -> str:
     """The note a chapter prints under its first cell, in a reader's words (lines within 80 columns): how long the
     page runs on the CPU that recorded it (``page``: the chapter's key, ``"ch07"``, or its file's stem, read from
@@ -102,25 +131,15 @@ def say(works, subset=None, page: str | None = None, scale: str = PAPERS_SCALE) 
     long it takes at full mode's scale (``scale``: the words that name it, :data:`PAPERS_SCALE` by default) on one
     A100 and on a T4; then one line with the settings (it begins with :data:`REPRODUCE`): full mode, Colab's
     session limit where the T4's time exceeds :data:`COLAB_WARN_H`, and ``subset``'s T4 time (the works of
-    ``COMPBOOK_FULL_SUBSET=1``) where it is shorter."""
-    checks.non_empty_str(scale, "scale")
-    a, t = seconds(works, A100), seconds(works, T4)
-    on_a100, on_t4 = _kept(duration(a)), _kept(duration(t))
-    scale = (f"{scale} it takes about {on_a100} on one A100 GPU ({on_t4} on a T4)."
-             if a >= 60 else f"{scale} it takes under a minute on one GPU.")
+    ``COMPBOOK_FULL_SUBSET=1``) where it is shorter. :func:`parts` gives the same pieces as data."""
+    p = _parts(works, subset, page, scale, kept=_kept)
+    takes = f"{p['scale']} it takes {p['full_time']}."
     if page is None:
-        first = scale[0].upper() + scale[1:]
+        first = takes[0].upper() + takes[1:]
     else:
-        from ..results import runtimes
-        cpu, s = runtimes.page_seconds(page)
-        first = f"On {cpu} this page runs in about {_kept(_cpu_time(s))}; {scale}"
-    steps = [f"{config.MODE_VARIABLE}=full and run on a GPU"]
-    if t > COLAB_WARN_H * 3600:
-        steps.append(f"a free Colab session ({COLAB_LIMIT}) may end before it does")
-    if subset is not None and seconds(subset, T4) < t:
-        steps.append(f"adding {SUBSET_HINT} runs a subset in about {_kept(duration(seconds(subset, T4)))} on a T4")
+        first = f"On {p['cpu']} this page runs in about {p['cpu_time']}; {takes}"
     import textwrap
-    lines = textwrap.wrap(first, 80) + textwrap.wrap(f"{REPRODUCE} " + "; ".join(steps) + ".", 80)
+    lines = textwrap.wrap(first, 80) + textwrap.wrap(p["command"], 80)
     return "\n".join(lines).replace(_NBSP, " ")
 
 

@@ -484,6 +484,20 @@ def readings(reread: dict, judge: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).pivot(index="target", columns="delta", values="reading")
 
 
+def reading_table(reread: dict, judge: str | None = None) -> pd.DataFrame:
+    """Chapter 5's verdict table with the numbers it reads: one row per target and delta (index ``(target,
+    δ)``), columns ``Picbreeder`` and ``SGD twins pooled`` (``"0.57 [0.49, 0.65]"``, 95% Wilson) and the
+    ``reading`` of :func:`readings`, under ``judge`` (default: the chosen one)."""
+    import pandas as pd
+    from ...stats import fmt
+    read = readings(reread, judge).stack()
+    judge = judge or next(r["judge"] for r in reread["rows"] if r["judge"].split(" ")[0] == reread["chosen"])
+    by = {(r["concept"], r["network"], r["delta"]): r for r in reread["rows"] if r["judge"] == judge}
+    rows = [{"target": c, "δ": f"{d:g}", "Picbreeder": fmt(by[(c, "picbreeder", d)]),
+             "SGD twins pooled": fmt(by[(c, "sgd", d)]), "reading": v} for (c, d), v in read.items()]
+    return pd.DataFrame(rows).set_index(["target", "δ"])
+
+
 def live_table(results: dict, cfg, reread: dict | None = None):
     """Chapter 5's live scores (:func:`compbook.cppn.audit.tables.live_scores`) as a table: Picbreeder and the SGD
     seeds pooled (Wilson), and the reading, per target. With ``reread`` (``data/emc2/reread.json``) each target's

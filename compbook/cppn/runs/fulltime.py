@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from ... import checks
-from ...runs.estimate import Work, say as say_works, sized, training
+from ...runs.estimate import Work, parts as parts_of, say as say_works, sized, training
 from . import experiments
 from .. import fer, frames, panel, volume_ratio
 
@@ -182,3 +182,10 @@ def works(chapter: str, subset: bool = False) -> list:
 def say(chapter: str) -> str:
     """The note ``chapter``'s first cell prints: its CPU run time, its full-mode time and how to run it."""
     return say_works(works(chapter), works(chapter, subset=True), page=chapter)
+
+
+def say_parts(chapter: str) -> dict:
+    """:func:`say`'s note for ``chapter`` as data (:func:`compbook.runs.estimate.parts`): ``cpu``, ``cpu_time``,
+    ``full_time`` (the time at the paper's scale, ``"about 5.9 h on one A100 GPU (12 h on a T4)"``) and ``command``
+    (the sentence saying how to run it). Chapter 5 words its note from these."""
+    return parts_of(works(chapter), works(chapter, subset=True), page=chapter)
