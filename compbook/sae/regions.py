@@ -200,22 +200,7 @@ def split_regions(labels, grid: tuple[int, int]) -> np.ndarray:
     rows, cols = (checks.integer(n, name, 1) for n, name in zip(grid, ("grid rows", "grid cols")))
     if labels.ndim != 2 or labels.shape[1] != rows * cols:
         raise ValueError(f"labels must be (B, {rows * cols}) for a {rows} x {cols} grid, got shape {labels.shape}")
-    out = []
-    for lab in labels.reshape(-1, rows, cols):
-        seen, split = np.zeros((rows, cols), bool), 0
-        for region in np.unique(lab):
-            pieces = 0
-            for start in zip(*np.nonzero(lab == region)):
-                if seen[start]:
-                    continue
-                pieces, stack = pieces + 1, [start]      # flood one piece from an unseen patch
-                seen[start] = True
-                while stack:
-                    r, c = stack.pop()
-                    for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-                        if 0 <= rr < rows and 0 <= cc < cols and not seen[rr, cc] and lab[rr, cc] == region:
-                            seen[rr, cc] = True
-                            stack.append((rr, cc))
-            split += pieces > 1
-        out.append(split)
-    return np.array(out, dtype=int)
+    from skimage.measure import label as pieces     # connected components on the grid
+    return np.array([sum(pieces(lab == region, connectivity=1, return_num=True)[1] > 1
+                         for region in np.unique(lab))
+                     for lab in labels.reshape(-1, rows, cols)], dtype=int)
