@@ -186,3 +186,14 @@ def test_show_latents_draws_the_images_asked_for_in_their_own_colours():
     with pytest.raises(ValueError, match="images"):
         show.show_latents(scenes, codes, [0], images=[[4]])
     matplotlib.pyplot.close("all")
+
+
+def test_study_points_of_one_k_stay_apart_with_their_own_markers():
+    rows = [{"k": k, "lambda": lam, "method": "", "seed": s, "EV": 0.9, "L0 patches": k, "mIoU": 0.2}
+            for k in (8, 64) for lam in (0.0, 0.003, 0.01) for s in range(3)]
+    fig = show.plot_study(pd.DataFrame(rows))
+    lines = [ln for ln in fig.axes[2].get_lines() if ln.get_linestyle() == "-"]   # a data line per lambda
+    assert len({ln.get_marker() for ln in lines}) == 3
+    for at in range(2):                   # equal values at one k: the points sit apart on the log axis
+        xs = sorted(np.log2(ln.get_xdata()[at]) for ln in lines)
+        assert min(np.diff(xs)) >= 0.25

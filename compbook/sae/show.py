@@ -346,10 +346,13 @@ def _mean_half(values) -> tuple[float, float]:
     return t_interval(np.asarray(values, dtype=float))
 
 
+_MARKERS = ("o", "s", "^", "D")   # plot_study: one marker shape per lambda
+
+
 def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | None = None,
                ev_target: float | None = None):
     """Chapter 15's figure: each of ``columns`` against k, one line per lambda (mean over seeds with its 95%
-    t-interval as error bars; each lambda's points shifted sideways so
+    t-interval as error bars; each lambda has its own marker shape and its points are shifted sideways so
     that they do not overlap). ``study``: :func:`compbook.sae.studies.study.study_table` rows; the column
     ``"L0 (% of k)"`` is L0 on image patches as a percentage of k (as the chapter's prose gives it). ``chosen_k``
     is marked by a vertical line, ``ev_target`` (the paper's EV regime) by a dashed one."""
@@ -361,12 +364,15 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
         raise ValueError(f"columns: {sorted(missing)} not in the study table")
     ks = sorted(df.k.unique())
     fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 3.1), squeeze=False)
+    n_lams = df["lambda"].nunique()
     for ax, c in zip(axes.flat, columns):
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
-            x = np.array(ks) * (1 + 0.13 * (i - 1))    # an offset per lambda: the intervals do not overlap
-            ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt="o-", ms=2.5, lw=1.0,
-                        capsize=4, capthick=1.2, elinewidth=1.4, zorder=3, label=label(method_name(lam)))
+            # a sideways offset and a marker shape per lambda: equal points stay apart and tell apart
+            x = np.array(ks) * 2 ** (0.3 * (i - (n_lams - 1) / 2))
+            ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt=_MARKERS[i % len(_MARKERS)] + "-",
+                        ms=4.5, lw=1.0, capsize=3, capthick=1.2, elinewidth=1.4, zorder=3,
+                        label=label(method_name(lam)))
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
         if ev_target is not None and c == "EV":
