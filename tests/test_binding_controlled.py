@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from compbook.binding.controlled import (ControlledConfig, contrastive_loss, encode, init_params, object_tokens,
-                                         query_embeddings, scene_tokens, swaps, train_controlled)
+                                         query_embeddings, scene_encoder_parameters, scene_tokens, swaps,
+                                         train_controlled)
 from compbook.binding.runs.sweep import (
     SweepConfig, check_coverages, run_size, spearman_bootstrap, sweep_splits, transition
 )
@@ -336,3 +337,14 @@ def test_the_step_loss_is_the_checked_loss_and_the_door_refuses_bad_scenes():
         contrastive_loss(params, TINY, scenes, pick[:, :1])
     with pytest.raises(ValueError, match="qids"):
         query_embeddings(params, TINY, np.array([[0, -1]]))
+
+
+def test_scene_encoder_parameters_counts_what_init_params_builds():
+    for cfg in (TINY, dataclasses.replace(TINY, n_values=5, n_layers=2, d_model=16)):
+        params = init_params(cfg, 1, [0])
+        built = sum(v[0].numel() for k, v in params.items() if k.startswith("scene."))
+        assert scene_encoder_parameters(cfg) == built
+    bigger = dataclasses.replace(TINY, n_values=4)    # one more value per concept: one more row per concept
+    assert scene_encoder_parameters(bigger) - scene_encoder_parameters(TINY) == TINY.n_concepts * TINY.d_model
+    with pytest.raises(ValueError, match="cfg"):
+        scene_encoder_parameters({"d_model": 8})

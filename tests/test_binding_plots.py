@@ -229,3 +229,36 @@ def test_scene_figure_masks_in_grays_with_a_key():
     key = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     assert key == ["left object", "right object"]
     plt.close("all")
+
+
+def test_logit_grid_writes_every_cells_cosine_with_its_mark():
+    from compbook import scenes
+    space = scenes.clevr2d()
+    logits = np.linspace(-0.5, 0.5, space.n_objects)
+    fig, ax = plt.subplots()
+    plots.logit_grid(ax, logits, space, present=[0], swapped=[1], values=True)
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == space.n_objects, "one number per cell"
+    assert f"P {logits[0]:.2f}" in texts and f"S {logits[1]:.2f}" in texts
+    assert f"{logits[5]:.2f}" in texts
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plots.logit_grid(ax, logits, space, present=[0], swapped=[1])
+    assert sorted(t.get_text() for t in ax.texts) == ["P", "S"], "marks only, by default"
+    with pytest.raises(ValueError, match="values"):
+        plots.logit_grid(ax, logits, space, values="yes")
+    with pytest.raises(ValueError, match="clim"):
+        plots.logit_grid(ax, logits, space, clim=(1, 0))
+    plt.close(fig)
+
+
+def test_logit_grid_writes_dark_on_bright_cells_and_light_on_dark_ones():
+    from compbook import scenes
+    space = scenes.clevr2d()
+    logits = np.linspace(-0.5, 0.5, space.n_objects)
+    fig, ax = plt.subplots()
+    im = plots.logit_grid(ax, logits, space, values=True, clim=(-1, 1))
+    assert tuple(im.get_clim()) == (-1, 1)
+    colours = {t.get_text(): t.get_color() for t in ax.texts}
+    assert colours[f"{logits[0]:.2f}"] == "w" and colours[f"{logits[-1]:.2f}"] == "k"
+    plt.close(fig)

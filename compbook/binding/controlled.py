@@ -105,6 +105,14 @@ def _encoder_shapes(cfg: ControlledConfig, n_pos: int) -> dict:
     return shapes
 
 
+def scene_encoder_parameters(cfg: ControlledConfig) -> int:
+    """Chapter 13: the number of parameters of one scene encoder of ``cfg`` (its token table, positions,
+    transformer layers and output map), as :func:`init_params` builds it; no weights are made."""
+    checks.instance(cfg, "cfg", ControlledConfig)
+    shapes = _encoder_shapes(cfg, 2 * (cfg.n_concepts + 2) + 1)
+    return sum(math.prod(shape) for shape in shapes.values())
+
+
 def init_params(cfg: ControlledConfig, n_models: int, seeds) -> dict:
     """Stacked parameters ``{"scene.*"|"query.*": (M, ...)}`` plus ``"log_scale" (M,)``; model m from seeds[m]."""
     checks.instance(cfg, "cfg", ControlledConfig)

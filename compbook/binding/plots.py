@@ -33,18 +33,33 @@ def scene_figure(scene: S.Scene, title: str | None = None, width: float = 4.8):
     return fig
 
 
-def logit_grid(ax, logits, space, present=(), swapped=(), title=""):
-    """One scene's cosine logits for every object query as a (colour x shape) grid; P = present, S = swapped."""
+def logit_grid(ax, logits, space, present=(), swapped=(), title="", values: bool = False, clim=None):
+    """One scene's cosine logits for every object query as a (colour x shape) grid; P = present, S = swapped.
+    ``values``: write each cell's cosine in it (chapter 10), after its P or S mark, dark on bright cells and
+    light on dark ones. ``clim``: the colour scale's (low, high), default the grid's own range."""
+    values = checks.boolean(values, "values")
     k_col, k_shp = space.concept_index("colour"), space.concept_index("shape")
     grid = np.zeros((space.sizes[k_col], space.sizes[k_shp]))
     for o in range(space.n_objects):
         v = space.object_values(o)
         grid[v[k_col], v[k_shp]] = logits[o]
     im = ax.imshow(grid, cmap="viridis", aspect="auto")
-    for o, mark in [(o, "P") for o in present] + [(o, "S") for o in swapped]:
-        v = space.object_values(int(o))
-        ax.text(v[k_shp], v[k_col], mark, ha="center", va="center", color="w", fontsize=9, weight="bold",
-                path_effects=[patheffects.withStroke(linewidth=2, foreground="k")])   # legible on yellow too
+    if clim is not None:
+        low, high = checks.reals(clim, "clim", ndim=1)
+        if not low < high:
+            raise ValueError(f"clim must be (low, high) with low < high, got {clim!r:.80}")
+        im.set_clim(low, high)
+    marks = {int(o): "P" for o in present} | {int(o): "S" for o in swapped}
+    for o in range(space.n_objects) if values else marks:
+        v = space.object_values(o)
+        r, c = v[k_col], v[k_shp]
+        text = " ".join(filter(None, (marks.get(o, ""), f"{grid[r, c]:.2f}" if values else "")))
+        if values:   # plain text, its colour against the cell's
+            ax.text(c, r, text, ha="center", va="center", fontsize=9, weight="bold" if o in marks else "normal",
+                    color="k" if im.norm(grid[r, c]) > 0.55 else "w")
+        else:
+            ax.text(c, r, text, ha="center", va="center", color="w", fontsize=9, weight="bold",
+                    path_effects=[patheffects.withStroke(linewidth=2, foreground="k")])   # legible on yellow too
     ax.set_xticks(range(space.sizes[k_shp]), space.values[k_shp], fontsize=8)
     ax.set_yticks(range(space.sizes[k_col]), space.values[k_col], fontsize=8)
     ax.set_title(title, fontsize=9)
@@ -313,7 +328,7 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         shade = plt.cm.Greens(0.4 + 0.5 * k / max(len(widths) - 1, 1))
         right.bar(xs, [rows[r] for r in recipes], step, color="k" if w == 0 else shade, zorder=2,
                   label=None if w == 0 else f"MLP, width {w:,}")
-    right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=3)
+    right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=1)   # behind the bars
     right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=11)
     right.set_title("chapter 10's image encoders" + ("" if image_coverage is None else
                     f"\n(coverage {image_coverage:g})"), fontsize=11)
