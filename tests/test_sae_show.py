@@ -197,3 +197,35 @@ def test_study_points_of_one_k_stay_apart_with_their_own_markers():
     for at in range(2):                   # equal values at one k: the points sit apart on the log axis
         xs = sorted(np.log2(ln.get_xdata()[at]) for ln in lines)
         assert min(np.diff(xs)) >= 0.25
+
+
+def test_region_pieces_letters_each_piece_of_a_split_region_alike():
+    lab = np.array([[0, 0, 1, 2],
+                    [1, 1, 1, 2],
+                    [3, 3, 1, 0],
+                    [3, 3, 2, 2]])      # region 0 in two pieces, region 2 in two, 1 and 3 in one
+    marks = show.region_pieces(lab)
+    assert sorted(m[0] for m in marks) == ["A", "A", "B", "B"]
+    for letter in "AB":
+        spots = [rc for m, rc in marks if m == letter]
+        assert len({lab[rc] for rc in spots}) == 1          # one region per letter, one spot per piece
+    assert {lab[rc] for _, rc in marks} == {0, 2}
+    assert show.region_pieces(np.zeros((3, 3), int)) == []
+    with pytest.raises(ValueError, match="lab"):
+        show.region_pieces(np.zeros(9, int))
+
+
+def test_show_regions_colours_differ_and_split_regions_are_marked():
+    from matplotlib.colors import to_rgb
+
+    rgb = np.array([to_rgb(c) for c in show.REGION_COLOURS])
+    assert len(rgb) == 20
+    gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1)[np.triu_indices(20, 1)]
+    assert gaps.min() > 0.15                        # no two colours alike
+    scenes = make_scenes(2, seed=1)
+    p = scenes.grid[0] * scenes.grid[1]
+    regions = np.tile(np.arange(p) % 2, (2, 1))     # stripes: two regions, each in many pieces
+    fig = show.show_regions(scenes, [0], regions)
+    texts = {t.get_text() for t in fig.axes[1].texts}
+    assert texts == {"A", "B"}
+    matplotlib.pyplot.close("all")

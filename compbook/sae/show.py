@@ -154,13 +154,15 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     big = np.kron(np.asarray(patch_mask, float).reshape(grid), np.ones((h, h)))
     big = np.pad(big, 1)      # closed outlines at the image's edge too
     at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
-    for c, lw in (("white", 6.0), (colour, 3.6)):   # a white halo: the outline shows on grey and on colour
+    # a light fill marks the inside; a white halo keeps the outline visible on grey and on colour
+    ax.contourf(at, at, big, levels=[0.5, 1.5], colors=[colour], alpha=0.3)
+    for c, lw in (("white", 6.0), (colour, 3.6)):
         ax.contour(at, at, big, levels=[0.5], colors=c, linewidths=lw)
 
 
 def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None, notes=None, images=None):
     """For each latent (a row), images where it fires, drawn as they are, with the latent's active patches
-    outlined in magenta (:data:`ACTIVE`, a colour no object has); nothing else is recoloured.
+    outlined in magenta (:data:`ACTIVE`, a colour no object has) and lightly tinted inside.
 
     ``codes`` (N, P, d_sae) patch codes of ``scenes``. ``images``: per latent, the image indices to draw
     (default: the first ``images_per_latent`` images where it fires). ``notes``: per latent, N texts (one per
@@ -215,16 +217,45 @@ def _region_edges(lab: np.ndarray, h: int) -> list:
     return segs
 
 
+#: show_regions: 20 colours chosen to be told apart (Trubetskoy's list), none black like the objects' boxes
+REGION_COLOURS = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6",
+                  "#bfef45", "#fabed4", "#469990", "#dcbeff", "#9a6324", "#fffac8", "#800000", "#aaffc3",
+                  "#808000", "#ffd8b1", "#000075", "#a9a9a9")
+
+
+def region_pieces(lab: np.ndarray) -> list:
+    """Chapter 15: where to mark the regions in more than one piece. ``lab`` (rows, cols) region labels; returns
+    ``(letter, (row, col))`` per piece of each such region, the same letter (A, B, ...) for one region's pieces,
+    at a patch of that piece (the patch nearest the piece's centre)."""
+    from skimage.measure import label as pieces
+
+    lab = np.asarray(lab)
+    if lab.ndim != 2:
+        raise ValueError(f"lab: expected a (rows, cols) grid of region labels, got shape {lab.shape}")
+    out, letter = [], 0
+    for region in np.unique(lab):
+        parts, n = pieces(lab == region, connectivity=1, return_num=True)
+        if n < 2:
+            continue
+        for part in range(1, n + 1):
+            rc = np.argwhere(parts == part)
+            centre = rc[np.abs(rc - rc.mean(0)).sum(1).argmin()]
+            out.append((chr(ord("A") + letter % 26), (int(centre[0]), int(centre[1]))))
+        letter += 1
+    return out
+
+
 def show_regions(scenes, idx, regions, title: str = ""):
     """One row per scene index in ``idx`` (``regions`` (N, P) labels): left, the image in its true colours with
     the regions' borders (the image's edge included); right, each region filled with its own colour and the
-    objects' patches outlined in black, so that one can see whether a region's border follows an object's."""
+    objects' patches outlined in black, so that one can see whether a region's border follows an object's. Each
+    piece of a region in two or more pieces carries that region's letter (A, B, ...) on the right."""
+    from matplotlib import patheffects
     from matplotlib.collections import LineCollection
     from matplotlib.colors import ListedColormap
 
     idx = checks.index(checks.sequence(idx, "idx"), "idx", len(scenes), "the scene set").tolist()
-    tab = plt.get_cmap("tab20").colors
-    cmap = ListedColormap([tab[i] for i in (*range(0, 20, 2), *range(1, 20, 2))])   # neighbours' hues differ
+    cmap = ListedColormap(REGION_COLOURS)
     side = 3.0
     fig, axes = plt.subplots(len(idx), 2, figsize=(WIDTH * 0.9, side * len(idx) + 0.35 * bool(title)),
                              squeeze=False)
@@ -237,10 +268,14 @@ def show_regions(scenes, idx, regions, title: str = ""):
         segs = _region_edges(lab, h)
         left.imshow(scenes.images[i], interpolation="nearest")
         right.imshow(np.kron(lab, np.ones((h, h))), cmap=cmap, vmin=-0.5, vmax=19.5, interpolation="nearest")
-        for colour, lw in (("0.3", 2.0), ("white", 1.0)):   # thin white edged in dark grey: shows on every colour
+        for colour, lw in (("black", 3.2), ("white", 1.6)):   # white edged in black: shows on grey and colour
             left.add_collection(LineCollection(segs + frame, colors=colour, linewidths=lw))
         right.add_collection(LineCollection(segs, colors="white", linewidths=1.0))
         right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
+        for letter, (r, c) in region_pieces(lab):      # the pieces of a split region share a letter
+            right.text(c * h + h / 2 - 0.5, r * h + h / 2 - 0.5, letter, ha="center", va="center",
+                       fontsize=TITLE, fontweight="bold", color="black",
+                       path_effects=[patheffects.withStroke(linewidth=2.5, foreground="white")])
         n = len(np.unique(lab))
         left.set_title(f"scene {i}: {n} regions, borders over the image", fontsize=LABEL)
         right.set_title(f"scene {i}: one colour per region;\nblack: the objects' patches", fontsize=LABEL)
@@ -363,9 +398,13 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
     if missing:
         raise ValueError(f"columns: {sorted(missing)} not in the study table")
     ks = sorted(df.k.unique())
-    fig, axes = plt.subplots(1, len(columns), figsize=(WIDTH, 3.1), squeeze=False)
+    rows = math.ceil(len(columns) / 2)      # two panels a row, the legend in a free slot (or below them)
+    fig, grid = plt.subplots(rows, 2, figsize=(WIDTH, 2.6 * rows + 0.3), squeeze=False)
+    for ax in grid.flat[len(columns):]:
+        fig.delaxes(ax)
+    axes = grid.flat[:len(columns)]
     n_lams = df["lambda"].nunique()
-    for ax, c in zip(axes.flat, columns):
+    for ax, c in zip(axes, columns):
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
             # a sideways offset and a marker shape per lambda: equal points stay apart and tell apart
@@ -381,11 +420,17 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
         ax.set_title(c, fontsize=TITLE)
-        ax.set_xlabel("k", fontsize=TITLE)
-        ax.tick_params(labelsize=LABEL)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=LABEL, loc="upper center", ncol=len(labels), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.9), w_pad=2.5)   # the legend above the panels, over no data; room between
+        ax.set_xlabel("k (log scale)", fontsize=TITLE)
+        ax.tick_params(labelsize=TITLE)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.tight_layout(w_pad=2.5, h_pad=1.5)
+    if len(columns) % 2:          # the legend in the free slot beside the last panel, over no data
+        box = axes[-1].get_position()
+        fig.legend(handles, labels, fontsize=TITLE, loc="center", frameon=False,
+                   bbox_to_anchor=(0.75, (box.y0 + box.y1) / 2))
+    else:                         # no free slot: a row of its own under the panels
+        fig.subplots_adjust(bottom=0.18)
+        fig.legend(handles, labels, fontsize=TITLE, loc="lower center", ncol=len(labels), frameon=False)
     return fig
 
 
