@@ -397,7 +397,7 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.37, 0.4, 0.61, 0.47])
+    ins = ax.inset_axes([0.47, 0.4, 0.51, 0.47])   # right of the first coverage's point
     _swap_curves(ins, g, bars=False)
     ins.set_ylim(0, 1.15 * top)
     ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
