@@ -154,15 +154,18 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     big = np.kron(np.asarray(patch_mask, float).reshape(grid), np.ones((h, h)))
     big = np.pad(big, 1)      # closed outlines at the image's edge too
     at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
-    # a light fill marks the inside; a white halo keeps the outline visible on grey and on colour
-    ax.contourf(at, at, big, levels=[0.5, 1.5], colors=[colour], alpha=0.3)
+    # a white halo keeps the outline visible on grey and on colour
     for c, lw in (("white", 6.0), (colour, 3.6)):
         ax.contour(at, at, big, levels=[0.5], colors=c, linewidths=lw)
+    # a dot at each active patch's centre says which side of the outline is inside, without recolouring it
+    rows, cols = np.nonzero(np.asarray(patch_mask).reshape(grid))
+    ax.scatter((cols + 0.5) * h - 0.5, (rows + 0.5) * h - 0.5, s=14, c=colour, edgecolors="white",
+               linewidths=0.8, zorder=3)
 
 
 def show_latents(scenes, codes, latents, images_per_latent: int = 4, titles=None, notes=None, images=None):
     """For each latent (a row), images where it fires, drawn as they are, with the latent's active patches
-    outlined in magenta (:data:`ACTIVE`, a colour no object has) and lightly tinted inside.
+    outlined in magenta (:data:`ACTIVE`, a colour no object has), a magenta dot at each one's centre.
 
     ``codes`` (N, P, d_sae) patch codes of ``scenes``. ``images``: per latent, the image indices to draw
     (default: the first ``images_per_latent`` images where it fires). ``notes``: per latent, N texts (one per
@@ -274,7 +277,7 @@ def show_regions(scenes, idx, regions, title: str = ""):
         right.add_collection(LineCollection(_region_edges(obj, h) + frame, colors="black", linewidths=2.2))
         for letter, (r, c) in region_pieces(lab):      # the pieces of a split region share a letter
             right.text(c * h + h / 2 - 0.5, r * h + h / 2 - 0.5, letter, ha="center", va="center",
-                       fontsize=TITLE, fontweight="bold", color="black",
+                       fontsize=TITLE + 3, fontweight="bold", color="black",
                        path_effects=[patheffects.withStroke(linewidth=2.5, foreground="white")])
         n = len(np.unique(lab))
         left.set_title(f"scene {i}: {n} regions, borders over the image", fontsize=LABEL)
@@ -408,7 +411,7 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
             # a sideways offset and a marker shape per lambda: equal points stay apart and tell apart
-            x = np.array(ks) * 2 ** (0.3 * (i - (n_lams - 1) / 2))
+            x = np.array(ks) * 2 ** (0.15 * (i - (n_lams - 1) / 2))   # a few points wide, each near its k
             ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt=_MARKERS[i % len(_MARKERS)] + "-",
                         ms=4.5, lw=1.0, capsize=3, capthick=1.2, elinewidth=1.4, zorder=3,
                         label=label(method_name(lam)))
