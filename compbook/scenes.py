@@ -135,13 +135,11 @@ class ObjectSpace:
 
     @property
     def sizes(self) -> tuple:
-        """(V_1, ..., V_C)."""
-        return tuple(len(v) for v in self.values)
+        return tuple(len(v) for v in self.values)     # (V_1, ..., V_C)
 
     @property
     def n_objects(self) -> int:
-        """|O| = prod V_k."""
-        return math.prod(self.sizes)
+        return math.prod(self.sizes)                  # |O| = prod V_k
 
     def object_values(self, object_id) -> tuple:
         """Value indices (C,) of an object id (or an array of ids -> (N, C) array)."""
@@ -152,7 +150,9 @@ class ObjectSpace:
         return tuple(int(v) for v in out) if ids.ndim == 0 else out
 
     def object_id(self, values) -> int:
-        """Id of an object from its value indices (C,), or (N, C) -> (N,)."""
+        """Id of an object from its value indices (C,) or names (chapter 10: ``("red", "square")``); (N, C) -> (N,)."""
+        if isinstance(values, tuple) and values and all(isinstance(x, str) for x in values):
+            values = tuple(self.value_of(c, n) for c, n in zip(self.concepts, values)) + values[len(self.concepts):]
         v = checks.integers(values, "values")
         if (v.ndim not in (1, 2) or v.shape[-1] != len(self.sizes) or np.any(v < 0)
                 or np.any(v >= np.asarray(self.sizes))):

@@ -265,3 +265,13 @@ def test_logit_grid_writes_dark_on_bright_cells_and_light_on_dark_ones():
     colours = {t.get_text(): t.get_color() for t in ax.texts}
     assert colours[f"{logits[0]:.2f}"] == "w" and colours[f"{logits[-1]:.2f}"] == "k"
     plt.close(fig)
+
+
+def test_recognition_figure_labels_a_list_of_measures_itself():
+    rows = [{"model": k, "scenes": s, "swap": 0.3, "caption": 0.5}
+            for k in ("plain", "swap") for s in ("train", "test")]
+    chance = {s: {"swap": 0.25, "caption": 0.5} for s in ("train", "test")}
+    fig = plots.recognition_figure(pd.DataFrame(rows), ["swap", "caption"], chance)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == [plots.RECOGNITION_LABELS["swap"], plots.RECOGNITION_LABELS["caption"]]
+    plt.close(fig)

@@ -183,3 +183,17 @@ def test_grid_layouts_keep_our_triangle():
     ref = (t >= 0) & (t <= 1) & (np.abs(x) <= r * t)
     mask = S.render_scene(sp, (tri,), res=res, layout="grid2").masks[0]
     assert _iou(mask, ref) >= 0.97
+
+
+def test_object_id_takes_value_names_one_per_concept():
+    sp = S.clevr2d()
+    red_square = sp.object_id(("red", "square"))
+    assert sp.named(red_square) == {"colour": "red", "shape": "square"}
+    assert red_square == sp.object_id((sp.value_of("colour", "red"), sp.value_of("shape", "square")))
+    assert sp.object_id(("blue", "circle")) != red_square
+    with pytest.raises(ValueError, match="values"):
+        sp.object_id(("red",))
+    with pytest.raises(ValueError, match="values"):
+        sp.object_id(("red", "square", "big"))
+    with pytest.raises(ValueError, match="colour"):
+        sp.object_id(("square", "red"))

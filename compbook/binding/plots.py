@@ -77,15 +77,21 @@ def grouped_bar_positions(n_groups: int, n_bars: int, span: float) -> tuple[list
     return [np.arange(n_groups) + (j - (n_bars - 1) / 2) * width for j in range(n_bars)], width
 
 
-def recognition_figure(table, measures: dict, chance: dict, width: float = 7.0):
+RECOGNITION_LABELS = {"concept": "concepts", "object": "objects", "swap": "swapped\nonly",
+                      "caption": "own vs\nswapped\ncaption"}   # chapter 10's measures, as the axis names them
+
+
+def recognition_figure(table, measures, chance: dict, width: float = 7.0):
     """Chapter 10's result: one panel per model kind, bars = the splits, grouped by measure.
 
-    ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per key of ``measures`` (column ->
-    label on the axis); ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
+    ``table``: a DataFrame with columns ``model``, ``scenes`` and one column per measure; ``measures``: the
+    columns, as a list (labelled by ``RECOGNITION_LABELS``) or a dict column -> label on the axis; ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
     split's scenes}, drawn as a thin dashed black line across each bar (with a black triangle above it when under 0.05,
     where the line would hide on the axis). A bar too short to see is outlined at its true height (a bar at 0 is a
     line on the axis) and its value written above it; the legend sits below the panels, off the data.
     """
+    if not isinstance(measures, dict):
+        measures = {m: RECOGNITION_LABELS.get(m, m) for m in measures}
     kinds = list(dict.fromkeys(table["model"]))
     splits = list(dict.fromkeys(table["scenes"]))
     missing = [sp for sp in splits if sp not in chance]
@@ -293,7 +299,8 @@ def held_out_grid(space: S.ObjectSpace, test_objects, width: float = 7.0):
 def carry_over_figure(controlled, images, chance: float, image_coverage: float | None = None,
                       width: float = 7.0, controlled_chance: float | None = None):
     """Chapter 12's main figure: object decoding of held-out-object scenes, the encoder itself (black: the
-    ceiling) against the probe's MLP (green). Left, the controlled models against coverage: the MLP's mean over
+    ceiling) against the probe's MLP (green; blue bars on the right).
+    Left, the controlled models against coverage: the MLP's mean over
     its widths as a line in a band from the lowest to the highest width's reading (``controlled`` columns
     coverage, width, object; width 0 = the encoder itself). Right, chapter 10's image encoders: one group of bars
     per training recipe (``images`` columns trained, width, object), with ``chance`` dashed.
@@ -325,7 +332,8 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
     positions, step = grouped_bar_positions(len(recipes), len(widths), 0.8)
     for k, (w, xs) in enumerate(zip(widths, positions)):
         rows = images[images["width"] == w].groupby("trained")["object"].mean()
-        shade = plt.cm.Greens(0.4 + 0.5 * k / max(len(widths) - 1, 1))
+        # blue shades, darker with width: unlike the left panel's green line and band
+        shade = plt.cm.GnBu(0.55 + 0.4 * k / max(len(widths) - 1, 1))
         right.bar(xs, [rows[r] for r in recipes], step, color="k" if w == 0 else shade, zorder=2,
                   label=None if w == 0 else f"MLP, width {w:,}")
     right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=1)   # behind the bars
