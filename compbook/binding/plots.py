@@ -414,8 +414,8 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins.tick_params(labelsize=11)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
     lo, hi = float(g.index[0]), float(g.index[-1])
-    ticks = [t for t in (0.2, 0.5, 0.8) if lo < t < hi] or [lo, hi]
-    ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # few, evenly spaced, clear of the frame
+    ticks = [t for t in (0.2, 0.8) if lo < t < hi] or [lo, hi]
+    ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # two, far apart, clear of the frame
     pad = 0.08 * (hi - lo)                       # whole end markers
     ins.set_xlim(lo - pad, hi + pad)
     ins.set_xlabel("coverage", fontsize=10, labelpad=1)
