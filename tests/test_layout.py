@@ -23,7 +23,7 @@ MAX_TOP_MODULES = 16
 #: after; every part may import all of them, none of them imports a part.
 SHARED_LAYERS = [
     {"compbook.config", "compbook.checks", "compbook.stats", "compbook.papers", "compbook.cli",
-     "compbook.scenes"},                                                    # the base: mode, argument checks, stats
+     "compbook.objects", "compbook.scenes"},                                # the base: mode, argument checks, stats
     {"compbook.results", "compbook.results.paths", "compbook.results.journal", "compbook.results.checkpoints",
      "compbook.results.door", "compbook.results.upkeep", "compbook.results.runtimes",
      "compbook.results.__main__"},                                          # the data door

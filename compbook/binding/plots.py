@@ -54,12 +54,11 @@ def logit_grid(ax, logits, space, present=(), swapped=(), title="", values: bool
         v = space.object_values(o)
         r, c = v[k_col], v[k_shp]
         text = " ".join(filter(None, (marks.get(o, ""), f"{grid[r, c]:.2f}" if values else "")))
-        if values:   # plain text, its colour against the cell's
-            ax.text(c, r, text, ha="center", va="center", fontsize=9, weight="bold" if o in marks else "normal",
-                    color="k" if im.norm(grid[r, c]) > 0.55 else "w")
-        else:
-            ax.text(c, r, text, ha="center", va="center", color="w", fontsize=9, weight="bold",
-                    path_effects=[patheffects.withStroke(linewidth=2, foreground="k")])   # legible on yellow too
+        style = (dict(weight="bold" if o in marks else "normal",   # plain text, its colour against the cell's
+                      color="k" if im.norm(grid[r, c]) > 0.55 else "w") if values
+                 else dict(weight="bold", color="w",                 # a stroke: legible on yellow too
+                           path_effects=[patheffects.withStroke(linewidth=2, foreground="k")]))
+        ax.text(c, r, text, ha="center", va="center", fontsize=9, **style)
     ax.set_xticks(range(space.sizes[k_shp]), space.values[k_shp], fontsize=8)
     ax.set_yticks(range(space.sizes[k_col]), space.values[k_col], fontsize=8)
     ax.set_title(title, fontsize=9)

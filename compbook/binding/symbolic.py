@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
-from ..scenes import ObjectSpace, pad_sequences
+from ..objects import ObjectSpace, pad_sequences
 from .probes import MAX_VALUES
 
 
