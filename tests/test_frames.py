@@ -160,6 +160,32 @@ def test_dag_layout_puts_each_depth_in_one_column():
         assert len(set(ys)) == len(ys) and min(ys) >= -1 and max(ys) <= 1
 
 
+def test_dag_layout_with_edges_uncrosses_a_crossed_pair_and_cuts_the_skulls_crossings():
+    depths, edges = {"a": 0, "b": 0, "c": 1, "d": 1}, [("a", "d"), ("b", "c")]
+    assert frames.dag_crossings(frames.dag_layout(depths), edges) == 1      # sorted order: the links cross
+    pos = frames.dag_layout(depths, edges)
+    assert frames.dag_crossings(pos, edges) == 0
+    assert sorted(pos.values()) == sorted(frames.dag_layout(depths).values())   # the same slots, reordered
+    g = load_genome("skull")
+    links = [(l.source, l.target) for l in g.links]
+    plain, ordered = frames.dag_layout(g.depths()), frames.dag_layout(g.depths(), links)
+    assert all(ordered[k][0] == plain[k][0] for k in plain)                 # each node keeps its column
+    assert frames.dag_crossings(ordered, links) < 0.8 * frames.dag_crossings(plain, links)
+    with pytest.raises(ValueError, match="edges"):
+        frames.dag_layout(depths, [("a", "z")])
+    with pytest.raises(ValueError, match="sweeps"):
+        frames.dag_layout(depths, edges, sweeps=-1)
+    with pytest.raises(ValueError, match="edges"):
+        frames.dag_crossings(pos, [("a",)])
+
+
+def test_dag_crossings_counts_crossing_links_not_shared_ends():
+    pos = {"a": (0, 0), "b": (0, 1), "c": (1, 0), "d": (1, 1)}
+    assert frames.dag_crossings(pos, [("a", "d"), ("b", "c")]) == 1
+    assert frames.dag_crossings(pos, [("a", "c"), ("b", "d")]) == 0         # parallel
+    assert frames.dag_crossings(pos, [("a", "d"), ("a", "c")]) == 0         # meet at a shared end
+
+
 def test_greedy_colouring_is_proper_and_local_frame_refuses_too_few_dimensions():
     groups = ring_groups(10, 4) + [(0, 5)]
     A = frames.cooccurrence(groups, 10)
