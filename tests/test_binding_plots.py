@@ -117,6 +117,11 @@ def test_swap_test_figure_labels_its_inset_and_keeps_its_ticks_clear():
     fig.canvas.draw()
     for ins in insets:
         assert ins.get_xlabel() == "coverage", "the inset's x axis is named"
+        chance = [ln for ln in ins.get_lines() if ln.get_label().startswith("chance")]
+        assert len(chance) == 1 and chance[0].get_linestyle() != "-", "the inset's chance line is dashed"
+        assert chance[0].get_marker() in ("", "None", None), "ticks on the chance line would hide its dashes"
+        key = ins.get_legend()
+        assert key and [t.get_text() for t in key.get_texts()] == ["chance"], "the inset names its chance line"
         assert [t.get_text() for t in ins.get_xticklabels()] == ["0.2", "0.8"], "two ticks, far apart"
         assert ins.get_xlim()[0] < coverages[0] < coverages[-1] < ins.get_xlim()[1], "every coverage magnified"
         box = ins.get_window_extent(fig.canvas.get_renderer())

@@ -385,7 +385,8 @@ def swap_test_sketch(width: float = 7.0):
 
 def _swap_curves(ax, g, bars: bool = True):
     """The swap test's lines of one panel: seen, unseen with its 95% interval (a band, and error bars when
-    ``bars``: visible when narrow), and chance; ``g`` indexed by coverage."""
+    ``bars``: visible when narrow), and chance, long dashes (with a tick at each coverage when ``bars``: without
+    them, as in an inset, the dashes stay clear); ``g`` indexed by coverage."""
     ax.plot(g.index, g["seen"], marker="o", ms=7, mfc="none", mew=1.3, color="tab:blue",
             label="seen objects")                  # hollow and larger: visible over the other lines
     ax.plot(g.index, g["unseen"], marker="s", ms=4, color="tab:orange", label="unseen objects (95% interval)")
@@ -393,7 +394,8 @@ def _swap_curves(ax, g, bars: bool = True):
     if bars:
         ax.errorbar(g.index, g["unseen"], yerr=[g["unseen"] - g["low"], g["high"] - g["unseen"]], fmt="none",
                     ecolor="tab:orange", elinewidth=1.2, capsize=3)
-    ax.plot(g.index, g["chance"], color="k", ls="--", lw=1, marker="_", ms=9, label="chance (a random order)")
+    ax.plot(g.index, g["chance"], color="k", ls=(0, (6, 4)), lw=1.3, marker="_" if bars else "", ms=9,
+            label="chance (a random order)", zorder=3)     # over the band: its dashes stay whole
 
 
 def _zoom_bottom(ax, g, below: float = 0.3):
@@ -407,6 +409,9 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins = ax.inset_axes([0.47, 0.4, 0.51, 0.47])   # right of the first coverage's point
     _swap_curves(ins, g, bars=False)
     ins.set_ylim(0, 1.15 * top)
+    chance = [ln for ln in ins.get_lines() if ln.get_label().startswith("chance")]
+    ins.legend(chance, ["chance"], loc="upper right", fontsize=9, frameon=False,
+               handlelength=1.5, handletextpad=0.4, borderaxespad=0.1, borderpad=0.1)   # where the lines have fallen
     ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
     for spine in ins.spines.values():
         spine.set_edgecolor("0.5")               # grey, as the box it magnifies
