@@ -406,12 +406,12 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.47, 0.4, 0.51, 0.47])   # right of the first coverage's point
+    ins = ax.inset_axes([0.47, 0.46, 0.51, 0.41])   # right of the first coverage's point, above its box
     _swap_curves(ins, g, bars=False)
-    ins.set_ylim(0, 1.15 * top)
+    ins.set_ylim(0, 1.6 * top)                  # headroom: the key sits above every line
     chance = [ln for ln in ins.get_lines() if ln.get_label().startswith("chance")]
     ins.legend(chance, ["chance"], loc="upper right", fontsize=9, frameon=False,
-               handlelength=1.5, handletextpad=0.4, borderaxespad=0.1, borderpad=0.1)   # where the lines have fallen
+               handlelength=1.2, handletextpad=0.3, borderaxespad=0.1, borderpad=0.1)
     ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
     for spine in ins.spines.values():
         spine.set_edgecolor("0.5")               # grey, as the box it magnifies
