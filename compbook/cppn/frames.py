@@ -252,8 +252,9 @@ def dag_layout(depths: dict, edges: Sequence | None = None, sweeps: int = 8) -> 
             key = {n: np.mean([pos[m][1] for m in nbrs[n]]) if nbrs[n] else pos[n][1] for n in col}
             by_depth[dep] = sorted(col, key=lambda n: key[n])
             pos = place(by_depth)
-        if dag_crossings(pos, edges) < fewest:
-            best, fewest = pos, dag_crossings(pos, edges)
+        crossings = dag_crossings(pos, edges)   # counted once per sweep
+        if crossings < fewest:
+            best, fewest = pos, crossings
     return best
 
 
