@@ -110,7 +110,7 @@ def recognition_figure(table, measures, chance: dict, width: float = 7.0):
                     ax.bar(xi, h, w, fill=False, edgecolor="k", lw=0.6)
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
                     above += 0.06 * j              # staggered: two stubs side by side stay apart
-                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
+                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=10, color="k",
                             rotation=90)           # upright: as narrow as its bar, clear of the next
             for i, (xi, m) in enumerate(zip(xs, measures)):
                 if m in chance[split]:
@@ -120,11 +120,11 @@ def recognition_figure(table, measures, chance: dict, width: float = 7.0):
                         ax.plot(xi, chance[split][m] + 0.045, "kv", ms=6, zorder=4,
                                 label=None if marked else "chance near 0")
                         marked = True
-        ax.set_xticks(range(len(measures)), list(measures.values()), fontsize=9)
-        ax.tick_params(axis="y", labelsize=9)
+        ax.set_xticks(range(len(measures)), list(measures.values()), fontsize=10)
+        ax.tick_params(axis="y", labelsize=10)
         ax.set_ylim(0, 1)
         ax.set_title(kind, fontsize=10)
-    axes[0][0].set_ylabel("share of scenes passing\n(mean of the models)", fontsize=9)
+    axes[0][0].set_ylabel("share of scenes passing\n(mean of the models)", fontsize=10)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(splits) + 2,
                fontsize=9)
     return fig
