@@ -229,3 +229,24 @@ def test_show_regions_colours_differ_and_split_regions_are_marked():
     texts = {t.get_text() for t in fig.axes[1].texts}
     assert texts == {"A", "B"}
     matplotlib.pyplot.close("all")
+
+
+def test_show_regions_large_draws_one_scene_at_the_full_width():
+    from compbook.book import legibility
+
+    scenes = make_scenes(2, seed=1)
+    p = scenes.grid[0] * scenes.grid[1]
+    regions = np.tile(np.arange(p) % 4, (2, 1))
+    small = show.show_regions(scenes, [1], regions, title="t")
+    fig = show.show_regions_large(scenes, 1, regions, title="t")
+    assert fig.get_figwidth() == show.WIDTH
+    images = [ax for ax in fig.axes if ax.images]
+    assert len(images) == 2, "one scene: its image and its regions"
+    fig.canvas.draw(), small.canvas.draw()          # each image's box as drawn (equal aspect)
+    side = [ax.get_window_extent().width / fig.dpi for ax in images]
+    before = [ax.get_window_extent().width / small.dpi for ax in small.axes if ax.images]
+    assert min(side) > 1.2 * max(before), "the panels grow"
+    assert legibility.problems(fig) == []
+    with pytest.raises(ValueError, match="i"):
+        show.show_regions_large(scenes, 2, regions)
+    matplotlib.pyplot.close("all")

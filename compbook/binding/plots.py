@@ -406,13 +406,13 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.47, 0.46, 0.51, 0.41])   # right of the first coverage's point, above its box
+    ins = ax.inset_axes([0.3, 0.46, 0.68, 0.44])   # right of the first coverage's point, above its box
     _swap_curves(ins, g, bars=False)
     ins.set_ylim(0, 1.6 * top)                  # headroom: the key sits above every line
     chance = [ln for ln in ins.get_lines() if ln.get_label().startswith("chance")]
-    ins.legend(chance, ["chance"], loc="upper right", fontsize=9, frameon=False,
+    ins.legend(chance, ["chance"], loc="upper right", fontsize=11, frameon=False,
                handlelength=1.2, handletextpad=0.3, borderaxespad=0.1, borderpad=0.1)
-    ins.set_title("magnified", fontsize=10, pad=2)   # short: it stays over the inset, inside the panel
+    ins.set_title("magnified", fontsize=11, pad=2)   # short: it stays over the inset, inside the panel
     for spine in ins.spines.values():
         spine.set_edgecolor("0.5")               # grey, as the box it magnifies
     ins.tick_params(labelsize=11)
@@ -422,7 +422,7 @@ def _zoom_bottom(ax, g, below: float = 0.3):
     ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # two, far apart, clear of the frame
     pad = 0.08 * (hi - lo)                       # whole end markers
     ins.set_xlim(lo - pad, hi + pad)
-    ins.set_xlabel("coverage", fontsize=10, labelpad=1)
+    ins.set_xlabel("coverage", fontsize=11, labelpad=1)
     box = ax.indicate_inset_zoom(ins, edgecolor="0.5")
     for line in getattr(box, "connectors", None) or box[1]:   # matplotlib >= 3.10, or older
         # no connectors: they would cross the inset's tick labels; the box and the title say what is magnified

@@ -155,7 +155,7 @@ def _outline(ax, patch_mask: np.ndarray, grid: tuple, size: int, colour: str = A
     big = np.pad(big, 1)      # closed outlines at the image's edge too
     at = np.arange(big.shape[0]) - 1.0      # pixel centres (the pad sits at -1 and size)
     # a white halo keeps the outline visible on grey and on colour
-    for c, lw in (("white", 6.0), (colour, 3.6)):
+    for c, lw in (("white", 2.4), (colour, 1.4)):   # thin: the object shows
         ax.contour(at, at, big, levels=[0.5], colors=c, linewidths=lw)
     # a dot at each active patch's centre says which side of the outline is inside, without recolouring it
     rows, cols = np.nonzero(np.asarray(patch_mask).reshape(grid))
@@ -288,6 +288,16 @@ def show_regions(scenes, idx, regions, title: str = ""):
             ax.axis("off")
     if title:
         fig.suptitle(title, fontsize=TITLE)
+    fig.tight_layout()
+    return fig
+
+
+def show_regions_large(scenes, i, regions, title: str = ""):
+    """Chapter 15: one scene's :func:`show_regions` (its scene index ``i``) at the column's full width, the two
+    panels as large as the width allows (the text stays at its size)."""
+    i = int(checks.index(checks.sequence([i], "i"), "i", len(scenes), "the scene set")[0])
+    fig = show_regions(scenes, [i], regions, title)
+    fig.set_size_inches(WIDTH, WIDTH / 2 + 0.6 + 0.3 * bool(title))
     fig.tight_layout()
     return fig
 
