@@ -8,8 +8,11 @@ NBMAKE_TIMEOUT ?= 600
 # where `make test` puts the chapters the simulated Colab executed and builds the book from them (a scratch copy
 # of the book's sources)
 EXECUTED := _executed
-# chapters the simulated Colab runs at a time
-COLAB_JOBS ?= 1
+# chapters the simulated Colab runs at a time, and test processes for the unit tests and the full-mode smoke
+# (pytest-xdist; 0 runs them in pytest's own process): compbook runs torch on one thread, so two at a time keep a
+# 2-core machine busy (one at a time leaves a core idle). `make test COLAB_JOBS=1` times each chapter on its own.
+COLAB_JOBS ?= 2
+TEST_JOBS ?= 2
 # headless runs never start a live widget: sliders are drawn as kernel-free JS frame viewers, and tqdm draws no
 # widget progress bars (CONTRIBUTING.md, "Headless runs never go live")
 HEADLESS := COMPBOOK_WIDGETS=static TQDM_DISABLE=1
@@ -43,7 +46,8 @@ TRACKED := ( ! git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { git stat
 test: setup browser-setup
 	rm -rf $(EXECUTED) && mkdir -p $(EXECUTED)
 	@$(TRACKED) > $(EXECUTED)/tracked-before.txt
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser --ignore=tests/test_colab.py
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadgroup tests --ignore=tests/browser \
+	  --ignore=tests/test_colab.py
 	# every chapter once, in the simulated Colab (tests/test_colab.py): the executed notebooks, the figure check's
 	# log and the chapters' times land in $(EXECUTED)/
 	cp -r _config.yml _toc.yml intro.md _static _ext appendix $(EXECUTED)/
@@ -74,7 +78,7 @@ smoke:
 	cp -r data $(SMOKED)/data
 	ln -s ../compbook $(SMOKED)/
 	$(SMOKE_ENV) $(HEADLESS) $(PYTHON) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=$(NBMAKE_TIMEOUT) \
-	  --durations=0 $(SMOKED)/chapters
+	  -n $(TEST_JOBS) --dist worksteal --durations=0 $(SMOKED)/chapters
 
 clean:
 	rm -rf _build $(EXECUTED) $(SMOKED)

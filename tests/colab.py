@@ -302,13 +302,19 @@ class Outcome:
     checked: bool = False
 
 
-def junit(outcomes: list[Outcome], path: Path) -> Path:
+#: the report's property naming how many chapters ran at a time (read by ``compbook.results.runtimes``)
+AT_A_TIME = "chapters_at_a_time"
+
+
+def junit(outcomes: list[Outcome], path: Path, jobs: int = 1) -> Path:
     """A JUnit-like report, one ``testcase`` per chapter with its seconds and a ``failure`` when it failed or
-    its checks did not pass (what ``python -m compbook.results runtimes`` reads)."""
+    its checks did not pass, and how many chapters ran at a time (``jobs``: a property of the suite), what
+    ``python -m compbook.results runtimes`` reads."""
     import xml.etree.ElementTree as ET
     suite = ET.Element("testsuite", name="colab", tests=str(len(outcomes)),
                        failures=str(sum(o.status != 0 or not o.checked for o in outcomes)),
                        time=f"{sum(o.seconds for o in outcomes):.3f}")
+    ET.SubElement(ET.SubElement(suite, "properties"), "property", name=AT_A_TIME, value=str(jobs))
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", classname="colab", file=f"chapters/{o.name}",
                              name=o.name, time=f"{o.seconds:.3f}")

@@ -16,6 +16,15 @@ GENOME_NAMES = ("skull", "butterfly", "apple")
 os.environ.setdefault("COMPBOOK_MEMORY_BUDGET_MB", "1024")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test``: two workers): a test file's tests run on one
+    worker (its module fixtures built once), and every test of :func:`tiny_server` on one worker, so one
+    ``transformers serve`` (and its spare) starts, not one per worker. Without xdist the marks do nothing."""
+    for item in items:
+        shared = "tiny_server" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("tiny_server" if shared else item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Small tensors: one torch thread is much faster than two fighting over a shared CPU, and is how the

@@ -66,7 +66,7 @@ class Colab:
         self.jupyter = colab.kernel_spec(tmp / "jupyter")
         self.host = colab.Host().start()
         self.forbidden = sorted({str(ROOT.resolve()), str(colab.SHARED.resolve()), str(colab.THIRD_PARTY.resolve())})
-        self.pool = ThreadPoolExecutor(jobs)
+        self.jobs, self.pool = jobs, ThreadPoolExecutor(jobs)
         self.futures = {name: self.pool.submit(self._run, name) for name in chapters}
 
     def env(self, name: str, folder: Path) -> dict:
@@ -129,7 +129,7 @@ def simulated(request, executed):
     sim = Colab(tmp, selected, _jobs())
     yield sim
     sim.close()
-    colab.junit(sim.outcomes, executed / "colab.xml")
+    colab.junit(sim.outcomes, executed / "colab.xml", sim.jobs)
     if all(o.status == 0 and o.checked for o in sim.outcomes):
         shutil.rmtree(tmp, ignore_errors=True)
     else:
@@ -209,8 +209,8 @@ def test_the_shows_check_finds_an_error_a_missing_figure_and_an_unglued_number()
 def test_the_timing_report_refuses_a_failed_chapter_and_records_a_passed_one(tmp_path):
     from compbook.results import runtimes
     passed = colab.Outcome("07_depth.ipynb", 0, 30.4, checked=True)
-    path = colab.junit([passed], tmp_path / "ok.xml")
-    assert runtimes.from_junit(path) == {"07_depth": 30.4}
+    path = colab.junit([passed], tmp_path / "ok.xml", jobs=2)
+    assert runtimes.from_junit(path) == {"07_depth": 30.4} and runtimes.at_a_time(path) == 2
     for bad in (colab.Outcome("07_depth.ipynb", 1, 30.4, "boom"), colab.Outcome("07_depth.ipynb", 0, 30.4)):
         with pytest.raises(ValueError, match="did not pass"):
             runtimes.from_junit(colab.junit([passed, bad], tmp_path / "bad.xml"))

@@ -35,6 +35,26 @@ def test_from_junit_refuses_a_failed_run_and_a_report_without_notebooks(tmp_path
         runtimes.from_junit(empty)
 
 
+def test_at_a_time_reads_the_reports_property_and_defaults_to_one(tmp_path):
+    """The likely bug: chapters timed two at a time recorded as if each ran alone."""
+    prop = '<properties><property name="chapters_at_a_time" value="{}"/></properties>'
+    case = '<testcase classname="chapters.07_depth.ipynb" name="07_depth.ipynb" time="3"/>'
+    assert runtimes.at_a_time(_report(tmp_path, prop.format(2) + case)) == 2
+    assert runtimes.at_a_time(_report(tmp_path, case)) == 1                   # an nbmake report names none
+    for bad in ("0", "two", "1.5"):
+        with pytest.raises(ValueError, match="chapters_at_a_time"):
+            runtimes.at_a_time(_report(tmp_path, prop.format(bad) + case))
+
+
+def test_where_in_words_says_when_chapters_ran_beside_each_other():
+    assert runtimes.where_in_words("a 2-core CPU", 1) == "a 2-core CPU"
+    said = runtimes.where_in_words("a 2-core CPU", 2)
+    assert said == "a 2-core CPU, two chapters at a time"
+    assert runtimes.page_seconds("07_depth", {"where": said, "seconds": {"07_depth": 3}}) == ("a 2-core CPU", 3)
+    with pytest.raises(ValueError, match="jobs"):
+        runtimes.where_in_words("a 2-core CPU", 0)
+
+
 def test_record_rounds_and_refuses_what_is_not_a_time():
     rec = runtimes.record({"07_depth": 30.4, "02_x": 0.2}, "today", "here")
     assert rec["seconds"] == {"07_depth": 30, "02_x": 1} and rec["format"] == runtimes.FORMAT

@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from . import runtimes
         when = args.measured or f"{datetime.date.today():%-d %B %Y}"
-        rec = runtimes.record(runtimes.from_junit(args.report), when, args.where)
+        where = runtimes.where_in_words(args.where, runtimes.at_a_time(args.report))
+        rec = runtimes.record(runtimes.from_junit(args.report), when, where)
         print(f"wrote {runtimes.write(rec, folder)}")
         book = Path(args.intro).resolve().parent
         changed = runtimes.write_intro(args.intro, runtimes.toc_titles(book), rec)

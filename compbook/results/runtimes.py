@@ -53,6 +53,27 @@ def from_junit(path) -> dict[str, float]:
     return out
 
 
+def at_a_time(path) -> int:
+    """How many chapters ran at a time in the run a JUnit report records (its ``chapters_at_a_time`` property,
+    which ``make test``'s ``_executed/colab.xml`` carries; 1 where the report names none, as an nbmake run's)."""
+    path = checks.file_path(path, "report")
+    values = [p.get("value", "") for p in ET.parse(path).getroot().iter("property")
+              if p.get("name") == "chapters_at_a_time"]
+    if not values:
+        return 1
+    if len(set(values)) > 1 or not values[0].isdigit() or int(values[0]) < 1:
+        raise ValueError(f"{path}: chapters_at_a_time {values}: expected one positive whole number")
+    return int(values[0])
+
+
+def where_in_words(where: str, jobs: int) -> str:
+    """``where`` (the machine, in words) with how many chapters ran beside each other, when more than one
+    (``"a 2-core CPU, two chapters at a time"``): a chapter timed beside another takes longer than alone."""
+    jobs = checks.integer(jobs, "jobs", 1)
+    words = {2: "two", 3: "three", 4: "four"}
+    return where if jobs == 1 else f"{where}, {words.get(jobs, str(jobs))} chapters at a time"
+
+
 def record(seconds: dict, measured: str, where: str) -> dict:
     """The record: whole seconds per notebook (each finite and > 0), the date and the machine in words."""
     seconds = checks.mapping(seconds, "seconds", 1)
