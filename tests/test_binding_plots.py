@@ -122,8 +122,10 @@ def test_swap_test_figure_labels_its_inset_and_keeps_its_ticks_clear():
         assert chance[0].get_marker() in ("", "None", None), "ticks on the chance line would hide its dashes"
         key = ins.get_legend()
         assert key and [t.get_text() for t in key.get_texts()] == ["chance"], "the inset names its chance line"
-        assert [t.get_text() for t in ins.get_xticklabels()] == ["0.2", "0.8"], "two ticks, far apart"
-        assert ins.get_xlim()[0] < coverages[0] < coverages[-1] < ins.get_xlim()[1], "every coverage magnified"
+        assert [t.get_text() for t in ins.get_xticklabels()] == ["0.4", "0.8"], "two ticks, far apart"
+        assert ins.get_xlim()[0] < coverages[1] < coverages[-1] < ins.get_xlim()[1], "the low coverages magnified"
+        top = ins.get_ylim()[1]
+        assert all(max(ln.get_ydata()) < top for ln in ins.get_lines()), "no line enters the inset from above"
         box = ins.get_window_extent(fig.canvas.get_renderer())
         for label in ins.get_xticklabels():      # no tick label touches the inset's frame
             ext = label.get_window_extent(fig.canvas.get_renderer())

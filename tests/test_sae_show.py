@@ -196,7 +196,7 @@ def test_study_points_of_one_k_stay_apart_with_their_own_markers():
     assert len({ln.get_marker() for ln in lines}) == 3
     for at in range(2):                   # equal values at one k: the points sit apart on the log axis
         xs = sorted(np.log2(ln.get_xdata()[at]) for ln in lines)
-        assert 0.1 <= min(np.diff(xs)) and max(xs) - min(xs) <= 0.4   # apart, yet each near its k
+        assert 0.05 <= min(np.diff(xs)) and max(xs) - min(xs) <= 0.15   # apart, yet close to its k
 
 
 def test_region_pieces_letters_each_piece_of_a_split_region_alike():

@@ -400,14 +400,14 @@ def _swap_curves(ax, g, bars: bool = True):
 
 def _zoom_bottom(ax, g, below: float = 0.3):
     """When every line of panel ``ax`` stays under ``below`` from its second coverage on, an inset in the panel's
-    empty upper right magnifies the bottom of every coverage, the first included (a line above the inset's top
-    leaves it), so that lines a few hundredths apart can be told apart."""
+    empty upper right magnifies the bottom of the coverages from the second on (no line enters it from above), so
+    that lines a few hundredths apart can be told apart."""
     rest = g.iloc[1:]
     top = float(rest[["seen", "high", "chance"]].to_numpy().max())
     if len(rest) < 2 or top >= below:
         return
-    ins = ax.inset_axes([0.3, 0.46, 0.68, 0.44])   # right of the first coverage's point, above its box
-    _swap_curves(ins, g, bars=False)
+    ins = ax.inset_axes([0.44, 0.5, 0.54, 0.38])   # its tick labels clear of the lines falling from the first point
+    _swap_curves(ins, rest, bars=False)
     ins.set_ylim(0, 1.6 * top)                  # headroom: the key sits above every line
     chance = [ln for ln in ins.get_lines() if ln.get_label().startswith("chance")]
     ins.legend(chance, ["chance"], loc="upper right", fontsize=11, frameon=False,
@@ -417,8 +417,8 @@ def _zoom_bottom(ax, g, below: float = 0.3):
         spine.set_edgecolor("0.5")               # grey, as the box it magnifies
     ins.tick_params(labelsize=11)
     ins.locator_params(axis="y", nbins=3)        # few, readable ticks
-    lo, hi = float(g.index[0]), float(g.index[-1])
-    ticks = [t for t in (0.2, 0.8) if lo < t < hi] or [lo, hi]
+    lo, hi = float(rest.index[0]), float(rest.index[-1])
+    ticks = [t for t in (0.4, 0.8) if lo < t < hi] or [lo, hi]
     ins.set_xticks(ticks, [f"{t:g}" for t in ticks])   # two, far apart, clear of the frame
     pad = 0.08 * (hi - lo)                       # whole end markers
     ins.set_xlim(lo - pad, hi + pad)

@@ -421,10 +421,10 @@ def plot_study(study, columns=("EV", "L0 (% of k)", "mIoU"), chosen_k: int | Non
         for i, (lam, g) in enumerate(df.groupby("lambda")):
             stats = [_mean_half(g[g.k == k][c]) for k in ks]
             # a sideways offset and a marker shape per lambda: equal points stay apart and tell apart
-            x = np.array(ks) * 2 ** (0.15 * (i - (n_lams - 1) / 2))   # a few points wide, each near its k
+            x = np.array(ks) * 2 ** (0.06 * (i - (n_lams - 1) / 2))   # a marker wide: slopes stay true
             ax.errorbar(x, [m for m, _ in stats], yerr=[h for _, h in stats], fmt=_MARKERS[i % len(_MARKERS)] + "-",
-                        ms=4.5, lw=1.0, capsize=3, capthick=1.2, elinewidth=1.4, zorder=3,
-                        label=label(method_name(lam)))
+                        ms=5.5, mec="white", mew=0.8, lw=1.0, capsize=3, capthick=1.2, elinewidth=1.4,
+                        zorder=3 + i, label=label(method_name(lam)))   # white edges: a marker stands out on a line
         if chosen_k is not None:
             ax.axvline(chosen_k, color="grey", lw=0.8, ls=":")
         if ev_target is not None and c == "EV":
