@@ -47,8 +47,7 @@ class TransformersServe:
                "--host", HOST, "--port", str(self.port), "--device", "cpu", "--log-level", "warning", *self.extra]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                "HF_MODULES_CACHE": str(Path(self.folder).parent / "hf_modules")}
-        # stdin not the test process's: a pytest-xdist worker's stdin is its channel to the controller, and a
-        # server started on it never answered /health within 120 s (three runs out of three)
+        # stdin not the test process's: a pytest-xdist worker's stdin is its channel to the controller
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log.open("ab"),
                                      stderr=subprocess.STDOUT, env=env)
         return self
