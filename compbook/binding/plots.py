@@ -110,7 +110,7 @@ def recognition_figure(table, measures, chance: dict, width: float = 7.0):
                     ax.bar(xi, h, w, fill=False, edgecolor="k", lw=0.6)
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
                     above += 0.06 * j              # staggered: two stubs side by side stay apart
-                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=10, color="k",
+                    ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
                             rotation=90)           # upright: as narrow as its bar, clear of the next
             for i, (xi, m) in enumerate(zip(xs, measures)):
                 if m in chance[split]:
