@@ -302,15 +302,13 @@ class Outcome:
     checked: bool = False
 
 
-#: the report's property naming how many chapters ran at a time (read by ``compbook.results.runtimes``)
-AT_A_TIME = "chapters_at_a_time"
-
-
 def junit(outcomes: list[Outcome], path: Path, jobs: int = 1) -> Path:
     """A JUnit-like report, one ``testcase`` per chapter with its seconds and a ``failure`` when it failed or
     its checks did not pass, and how many chapters ran at a time (``jobs``: a property of the suite), what
     ``python -m compbook.results runtimes`` reads."""
     import xml.etree.ElementTree as ET
+
+    from compbook.results.runtimes import AT_A_TIME
     suite = ET.Element("testsuite", name="colab", tests=str(len(outcomes)),
                        failures=str(sum(o.status != 0 or not o.checked for o in outcomes)),
                        time=f"{sum(o.seconds for o in outcomes):.3f}")

@@ -29,6 +29,8 @@ FILE = "runtimes.json"
 FORMAT = "compbook-runtimes/1"
 #: the lines of ``intro.md`` the table sits between (written by :func:`write_intro`, read by the tests)
 BEGIN, END = "<!-- run times: begin -->", "<!-- run times: end -->"
+#: the JUnit report's property naming how many chapters ran at a time (``make test``'s report writes it)
+AT_A_TIME = "chapters_at_a_time"
 _NOTEBOOK = re.compile(r"(?:^|[/\\])((?:\d\d|notes)_[A-Za-z0-9_]+)\.ipynb")
 
 
@@ -58,11 +60,11 @@ def at_a_time(path) -> int:
     which ``make test``'s ``_executed/colab.xml`` carries; 1 where the report names none, as an nbmake run's)."""
     path = checks.file_path(path, "report")
     values = [p.get("value", "") for p in ET.parse(path).getroot().iter("property")
-              if p.get("name") == "chapters_at_a_time"]
+              if p.get("name") == AT_A_TIME]
     if not values:
         return 1
     if len(set(values)) > 1 or not values[0].isdigit() or int(values[0]) < 1:
-        raise ValueError(f"{path}: chapters_at_a_time {values}: expected one positive whole number")
+        raise ValueError(f"{path}: {AT_A_TIME} {values}: expected one positive whole number")
     return int(values[0])
 
 
