@@ -9,12 +9,10 @@ NBMAKE_TIMEOUT ?= 600
 # of the book's sources)
 EXECUTED := _executed
 # chapters the simulated Colab runs at a time, and test processes for the unit tests and the full-mode smoke
-# (pytest-xdist; 0 runs them in pytest's own process). compbook runs torch on one thread, so one at a time leaves
-# a 2-core machine's second core idle; `make test COLAB_JOBS=2 TEST_JOBS=2` uses both. Not the default yet: on a
-# loaded machine the served tiny VLM's tests did not see `transformers serve` start within 120 s beside a second
-# worker (CONTRIBUTING.md).
-COLAB_JOBS ?= 1
-TEST_JOBS ?= 0
+# (pytest-xdist; 0 runs them in pytest's own process). compbook runs torch on one thread, so two at a time use both
+# cores of a 2-core machine (CI's); `make test COLAB_JOBS=1 TEST_JOBS=0` runs one at a time (CONTRIBUTING.md).
+COLAB_JOBS ?= 2
+TEST_JOBS ?= 2
 # headless runs never start a live widget: sliders are drawn as kernel-free JS frame viewers, and tqdm draws no
 # widget progress bars (CONTRIBUTING.md, "Headless runs never go live")
 HEADLESS := COMPBOOK_WIDGETS=static TQDM_DISABLE=1

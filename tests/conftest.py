@@ -8,21 +8,13 @@ import pytest
 from PIL import Image
 
 from compbook.cppn import picbreeder
+from xdist_groups import pytest_collection_modifyitems  # noqa: F401  (a hook: the groups of `make test`'s workers)
 
 GENOME_NAMES = ("skull", "butterfly", "apple")
 
 # The memory budget defaults to the machine's free memory; the tests pin it to the smallest default, so that a
 # refusal they expect is the same on every machine (tests/test_config.py checks the machine's default itself).
 os.environ.setdefault("COMPBOOK_MEMORY_BUDGET_MB", "1024")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test``: two workers): a test file's tests run on one
-    worker (its module fixtures built once), and every test of :func:`tiny_server` on one worker, so one
-    ``transformers serve`` (and its spare) starts, not one per worker. Without xdist the marks do nothing."""
-    for item in items:
-        shared = "tiny_server" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group("tiny_server" if shared else item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HOST = "127.0.0.1"
+# seconds a live ``transformers serve`` may take to answer: 10-40 s on a quiet core, past 150 s on a 2-core machine
+# with two test workers and other jobs beside it (a server that exits fails at once)
+START_WAIT = 600.0
 
 
 def free_port() -> int:
@@ -52,8 +55,9 @@ class TransformersServe:
                                      stderr=subprocess.STDOUT, env=env)
         return self
 
-    def wait_ready(self, wait: float = 120.0) -> "TransformersServe":
-        """Wait until ``/health`` answers; ``RuntimeError`` with the log when the process dies or is too slow."""
+    def wait_ready(self, wait: float = START_WAIT) -> "TransformersServe":
+        """Wait until ``/health`` answers; ``RuntimeError`` with the log when the process dies (at once) or is too
+        slow."""
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -68,7 +72,7 @@ class TransformersServe:
         self.kill()
         raise RuntimeError(f"transformers serve did not start within {wait} s: {self.log.read_text()[-2000:]}")
 
-    def start(self, wait: float = 120.0) -> "TransformersServe":
+    def start(self, wait: float = START_WAIT) -> "TransformersServe":
         return self.launch().wait_ready(wait)
 
     def take_over(self, spare: "TransformersServe") -> None:
