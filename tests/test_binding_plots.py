@@ -274,6 +274,22 @@ def test_logit_grid_writes_dark_on_bright_cells_and_light_on_dark_ones():
     plt.close(fig)
 
 
+def test_recognition_figure_keeps_a_short_bars_value_off_its_chance_line():
+    rows = [{"model": k, "scenes": s, "swap": 0.0 if s == "train" else 0.1, "caption": 0.5}
+            for k in ("plain", "swap") for s in ("train", "test")]
+    chance = {s: {"swap": 0.17, "caption": 0.5} for s in ("train", "test")}
+    fig = plots.recognition_figure(pd.DataFrame(rows), ["swap", "caption"], chance)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        (label,) = ax.texts
+        box = label.get_window_extent(renderer)
+        line = ax.transData.transform((0, 0.17))[1]
+        clear = 3 * fig.dpi / 72                             # 3 pt between the text and the line
+        assert not box.y0 - clear < line < box.y1 + clear, "a value label touches its chance line"
+    plt.close(fig)
+
+
 def test_recognition_figure_labels_a_list_of_measures_itself():
     rows = [{"model": k, "scenes": s, "swap": 0.3, "caption": 0.5}
             for k in ("plain", "swap") for s in ("train", "test")]

@@ -87,7 +87,7 @@ def recognition_figure(table, measures, chance: dict, width: float = 7.0):
     columns, as a list (labelled by ``RECOGNITION_LABELS``) or a dict column -> label on the axis; ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
     split's scenes}, drawn as a thin dashed black line across each bar (with a black triangle above it when under 0.05,
     where the line would hide on the axis). A bar too short to see is outlined at its true height (a bar at 0 is a
-    line on the axis) and its value written above it; the legend sits below the panels, off the data.
+    line on the axis) and its value written above it, above its chance line too where the two would meet; the legend sits below the panels, off the data.
     """
     if not isinstance(measures, dict):
         measures = {m: RECOGNITION_LABELS.get(m, m) for m in measures}
@@ -110,6 +110,9 @@ def recognition_figure(table, measures, chance: dict, width: float = 7.0):
                     ax.bar(xi, h, w, fill=False, edgecolor="k", lw=0.6)
                     above = 0.09 if chance[split].get(m, 1) < 0.05 else 0.03   # over the triangle
                     above += 0.06 * j              # staggered: two stubs side by side stay apart
+                    c = chance[split].get(m)
+                    if c is not None and above - 0.02 < c < above + 0.2:   # the upright value would cross
+                        above = c + 0.03                                   # its chance line: sit above it
                     ax.text(xi, above, f"{h:.2f}", ha="center", va="bottom", fontsize=9, color="k",
                             rotation=90)           # upright: as narrow as its bar, clear of the next
             for i, (xi, m) in enumerate(zip(xs, measures)):
