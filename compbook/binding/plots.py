@@ -87,7 +87,8 @@ def recognition_figure(table, measures, chance: dict, width: float = 7.0):
     columns, as a list (labelled by ``RECOGNITION_LABELS``) or a dict column -> label on the axis; ``chance``: split (a value of ``scenes``) -> {column: a random order's score on that
     split's scenes}, drawn as a thin dashed black line across each bar (with a black triangle above it when under 0.05,
     where the line would hide on the axis). A bar too short to see is outlined at its true height (a bar at 0 is a
-    line on the axis) and its value written above it, above its chance line too where the two would meet; the legend sits below the panels, off the data.
+    line on the axis) and its value written above it (above its chance line too, where the two would meet); the
+    legend sits below the panels, off the data.
     """
     if not isinstance(measures, dict):
         measures = {m: RECOGNITION_LABELS.get(m, m) for m in measures}
