@@ -123,3 +123,20 @@ def test_merge_table_keeps_the_other_layouts(tmp_path, monkeypatch):
     assert sorted(set(both.layout)) == ["grid2", "grid3"] and len(both) == 2 * len(df)
     again = objsae.merge_table(df.assign(EV=2.0))
     assert len(again) == len(df) and (again.EV == 2.0).all(), "a layout's rows are replaced, not duplicated"
+
+
+def test_chapter15_saes_loads_chapter_15s_k_and_both_methods(monkeypatch):
+    from compbook.sae.runs import full
+    from compbook.sae.s2ae import LAMBDA
+    from compbook.sae.sizes import PartCRun
+    from compbook.sae.studies import study as st
+
+    table = pd.DataFrame({"k": [4, 4, 8, 8], "lambda": [0.0, LAMBDA, 0.0, LAMBDA], "EV": [0.5, 0.5, 0.999, 0.2]})
+    monkeypatch.setattr(full, "table", lambda cfg, name: table if name == "study" else None)
+    calls = []
+    monkeypatch.setattr(st, "study_runs", lambda *a: calls.append(a) or ["run"])
+    sizes = PartCRun(seeds=2)
+    assert full.chapter15_saes(sizes, "train") == (8, ["run"])
+    assert calls == [("train", sizes.base(), (8,), (0.0, LAMBDA), (0, 1), sizes.store)]
+    with pytest.raises(ValueError, match="sizes"):
+        full.chapter15_saes({"seeds": 2}, "train")

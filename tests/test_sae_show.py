@@ -231,15 +231,16 @@ def test_show_regions_colours_differ_and_split_regions_are_marked():
     matplotlib.pyplot.close("all")
 
 
-def test_show_regions_large_draws_one_scene_at_the_full_width():
+def test_show_regions_width_sets_the_figure_width():
     from compbook.book import legibility
 
     scenes = make_scenes(2, seed=1)
     p = scenes.grid[0] * scenes.grid[1]
     regions = np.tile(np.arange(p) % 4, (2, 1))
     small = show.show_regions(scenes, [1], regions, title="t")
-    fig = show.show_regions_large(scenes, 1, regions, title="t")
-    assert fig.get_figwidth() == show.WIDTH
+    fig = show.show_regions(scenes, [1], regions, title="t", width=show.WIDTH, row_height=4.05)
+    assert fig.get_figwidth() == show.WIDTH != small.get_figwidth()
+    assert fig.get_figheight() == pytest.approx(4.05 + 0.35)
     images = [ax for ax in fig.axes if ax.images]
     assert len(images) == 2, "one scene: its image and its regions"
     fig.canvas.draw(), small.canvas.draw()          # each image's box as drawn (equal aspect)
@@ -247,6 +248,11 @@ def test_show_regions_large_draws_one_scene_at_the_full_width():
     before = [ax.get_window_extent().width / small.dpi for ax in small.axes if ax.images]
     assert min(side) > 1.2 * max(before), "the panels grow"
     assert legibility.problems(fig) == []
-    with pytest.raises(ValueError, match="i"):
-        show.show_regions_large(scenes, 2, regions)
+    for bad in (0, -1.0, float("nan"), "7"):
+        with pytest.raises(ValueError, match="width"):
+            show.show_regions(scenes, [1], regions, width=bad)
+    with pytest.raises(ValueError, match="row_height"):
+        show.show_regions(scenes, [1], regions, row_height=0)
+    with pytest.raises(ValueError, match="idx"):
+        show.show_regions(scenes, [2], regions)
     matplotlib.pyplot.close("all")

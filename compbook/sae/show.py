@@ -248,19 +248,22 @@ def region_pieces(lab: np.ndarray) -> list:
     return out
 
 
-def show_regions(scenes, idx, regions, title: str = ""):
+def show_regions(scenes, idx, regions, title: str = "", width: float = WIDTH * 0.9, row_height: float = 3.0):
     """One row per scene index in ``idx`` (``regions`` (N, P) labels): left, the image in its true colours with
     the regions' borders (the image's edge included); right, each region filled with its own colour and the
     objects' patches outlined in black, so that one can see whether a region's border follows an object's. Each
-    piece of a region in two or more pieces carries that region's letter (A, B, ...) on the right."""
+    piece of a region in two or more pieces carries that region's letter (A, B, ...) on the right. ``width``,
+    ``row_height``: the figure's width and each row's height in inches (chapter 15: one scene at the column's
+    full width; the text keeps its size)."""
     from matplotlib import patheffects
     from matplotlib.collections import LineCollection
     from matplotlib.colors import ListedColormap
 
     idx = checks.index(checks.sequence(idx, "idx"), "idx", len(scenes), "the scene set").tolist()
+    width = checks.real(width, "width", 0, low_open=True)
+    row_height = checks.real(row_height, "row_height", 0, low_open=True)
     cmap = ListedColormap(REGION_COLOURS)
-    side = 3.0
-    fig, axes = plt.subplots(len(idx), 2, figsize=(WIDTH * 0.9, side * len(idx) + 0.35 * bool(title)),
+    fig, axes = plt.subplots(len(idx), 2, figsize=(width, row_height * len(idx) + 0.35 * bool(title)),
                              squeeze=False)
     for (left, right), i in zip(axes, idx):
         lab = np.unique(np.asarray(regions[i]), return_inverse=True)[1].reshape(scenes.grid)
@@ -288,16 +291,6 @@ def show_regions(scenes, idx, regions, title: str = ""):
             ax.axis("off")
     if title:
         fig.suptitle(title, fontsize=TITLE)
-    fig.tight_layout()
-    return fig
-
-
-def show_regions_large(scenes, i, regions, title: str = ""):
-    """Chapter 15: one scene's :func:`show_regions` (its scene index ``i``) at the column's full width, the two
-    panels as large as the width allows (the text stays at its size)."""
-    i = int(checks.index(checks.sequence([i], "i"), "i", len(scenes), "the scene set")[0])
-    fig = show_regions(scenes, [i], regions, title)
-    fig.set_size_inches(WIDTH, WIDTH / 2 + 0.6 + 0.3 * bool(title))
     fig.tight_layout()
     return fig
 

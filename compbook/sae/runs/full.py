@@ -57,6 +57,19 @@ def table(cfg: PartCRun, name: str, log=print) -> pd.DataFrame:
     return st.read_table(relative)
 
 
+def chapter15_saes(sizes: PartCRun, train) -> tuple[int, list]:
+    """Chapter 16: chapter 15's SAEs at ``sizes``: the k chapter 15 chose (``choose_k`` on :func:`table`
+    "study") and :func:`compbook.sae.studies.study.study_runs` at that k for vanilla and S2AE (the paper's lambda),
+    every seed of ``sizes``, loaded from ``sizes.store`` (trained there first when missing). ``train``: the SAEs'
+    training vectors (an ``SAEData``). Returns (k, runs)."""
+    from ..s2ae import LAMBDA
+    from ..studies import study as st
+
+    checks.instance(sizes, "sizes", PartCRun)
+    k = st.choose_k(table(sizes, "study"))
+    return k, st.study_runs(train, sizes.base(), (k,), (0.0, LAMBDA), tuple(range(sizes.seeds)), sizes.store)
+
+
 #: the command that makes every table of a store
 FULL_COMMAND = "COMPBOOK_MODE=full python -m compbook.sae full"
 
