@@ -71,6 +71,8 @@ def test_carry_over_figure_draws_objects_only_the_ceiling_and_the_mlp_in_both_pa
                                table[table.width == 0]["object"].values)
     heights = sorted(round(p.get_height(), 9) for p in right.patches)
     assert heights == sorted(round(v, 9) for v in images["object"]), "every (recipe, width) reading, once"
+    names = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "the encoder itself (bars)" in names, "the right panel's black bars (the ceiling) have no legend entry"
     plt.close(fig)
 
 

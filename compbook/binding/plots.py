@@ -338,7 +338,7 @@ def carry_over_figure(controlled, images, chance: float, image_coverage: float |
         # blue shades, darker with width: unlike the left panel's green line and band
         shade = plt.cm.GnBu(0.55 + 0.4 * k / max(len(widths) - 1, 1))
         right.bar(xs, [rows[r] for r in recipes], step, color="k" if w == 0 else shade, zorder=2,
-                  label=None if w == 0 else f"MLP, width {w:,}")
+                  label="the encoder itself (bars)" if w == 0 else f"MLP, width {w:,}")
     right.axhline(chance, color="tab:red", ls="--", lw=1.4, label="chance", zorder=1)   # behind the bars
     right.set_xticks(range(len(recipes)), [f"trained\n{r}" for r in recipes], fontsize=11)
     right.set_title("chapter 10's image encoders" + ("" if image_coverage is None else
