@@ -113,3 +113,20 @@ def test_report_on_a_real_sae_is_consistent():
         assert 0 <= r.coherence <= r.bimodal <= 1 and 0 < r["mono image"] <= 1 and 0 < r["mono text"] <= 1
     with pytest.raises(ValueError, match="labels: "):
         cm.crossmodal_report(runs[0]["sae"], s.test, cm.concept_labels(s.train_scenes))
+
+
+def test_latent_shares_in_the_chapter_words_and_the_most_coherent_latent():
+    z_img, z_txt, labels = planted()
+    z_txt[0, 0, 0] = 0.5                                       # latent 0: "'a'" joins its text side
+    s = cm.latent_shares(z_img, z_txt, labels, top_n=6, min_fires=2)
+    assert {"share image", "share text", "fires in both"} <= set(s.columns)
+    assert "purity image" not in s.columns
+    z_img[..., 3] = (labels.patches[..., RED]).float()         # latent 3: red on both sides, pure
+    z_txt[..., 3] = (labels.tokens[..., RED]).float()
+    s = cm.latent_shares(z_img, z_txt, labels, top_n=6, min_fires=2)
+    assert s.loc[s.latent == 0, "share text"].item() < 1
+    assert cm.most_coherent(s).latent == 3, "the weaker side decides: latent 3 is pure on both"
+    with pytest.raises(ValueError, match="no coherent latent"):
+        cm.most_coherent(s.assign(coherent=False))
+    with pytest.raises(ValueError, match="shares"):
+        cm.most_coherent(s.drop(columns="share text"))

@@ -151,6 +151,30 @@ def crossmodal_scores(z_img: torch.Tensor, z_txt: torch.Tensor, labels: ConceptL
         "coherent": (both.any(1) & live_i & live_t).numpy()})
 
 
+SHARE_WORDS = {"purity image": "share image", "purity text": "share text", "bimodal": "fires in both"}
+
+
+def latent_shares(z_img: torch.Tensor, z_txt: torch.Tensor, labels: ConceptLabels, top_n: int = TOP_N,
+                  **kwargs) -> pd.DataFrame:
+    """Chapter 16's table of latents: :func:`crossmodal_scores` in the chapter's words (a latent's largest
+    concept *share* among its ``top_n`` top patches / caption tokens; ``fires in both``: it fires on at least
+    ``min_fires`` tokens of each modality). ``z_img`` (N, P, d_sae), ``z_txt`` (N, L, d_sae)."""
+    return crossmodal_scores(z_img, z_txt, labels, top_n=top_n, **kwargs).rename(columns=SHARE_WORDS)
+
+
+def most_coherent(shares: pd.DataFrame) -> pd.Series:
+    """Chapter 16's worked latent: among the coherent latents of a :func:`latent_shares` table, the one whose
+    share on its weaker side (the smaller of ``share image`` and ``share text``) is the highest. Returns its row."""
+    need = {"coherent", "share image", "share text"}
+    if not isinstance(shares, pd.DataFrame) or need - set(shares.columns):
+        raise ValueError(f"shares must be a latent_shares table with columns {sorted(need)}, got "
+                         f"{sorted(getattr(shares, 'columns', []))}")
+    ok = shares[shares.coherent.astype(bool)]
+    if ok.empty:
+        raise ValueError("shares: no coherent latent")
+    return ok.loc[ok[["share image", "share text"]].min(axis=1).idxmax()]
+
+
 def crossmodal_summary(scores: pd.DataFrame) -> dict:
     """Coherence (over live latents), monosemanticity per modality (over latents live there), counts."""
     need = {"live", "coherent", "bimodal", "purity image", "purity text"}
